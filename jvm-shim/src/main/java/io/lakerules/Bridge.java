@@ -1,0 +1,113 @@
+package io.lakerules;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Pattern;
+
+import org.apache.spark.sql.AnalysisException;
+import org.apache.spark.sql.catalyst.analysis.ResolvedIdentifier;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+
+/** The one place where the JVM finds the Python registry. */
+public final class Bridge {
+  private static volatile LakeBackend backend;
+  private static volatile Pattern routes;
+  private static final Map<String, Map<String, String>> catalogOptions = new ConcurrentHashMap<>();
+
+  private Bridge() {}
+
+  /** Called by lakerules.attach(): the Python registry and the statements its parser takes. */
+  public static void register(LakeBackend b, String routePattern) {
+    routes = routePattern == null || routePattern.isEmpty()
+        ? null : Pattern.compile(routePattern, Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
+    backend = b;
+  }
+
+  public static void unregister() {
+    backend = null;
+    routes = null;
+  }
+
+  public static boolean attached() {
+    return backend != null;
+  }
+
+  /** The backend, or an error that says how to attach one. */
+  static LakeBackend backend() {
+    LakeBackend b = backend;
+    if (b == null) {
+      throw sneakyThrow(analysisError(
+          "lakerules: this statement uses a lake table, but no lakerules rule registry is attached "
+              + "to this JVM. In PySpark call lakerules.attach(spark) (or build the session with "
+              + "lakerules.session(...)) before using lake tables."));
+    }
+    return b;
+  }
+
+  static boolean routed(String sql) {
+    Pattern p = routes;
+    return p != null && sql != null && p.matcher(sql).lookingAt();
+  }
+
+  static void putCatalogOptions(String name, Map<String, String> options) {
+    catalogOptions.put(name, options);
+  }
+
+  /** The options Spark gave a lake catalog (spark.sql.catalog.NAME.*), read by Python as JSON. */
+  public static String catalogOptions(String name) {
+    Map<String, String> o = catalogOptions.get(name);
+    try {
+      return o == null ? null : LakeCatalog.JSON.writeValueAsString(o);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Cheap pre-check before calling Python: does the plan touch a lake table or catalog anywhere? */
+  public static boolean touchesLake(LogicalPlan plan) {
+    if (plan instanceof DataSourceV2Relation
+        && ((DataSourceV2Relation) plan).table() instanceof LakeTable) {
+      return true;
+    }
+    if (plan instanceof ResolvedIdentifier
+        && ((ResolvedIdentifier) plan).catalog() instanceof LakeCatalog) {
+      return true;
+    }
+    // Walk every field, not only children: a write command keeps its target table outside children.
+    scala.collection.Iterator<Object> it = plan.productIterator();
+    while (it.hasNext()) {
+      Object field = it.next();
+      if (field instanceof LogicalPlan) {
+        if (touchesLake((LogicalPlan) field)) return true;
+      } else if (field instanceof scala.collection.Iterable) {
+        scala.collection.Iterator<?> items = ((scala.collection.Iterable<?>) field).iterator();
+        while (items.hasNext()) {
+          Object item = items.next();
+          if (item instanceof LogicalPlan && touchesLake((LogicalPlan) item)) return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /** Rethrow what Python returned as a failure, unchanged; return anything else. */
+  static Object unwrap(Object result) {
+    if (result instanceof Throwable) {
+      throw sneakyThrow((Throwable) result);
+    }
+    return result;
+  }
+
+  /** An AnalysisException carrying a plain message, built without an error-class lookup. */
+  public static AnalysisException analysisError(String message) {
+    scala.Option<Object> none = scala.Option.empty();
+    return new AnalysisException(message, none, none, scala.Option.empty(), scala.Option.empty(),
+        scala.collection.immutable.Map$.MODULE$.empty(), new org.apache.spark.QueryContext[0]);
+  }
+
+  @SuppressWarnings("unchecked")
+  static <T extends Throwable> RuntimeException sneakyThrow(Throwable t) throws T {
+    throw (T) t;
+  }
+}

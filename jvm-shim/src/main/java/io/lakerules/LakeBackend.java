@@ -1,0 +1,21 @@
+package io.lakerules;
+
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+
+/**
+ * What the Python side answers. Implemented by a Python object through Py4J callbacks
+ * (lakerules.bridge.Backend). Every planning decision is made there; the shim only routes.
+ *
+ * <p>Methods return either their result or a {@link Throwable}, which the caller rethrows
+ * unchanged, so that Spark's own exception types reach the user as they are.
+ */
+public interface LakeBackend {
+  /** A statement whose text matched the registered route pattern: a plan, null (not ours), or a Throwable. */
+  Object parse(Object session, String sqlText);
+
+  /** A resolved plan that touches a lake table or catalog: the rewritten plan, or a Throwable. */
+  Object rewrite(Object session, LogicalPlan plan);
+
+  /** A catalog operation: JSON arguments in, JSON result out ({"error": kind, "message": text} on failure). */
+  String catalog(String catalogName, String op, String argsJson);
+}

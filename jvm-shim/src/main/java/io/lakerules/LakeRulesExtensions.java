@@ -1,0 +1,25 @@
+package io.lakerules;
+
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.SparkSessionExtensionsProvider;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+/**
+ * spark.sql.extensions=io.lakerules.LakeRulesExtensions. The injections, in the order Spark
+ * consults them:
+ */
+public final class LakeRulesExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit>
+    implements SparkSessionExtensionsProvider {
+  @Override
+  public BoxedUnit apply(SparkSessionExtensions ext) {
+    // 1. Parser: statements Spark's grammar lacks (OPTIMIZE, partition evolution, ...) go to
+    //    Python; the pattern of what to route is given by Python at attach time.
+    ext.injectParser((session, delegate) -> LakeParser.wrap(session, delegate));
+    // 2. Post-hoc resolution: after Spark resolved names, types and subqueries, hand plans that
+    //    touch lake tables to the Python rule registry (scans become file reads, writes and
+    //    row-level commands are planned, run and committed there).
+    ext.injectPostHocResolutionRule(session -> new LakeRule(session));
+    return BoxedUnit.UNIT;
+  }
+}

@@ -1,0 +1,62 @@
+package io.lakerules;
+
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * A lake table as Spark's analyzer sees it: name, schema, partitioning, properties, and the
+ * snapshot it was loaded at. It reads and writes nothing itself; the Python rules replace every
+ * relation over it before Spark plans execution.
+ */
+public final class LakeTable implements Table {
+  private final String catalogName;
+  private final Identifier ident;
+  private final String name;
+  private final StructType schema;
+  private final Transform[] partitioning;
+  private final Map<String, String> properties;
+  private final long snapshotId;
+
+  LakeTable(String catalogName, Identifier ident, String name, StructType schema,
+      Transform[] partitioning, Map<String, String> properties, long snapshotId) {
+    this.catalogName = catalogName;
+    this.ident = ident;
+    this.name = name;
+    this.schema = schema;
+    this.partitioning = partitioning;
+    this.properties = Collections.unmodifiableMap(properties);
+    this.snapshotId = snapshotId;
+  }
+
+  public String catalogName() { return catalogName; }
+  public String[] namespace() { return ident.namespace(); }
+  public String tableName() { return ident.name(); }
+  /** The snapshot this table was loaded at, or -1 when the table has none yet. */
+  public long snapshotId() { return snapshotId; }
+
+  @Override public String name() { return name; }
+  @SuppressWarnings("deprecation")
+  @Override public StructType schema() { return schema; }
+  @Override public Transform[] partitioning() { return partitioning.clone(); }
+  @Override public Map<String, String> properties() { return properties; }
+
+  @Override
+  public Set<TableCapability> capabilities() {
+    return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE,
+        TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
+        TableCapability.OVERWRITE_DYNAMIC);
+  }
+
+  @Override
+  public String toString() {
+    return "LakeTable(" + name + (snapshotId >= 0 ? ", snapshot=" + snapshotId : "") + ")";
+  }
+}

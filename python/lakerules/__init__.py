@@ -1,0 +1,118 @@
+"""lakerules: row-level operations and layout optimization for Iceberg tables, from Spark SQL.
+
+    import lakerules
+    spark = lakerules.session(warehouse="./warehouse")   # local session, embedded SQLite catalog
+    spark.sql("CREATE TABLE lake.db.t (id BIGINT, ts TIMESTAMP) PARTITIONED BY (days(ts))")
+
+or, for a session built elsewhere with the shim jar and extension configured,
+``lakerules.attach(spark)``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lakerules.errors import CatalogError, LakeError, NotSupported
+from lakerules.registry import register_rule, unregister_rule
+
+__version__ = "0.1.0"
+__all__ = [
+    "session", "attach", "detach", "spark_conf", "jar_path", "register_rule", "unregister_rule",
+    "LakeError", "NotSupported", "CatalogError",
+]
+
+EXTENSION = "io.lakerules.LakeRulesExtensions"
+CATALOG_CLASS = "io.lakerules.LakeCatalog"
+# Settings lakerules needs on every session it serves.
+SESSION_CONF = {
+    # Match Parquet columns to the requested schema by Iceberg field id (renames, drops, adds).
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+    # Iceberg timestamps are INT64 microseconds; Spark's default (INT96) is not Iceberg's.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
+
+_backend = None
+
+
+def jar_path() -> str:
+    """The shim jar packaged with this install."""
+    jar = Path(__file__).parent / "jars" / "lakerules-shim.jar"
+    if not jar.is_file():
+        raise LakeError(f"lakerules: the shim jar is missing at {jar}; build it with `make setup` (needs a JDK: javac)")
+    return str(jar)
+
+
+def embedded_catalog(warehouse: str | os.PathLike) -> dict[str, str]:
+    """Properties of the embedded default: a pyiceberg SQL catalog on SQLite at W/catalog.db."""
+    w = Path(warehouse).expanduser().resolve()
+    return {"type": "sql", "uri": f"sqlite:///{w}/catalog.db", "warehouse": f"file://{w}"}
+
+
+def spark_conf(warehouse: str | os.PathLike | None = None, catalog: str = "lake",
+               catalog_properties: dict[str, str] | None = None) -> dict[str, str]:
+    """Every Spark setting lakerules needs: jar, extension, catalog, session settings."""
+    conf = {
+        "spark.jars": jar_path(),
+        "spark.sql.extensions": EXTENSION,
+        f"spark.sql.catalog.{catalog}": CATALOG_CLASS,
+        **SESSION_CONF,
+    }
+    props = dict(embedded_catalog(warehouse)) if warehouse is not None else {}
+    props.update(catalog_properties or {})
+    for k, v in props.items():
+        conf[f"spark.sql.catalog.{catalog}.{k}"] = v
+    return conf
+
+
+def session(warehouse: str | os.PathLike = "./warehouse", *, master: str = "local[*]", app_name: str = "lakerules",
+            catalog: str = "lake", catalog_properties: dict[str, str] | None = None,
+            conf: dict[str, str] | None = None):
+    """A local SparkSession with the shim, the lake catalog and the rule registry attached.
+
+    ``catalog_properties`` replace or extend the embedded default's (e.g. ``{"type": "rest",
+    "uri": ...}``); ``conf`` adds any other Spark settings.
+    """
+    from pyspark.sql import SparkSession
+
+    Path(warehouse).expanduser().mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in {**spark_conf(warehouse, catalog, catalog_properties), **(conf or {})}.items():
+        builder = builder.config(k, v)
+    return attach(builder.getOrCreate())
+
+
+def attach(spark):
+    """Attach the Python rule registry to a session whose JVM has the shim and extension."""
+    from py4j.java_gateway import JavaClass
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    from lakerules import statements
+    from lakerules.bridge import Backend
+
+    global _backend
+    bridge = spark._jvm.io.lakerules.Bridge
+    if not isinstance(bridge, JavaClass):
+        raise LakeError(
+            "lakerules: the shim jar is not on this Spark session's classpath; start Spark with "
+            f"--jars {jar_path()} (or spark.jars), or use lakerules.session(...)"
+        )
+    extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "") or ""
+    if EXTENSION not in extensions:
+        raise LakeError(
+            f"lakerules: spark.sql.extensions does not include {EXTENSION}; it must be set before "
+            "the session is created (spark.sql.extensions is a static setting)"
+        )
+    for k, v in SESSION_CONF.items():
+        spark.conf.set(k, v)
+    ensure_callback_server_started(spark.sparkContext._gateway)
+    _backend = Backend(spark)
+    bridge.register(_backend, statements.ROUTES)
+    return spark
+
+
+def detach(spark) -> None:
+    """Detach the registry: lake statements then fail with an error saying how to attach."""
+    global _backend
+    spark._jvm.io.lakerules.Bridge.unregister()
+    _backend = None

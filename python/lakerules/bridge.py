@@ -1,0 +1,98 @@
+"""The Python object the shim calls (io.lakerules.LakeBackend), through Py4J callbacks.
+
+Callbacks never raise into Py4J: a failure is returned as a JVM Throwable, which the shim
+rethrows, so a Spark error keeps its own type and a lakerules error arrives as an
+AnalysisException whose message says what went wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+
+from py4j.protocol import Py4JJavaError
+from pyiceberg import exceptions as ie
+from pyspark.sql import SparkSession
+
+from lakerules import plan as P, registry, statements
+from lakerules.catalogs import Catalogs
+from lakerules.context import Context
+from lakerules.errors import CatalogError, LakeError
+from lakerules.scan import lower_scan
+
+log = logging.getLogger("lakerules")
+
+_CATALOG_ERRORS = {
+    ie.NoSuchTableError: "NoSuchTable",
+    ie.NoSuchNamespaceError: "NoSuchNamespace",
+    ie.TableAlreadyExistsError: "TableAlreadyExists",
+    ie.NamespaceAlreadyExistsError: "NamespaceAlreadyExists",
+    ie.NamespaceNotEmptyError: "NonEmptyNamespace",
+}
+
+
+class Backend:
+    class Java:
+        implements = ["io.lakerules.LakeBackend"]
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+        self.catalogs = Catalogs(spark)
+
+    # ---- LakeBackend ---------------------------------------------------------------------
+
+    def parse(self, jsession, sql_text):
+        try:
+            return statements.parse(self.context(jsession), sql_text)
+        except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
+            return self.java_error(e)
+
+    def rewrite(self, jsession, jplan):
+        try:
+            ctx = self.context(jsession)
+            tree = P.from_jvm(ctx.spark, jplan)
+            tree = registry.apply_rules(tree, ctx)
+            return P.to_jvm(ctx, tree)
+        except BaseException as e:  # noqa: BLE001
+            return self.java_error(e)
+
+    def catalog(self, catalog_name, op, args_json):
+        args = json.loads(args_json)
+        try:
+            return json.dumps(self.catalogs.handle(catalog_name, op, args))
+        except CatalogError as e:
+            return json.dumps({"error": e.kind, "message": str(e), "namespace": list(e.namespace), "name": e.name})
+        except tuple(_CATALOG_ERRORS) as e:
+            kind = next(v for k, v in _CATALOG_ERRORS.items() if isinstance(e, k))
+            return json.dumps(
+                {"error": kind, "message": str(e), "namespace": args.get("namespace", []), "name": args.get("name", "")}
+            )
+        except BaseException as e:  # noqa: BLE001
+            return json.dumps({"error": "Analysis", "message": _message(e)})
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def context(self, jsession) -> Context:
+        return Context(spark=self.session(jsession), catalogs=self.catalogs, lowerings={P.LakeScan: lower_scan})
+
+    def session(self, jsession) -> SparkSession:
+        if jsession is None or jsession.equals(self.spark._jsparkSession):
+            return self.spark
+        return SparkSession(self.spark.sparkContext, jsparkSession=jsession)
+
+    def java_error(self, e: BaseException):
+        if isinstance(e, Py4JJavaError):
+            return e.java_exception
+        origin = getattr(e, "_origin", None)  # pyspark's captured JVM exceptions
+        if origin is not None:
+            return origin
+        return self.spark._jvm.io.lakerules.Bridge.analysisError(_message(e))
+
+
+def _message(e: BaseException) -> str:
+    if isinstance(e, LakeError):
+        return str(e)
+    log.error("lakerules internal error", exc_info=e)
+    detail = "".join(traceback.format_exception(e)[-6:])
+    return f"lakerules: internal error {type(e).__name__}: {e}\n{detail}"

@@ -1,0 +1,277 @@
+"""Catalog operations for the shim's LakeCatalog, answered with pyiceberg catalogs.
+
+A lake catalog NAME is configured like Iceberg's Spark catalog: every
+``spark.sql.catalog.NAME.<property>`` is passed to pyiceberg's ``load_catalog(NAME, ...)``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from pyiceberg import exceptions as ie
+from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.table import Table
+
+from lakerules import partitioning, schema as schemas
+from lakerules.errors import CatalogError, LakeError, NotSupported
+
+# Spark passes these as table properties; they are not Iceberg properties.
+_SPARK_RESERVED = {"provider", "owner", "location", "is_managed_location", "external", "option.path"}
+
+
+def qualified(catalog: str, namespace, name: str) -> str:
+    return ".".join([catalog, *namespace, name])
+
+
+class Catalogs:
+    """The pyiceberg catalogs of one JVM, by Spark catalog name, built on first use."""
+
+    def __init__(self, spark):
+        self._spark = spark
+        self._catalogs: dict[str, Catalog] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Catalog:
+        with self._lock:
+            if name not in self._catalogs:
+                raw = self._spark._jvm.io.lakerules.Bridge.catalogOptions(name)
+                if raw is None:
+                    raise LakeError(
+                        f"lakerules: catalog {name!r} is not a lake catalog; set "
+                        f"spark.sql.catalog.{name}=io.lakerules.LakeCatalog and its properties"
+                    )
+                self._catalogs[name] = load_catalog(name, **json.loads(raw))
+            return self._catalogs[name]
+
+    def load(self, catalog: str, namespace, name: str) -> Table:
+        return self.get(catalog).load_table((*namespace, name))
+
+    # ---- dispatch from the shim ------------------------------------------------------------
+
+    def handle(self, catalog: str, op: str, args: dict) -> dict:
+        handler = getattr(self, f"_op_{op}", None)
+        if handler is None:
+            raise NotSupported(f"lakerules: catalog operation {op} is not supported")
+        return handler(catalog, self.get(catalog), args)
+
+    # ---- namespaces ----------------------------------------------------------------------
+
+    def _op_list_namespaces(self, _name, cat: Catalog, a):
+        parent = tuple(a["namespace"])
+        if parent and not self._namespace_exists(cat, parent):
+            raise CatalogError("NoSuchNamespace", "no such namespace", parent)
+        return {"namespaces": [list(ns) for ns in cat.list_namespaces(parent)]}
+
+    def _op_namespace_exists(self, _name, cat, a):
+        return {"exists": self._namespace_exists(cat, tuple(a["namespace"]))}
+
+    @staticmethod
+    def _namespace_exists(cat: Catalog, ns: tuple) -> bool:
+        try:
+            cat.load_namespace_properties(ns)
+            return True
+        except ie.NoSuchNamespaceError:
+            return False
+
+    def _op_load_namespace(self, _name, cat, a):
+        return {"properties": dict(cat.load_namespace_properties(tuple(a["namespace"])))}
+
+    def _op_create_namespace(self, _name, cat, a):
+        cat.create_namespace(tuple(a["namespace"]), a.get("properties") or {})
+        return {}
+
+    def _op_alter_namespace(self, _name, cat, a):
+        cat.update_namespace_properties(tuple(a["namespace"]), set(a["remove"]), a["set"])
+        return {}
+
+    def _op_drop_namespace(self, _name, cat, a):
+        ns = tuple(a["namespace"])
+        if not self._namespace_exists(cat, ns):
+            return {"dropped": False}
+        if a.get("cascade"):
+            for ident in cat.list_tables(ns):
+                cat.purge_table(ident)
+        cat.drop_namespace(ns)
+        return {"dropped": True}
+
+    # ---- tables --------------------------------------------------------------------------
+
+    def _op_list_tables(self, _name, cat, a):
+        ns = tuple(a["namespace"])
+        return {"tables": [{"namespace": list(t[:-1]), "name": t[-1]} for t in cat.list_tables(ns)]}
+
+    def _op_load_table(self, name, cat, a):
+        ns, tname = tuple(a["namespace"]), a["name"]
+        table = cat.load_table((*ns, tname))
+        if "version" in a:
+            snapshot = _snapshot_by_version(table, a["version"])
+        elif "timestamp_micros" in a:
+            snapshot = _snapshot_at(table, a["timestamp_micros"])
+        else:
+            return table_info(name, ns, tname, table, table.current_snapshot(), table.schema())
+        schema = table.schemas().get(snapshot.schema_id, table.schema()) if snapshot.schema_id is not None else table.schema()
+        return table_info(name, ns, tname, table, snapshot, schema)
+
+    def _op_invalidate_table(self, _name, _cat, _a):
+        return {}
+
+    def _op_create_table(self, name, cat, a):
+        ns, tname = tuple(a["namespace"]), a["name"]
+        props = dict(a.get("properties") or {})
+        provider = props.get("provider")
+        if provider and provider.lower() != "iceberg":
+            raise LakeError(
+                f"lakerules: lake tables are Iceberg tables; USING {provider} is not supported "
+                "(write USING iceberg, or leave USING out)"
+            )
+        location = props.get("location")
+        props = {k: v for k, v in props.items() if k not in _SPARK_RESERVED}
+        props.setdefault("format-version", "2")
+        if props["format-version"] not in ("1", "2"):
+            raise NotSupported(f"lakerules: format-version {props['format-version']} is not supported (use 2)")
+        iceberg_schema = schemas.spark_json_to_iceberg(a["schema"])
+        spec = partitioning.spec_from_spark(a.get("partitioning") or [], iceberg_schema)
+        if not self._namespace_exists(cat, ns):
+            raise CatalogError("NoSuchNamespace", "no such namespace", ns)
+        table = cat.create_table((*ns, tname), iceberg_schema, partition_spec=spec, properties=props, location=location)
+        return table_info(name, ns, tname, table, None, table.schema())
+
+    def _op_alter_table(self, name, cat, a):
+        ns, tname = tuple(a["namespace"]), a["name"]
+        table = cat.load_table((*ns, tname))
+        _alter(table, a["changes"])
+        table = cat.load_table((*ns, tname))
+        return table_info(name, ns, tname, table, table.current_snapshot(), table.schema())
+
+    def _op_drop_table(self, _name, cat, a):
+        ident = (*a["namespace"], a["name"])
+        try:
+            if a.get("purge"):
+                cat.purge_table(ident)
+            else:
+                cat.drop_table(ident)
+            return {"dropped": True}
+        except ie.NoSuchTableError:
+            return {"dropped": False}
+
+    def _op_rename_table(self, _name, cat, a):
+        src, dst = a["from"], a["to"]
+        cat.rename_table((*src["namespace"], src["name"]), (*dst["namespace"], dst["name"]))
+        return {}
+
+
+def table_info(catalog: str, ns, name: str, table: Table, snapshot, schema) -> dict[str, Any]:
+    """What the shim's LakeTable holds: name, Spark schema, partitioning, properties, snapshot."""
+    props = dict(table.properties)
+    props.update(
+        {
+            "provider": "iceberg",
+            "format": "iceberg/parquet",
+            "format-version": str(table.format_version),
+            "location": table.location(),
+        }
+    )
+    if table.current_snapshot() is not None:
+        props["current-snapshot-id"] = str(table.current_snapshot().snapshot_id)
+    return {
+        "name": qualified(catalog, ns, name),
+        "schema": schemas.iceberg_to_spark(schema).json(),
+        "partitioning": partitioning.spec_to_spark(table.spec(), table.schema()),
+        "properties": props,
+        "snapshot_id": snapshot.snapshot_id if snapshot is not None else -1,
+    }
+
+
+def _snapshot_by_version(table: Table, version: str):
+    if version.lstrip("-").isdigit():
+        snapshot = table.snapshot_by_id(int(version))
+    else:
+        snapshot = table.snapshot_by_name(version)
+    if snapshot is None:
+        raise LakeError(f"lakerules: table {table.name()} has no snapshot or reference {version!r}")
+    return snapshot
+
+
+def _snapshot_at(table: Table, timestamp_micros: int):
+    millis = timestamp_micros // 1000
+    best = None
+    for entry in table.metadata.snapshot_log:
+        if entry.timestamp_ms <= millis:
+            best = entry
+    if best is None:
+        raise LakeError(
+            f"lakerules: table {table.name()} has no snapshot at or before timestamp {timestamp_micros} µs"
+        )
+    return table.snapshot_by_id(best.snapshot_id)
+
+
+def _alter(table: Table, changes: list[dict]) -> None:
+    """ALTER TABLE changes, applied in one transaction (all or nothing)."""
+    column_ops = [c for c in changes if c["op"] not in ("set_property", "remove_property")]
+    for c in changes:
+        if c["op"] == "unsupported":
+            raise NotSupported(f"lakerules: ALTER TABLE change {c['class']} is not supported: {c['description']}")
+    with table.transaction() as tx:
+        if column_ops:
+            with tx.update_schema() as us:
+                for c in column_ops:
+                    _column_change(us, table, c)
+        sets = {c["key"]: c["value"] for c in changes if c["op"] == "set_property"}
+        version = sets.pop("format-version", None)
+        if version is not None and version != str(table.format_version):
+            tx.upgrade_table_version(int(version))
+        if sets:
+            tx.set_properties(sets)
+        removes = [c["key"] for c in changes if c["op"] == "remove_property"]
+        if removes:
+            tx.remove_properties(*removes)
+
+
+def _column_change(us, table: Table, c: dict) -> None:
+    path = tuple(c["path"])
+    op = c["op"]
+    if op == "add_column":
+        from pyspark.sql.types import _parse_datatype_json_string
+
+        field_type = schemas.spark_type_to_iceberg(_parse_datatype_json_string(c["type"]))
+        if not c["nullable"]:
+            raise LakeError(
+                f"lakerules: cannot add required column {'.'.join(path)}: existing rows have no value for it"
+            )
+        us.add_column(path, field_type, doc=c.get("comment"))
+        _move(us, path, c)
+    elif op == "rename_column":
+        us.rename_column(path, c["new_name"])
+    elif op == "delete_column":
+        if c["if_exists"] and not _column_exists(table, path):
+            return
+        us.delete_column(path)
+    elif op == "update_column_type":
+        from pyspark.sql.types import _parse_datatype_json_string
+
+        us.update_column(path, field_type=schemas.spark_type_to_iceberg(_parse_datatype_json_string(c["type"])))
+    elif op == "update_column_nullability":
+        if not c["nullable"]:
+            raise LakeError(f"lakerules: cannot make column {'.'.join(path)} NOT NULL: existing rows may hold nulls")
+        us.update_column(path, required=False)
+    elif op == "update_column_comment":
+        us.update_column(path, doc=c["comment"])
+    elif op == "update_column_position":
+        _move(us, path, c)
+
+
+def _move(us, path: tuple, c: dict) -> None:
+    if c.get("first"):
+        us.move_first(path)
+    elif c.get("after"):
+        us.move_after(path, (*path[:-1], c["after"]))
+
+
+def _column_exists(table: Table, path: tuple) -> bool:
+    try:
+        table.schema().find_field(".".join(path))
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,19 @@
+"""Errors lakerules raises. Each names the problem and, where there is one, the fix."""
+
+
+class LakeError(Exception):
+    """A statement on a lake table cannot be done as asked. Nothing was committed."""
+
+
+class NotSupported(LakeError):
+    """The statement is valid Spark SQL, but lakerules does not support it (yet)."""
+
+
+class CatalogError(LakeError):
+    """A catalog operation failed; ``kind`` is the Spark exception the shim raises for it."""
+
+    def __init__(self, kind: str, message: str, namespace=(), name: str = ""):
+        super().__init__(message)
+        self.kind = kind
+        self.namespace = tuple(namespace)
+        self.name = name

@@ -1,0 +1,149 @@
+"""Iceberg schemas as Spark schemas and back.
+
+Spark sees Iceberg ``timestamptz`` as TIMESTAMP and ``timestamp`` as TIMESTAMP_NTZ, as Iceberg's
+own Spark integration does. Read schemas carry each field's Iceberg id as ``parquet.field.id``
+metadata, which is how Spark's Parquet reader and writer match columns by id.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import count
+
+from pyiceberg import types as it
+from pyiceberg.schema import Schema
+from pyspark.sql import types as st
+
+from lakerules.errors import NotSupported
+
+FIELD_ID = "parquet.field.id"
+
+
+# ---- Spark -> Iceberg --------------------------------------------------------------------
+
+
+def spark_json_to_iceberg(schema_json: str) -> Schema:
+    """A Spark StructType (as JSON) as an Iceberg schema with provisional ids.
+
+    The catalog assigns fresh ids when it creates the table; these only have to be unique.
+    """
+    spark_schema = st.StructType.fromJson(json.loads(schema_json))
+    return spark_to_iceberg(spark_schema)
+
+
+def spark_to_iceberg(spark_schema: st.StructType) -> Schema:
+    ids = count(1)
+    struct = _to_iceberg(spark_schema, ids)
+    return Schema(*struct.fields)
+
+
+def spark_type_to_iceberg(dt: st.DataType, ids=None) -> it.IcebergType:
+    return _to_iceberg(dt, ids or count(1))
+
+
+def _to_iceberg(dt: st.DataType, ids) -> it.IcebergType:
+    match dt:
+        case st.StructType():
+            fields = []
+            for f in dt.fields:
+                fid = next(ids)
+                fields.append(
+                    it.NestedField(
+                        field_id=fid,
+                        name=f.name,
+                        field_type=_to_iceberg(f.dataType, ids),
+                        required=not f.nullable,
+                        doc=f.metadata.get("comment") or None,
+                    )
+                )
+            return it.StructType(*fields)
+        case st.ArrayType():
+            eid = next(ids)
+            return it.ListType(eid, _to_iceberg(dt.elementType, ids), element_required=not dt.containsNull)
+        case st.MapType():
+            kid, vid = next(ids), next(ids)
+            return it.MapType(
+                kid, _to_iceberg(dt.keyType, ids), vid, _to_iceberg(dt.valueType, ids),
+                value_required=not dt.valueContainsNull,
+            )
+        case st.BooleanType():
+            return it.BooleanType()
+        case st.ByteType() | st.ShortType() | st.IntegerType():
+            return it.IntegerType()
+        case st.LongType():
+            return it.LongType()
+        case st.FloatType():
+            return it.FloatType()
+        case st.DoubleType():
+            return it.DoubleType()
+        case st.DecimalType():
+            return it.DecimalType(dt.precision, dt.scale)
+        case st.DateType():
+            return it.DateType()
+        case st.TimestampType():
+            return it.TimestamptzType()
+        case st.TimestampNTZType():
+            return it.TimestampType()
+        case st.StringType() | st.CharType() | st.VarcharType():
+            return it.StringType()
+        case st.BinaryType():
+            return it.BinaryType()
+    raise NotSupported(f"lakerules: Spark type {dt.simpleString()} has no Iceberg equivalent")
+
+
+# ---- Iceberg -> Spark --------------------------------------------------------------------
+
+
+def iceberg_to_spark(schema: Schema | it.StructType, with_ids: bool = False) -> st.StructType:
+    """The Spark schema of an Iceberg schema; with_ids adds parquet.field.id metadata."""
+    struct = schema.as_struct() if isinstance(schema, Schema) else schema
+    return _to_spark(struct, with_ids)
+
+
+def iceberg_type_to_spark(t: it.IcebergType, with_ids: bool = False) -> st.DataType:
+    return _to_spark(t, with_ids)
+
+
+def _to_spark(t: it.IcebergType, with_ids: bool) -> st.DataType:
+    match t:
+        case it.StructType():
+            fields = []
+            for f in t.fields:
+                meta = {}
+                if with_ids:
+                    meta[FIELD_ID] = f.field_id
+                if f.doc:
+                    meta["comment"] = f.doc
+                fields.append(st.StructField(f.name, _to_spark(f.field_type, with_ids), not f.required, meta))
+            return st.StructType(fields)
+        case it.ListType():
+            return st.ArrayType(_to_spark(t.element_type, with_ids), not t.element_required)
+        case it.MapType():
+            return st.MapType(
+                _to_spark(t.key_type, with_ids), _to_spark(t.value_type, with_ids), not t.value_required
+            )
+        case it.BooleanType():
+            return st.BooleanType()
+        case it.IntegerType():
+            return st.IntegerType()
+        case it.LongType():
+            return st.LongType()
+        case it.FloatType():
+            return st.FloatType()
+        case it.DoubleType():
+            return st.DoubleType()
+        case it.DecimalType():
+            return st.DecimalType(t.precision, t.scale)
+        case it.DateType():
+            return st.DateType()
+        case it.TimestamptzType():
+            return st.TimestampType()
+        case it.TimestampType():
+            return st.TimestampNTZType()
+        case it.StringType():
+            return st.StringType()
+        case it.BinaryType() | it.FixedType():
+            return st.BinaryType()
+    raise NotSupported(
+        f"lakerules: Iceberg type {t} is not supported by lakerules yet (no Spark type reads it exactly)"
+    )

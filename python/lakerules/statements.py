@@ -1,0 +1,125 @@
+"""Statements Spark's grammar does not have, routed by the shim's parser to Python.
+
+Each statement has a pattern that selects it (the shim routes only texts that match one) and
+a function that runs it and returns the JVM plan of its result.
+
+Partition evolution, as Iceberg's Spark extensions spell it:
+    ALTER TABLE t ADD PARTITION FIELD bucket(16, id) [AS name]
+    ALTER TABLE t DROP PARTITION FIELD days(ts) | name
+    ALTER TABLE t REPLACE PARTITION FIELD days(ts) | name WITH hours(ts) [AS name]
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyiceberg.transforms import IdentityTransform
+
+from lakerules import jvm as J, partitioning
+from lakerules.errors import LakeError
+
+_IDENT = r"(?:`[^`]*`|[^\s`])+"
+_PARTITION_FIELD = re.compile(
+    rf"\s*ALTER\s+TABLE\s+(?P<table>{_IDENT})\s+(?P<op>ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\s+(?P<rest>.*?)\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_TRANSFORM = re.compile(r"\s*(?P<name>\w+)\s*\((?P<args>[^()]*)\)\s*(?P<rest>.*)$", re.DOTALL)
+
+# What the shim routes to Python: the start of each statement above.
+ROUTES = rf"\s*ALTER\s+TABLE\s+{_IDENT}\s+(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b"
+
+
+def parse(ctx, sql_text: str):
+    m = _PARTITION_FIELD.match(sql_text)
+    if m:
+        return _partition_field(ctx, m)
+    return None  # not ours: Spark's parser takes it
+
+
+def resolve_table_name(ctx, name: str) -> tuple[str, tuple[str, ...], str]:
+    """catalog, namespace, table of a (possibly partial) multi-part name, as Spark resolves it."""
+    parts = [str(p) for p in J.from_seq(ctx.spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(name))]
+    jvm = ctx.spark._jvm
+    if len(parts) >= 3 or (len(parts) == 2 and jvm.io.lakerules.Bridge.catalogOptions(parts[0]) is not None):
+        catalog, rest = parts[0], parts[1:]
+    else:
+        catalog, rest = ctx.spark.catalog.currentCatalog(), parts
+    if len(rest) == 1:
+        rest = [ctx.spark.catalog.currentDatabase(), *rest]
+    if jvm.io.lakerules.Bridge.catalogOptions(catalog) is None:
+        # The catalog may not have been initialized by Spark yet: touching it does that.
+        ctx.spark._jsparkSession.sessionState().catalogManager().catalog(catalog)
+        if jvm.io.lakerules.Bridge.catalogOptions(catalog) is None:
+            raise LakeError(f"lakerules: {name} is not a table of a lake catalog")
+    return catalog, tuple(rest[:-1]), rest[-1]
+
+
+def _partition_field(ctx, m):
+    catalog, ns, name = resolve_table_name(ctx, m.group("table"))
+    table = ctx.catalogs.load(catalog, ns, name)
+    op, rest = m.group("op").upper(), m.group("rest")
+    schema = table.schema()
+    with table.update_spec() as update:
+        if op == "ADD":
+            transform, column, alias = _parse_field(rest, schema)
+            update.add_field(column, transform, alias)
+        elif op == "DROP":
+            update.remove_field(_existing_field(table, rest))
+        else:
+            old, _, new = _split_with(rest)
+            update.remove_field(_existing_field(table, old))
+            transform, column, alias = _parse_field(new, schema)
+            update.add_field(column, transform, alias)
+    return J.empty_result(ctx.spark)
+
+
+def _split_with(rest: str) -> tuple[str, str, str]:
+    parts = re.split(r"\s+WITH\s+", rest, maxsplit=1, flags=re.IGNORECASE)
+    if len(parts) != 2:
+        raise LakeError("lakerules: REPLACE PARTITION FIELD needs: REPLACE PARTITION FIELD <old> WITH <new>")
+    return parts[0], "WITH", parts[1]
+
+
+def _parse_field(text: str, schema):
+    """'bucket(16, id) AS b' -> (transform, source column, partition field name or None)."""
+    text = text.strip()
+    m = _TRANSFORM.match(text)
+    if m:
+        args = [a.strip() for a in m.group("args").split(",") if a.strip()]
+        spark_args = [{"lit": a} if re.fullmatch(r"-?\d+", a) else {"ref": _unquote(a).split(".")} for a in args]
+        transform, column = partitioning.parse_transform(m.group("name"), spark_args)
+        rest = m.group("rest").strip()
+    else:
+        first, _, rest = text.partition(" ")
+        transform, column, rest = IdentityTransform(), _unquote(first), rest.strip()
+    alias = None
+    if rest:
+        am = re.fullmatch(r"AS\s+(\S+)", rest, re.IGNORECASE)
+        if not am:
+            raise LakeError(f"lakerules: cannot parse partition field {text!r}: unexpected {rest!r}")
+        alias = _unquote(am.group(1))
+    try:
+        source = schema.find_field(column, case_sensitive=False)
+    except ValueError:
+        raise LakeError(f"lakerules: partition column {column!r} is not a column of the table") from None
+    partitioning.check_transform(transform, source, column)
+    return transform, schema.find_column_name(source.field_id), alias
+
+
+def _existing_field(table, text: str) -> str:
+    """The name of the current spec's field that text names, by name or by transform."""
+    text = text.strip()
+    spec, schema = table.spec(), table.schema()
+    for f in spec.fields:
+        if f.name.lower() == _unquote(text).lower():
+            return f.name
+    transform, column, _ = _parse_field(text, schema)
+    source_id = schema.find_field(column).field_id
+    for f in spec.fields:
+        if f.source_id == source_id and f.transform == transform:
+            return f.name
+    raise LakeError(f"lakerules: table {table.name()} has no partition field {text!r} in its current spec")
+
+
+def _unquote(name: str) -> str:
+    return ".".join(p[1:-1] if p.startswith("`") and p.endswith("`") else p for p in name.split("."))

@@ -1,0 +1,254 @@
+"""Writing data files: Spark executors write Parquet, the driver reads footers and commits.
+
+1. The rows (already cast to the table's schema by Spark's analyzer) get each column's Iceberg
+   field id, and one directory column per partition field, computed by JVM expressions.
+2. Spark writes Parquet (TIMESTAMP_MICROS, field ids) under a fresh directory of the table's
+   data folder, one directory level per partition field.
+3. The driver lists what was written, reads each footer for the Iceberg column metrics, and
+   recovers each file's partition from its directory.
+4. One commit. If anything fails before the commit lands, the written files are deleted and the
+   table is as it was.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow.parquet as pq
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions.visitors import _StrictMetricsEvaluator, expression_evaluator, strict_projection
+from pyiceberg.io.pyarrow import (
+    compute_statistics_plan,
+    data_file_statistics_from_parquet_metadata,
+    parquet_path_to_id_mapping,
+)
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+from pyiceberg.table import Table
+from pyiceberg.typedef import Record
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakerules import commit, jvm as J, partitioning, schema as schemas
+from lakerules.errors import LakeError, NotSupported
+from lakerules.expressions import to_iceberg
+
+CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4_raw", "uncompressed": "none", "none": "none", "brotli": "brotli"}
+FOOTER_THREADS = 8
+
+
+# ---- statements ---------------------------------------------------------------------------
+
+
+def run_write(ctx, node, query_plan):
+    """INSERT INTO / INSERT OVERWRITE / df.writeTo(...) on a lake table."""
+    t = node.table
+    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    removed = []
+    if node.mode == "overwrite":
+        removed = _files_to_overwrite(table, node.delete_condition)  # before writing: fail early
+    written = write_data_files(ctx, t.catalog, table, J.dataframe(ctx.spark, query_plan))
+    try:
+        if node.mode == "append":
+            commit.append(table, written)
+        elif node.mode == "overwrite":
+            commit.overwrite(table, removed, written)
+        elif node.mode == "dynamic":
+            commit.overwrite(table, _files_in_partitions(table, written), written)
+        else:
+            raise NotSupported(f"lakerules: write mode {node.mode} is not supported")
+    except BaseException:
+        delete_files(table, written)
+        raise
+    return J.empty_result(ctx.spark)
+
+
+def run_ctas(ctx, node, query_plan):
+    """CREATE TABLE ... AS SELECT / REPLACE TABLE ... AS SELECT on a lake catalog."""
+    t = node.table
+    catalog = ctx.catalogs.get(t.catalog)
+    exists = catalog.table_exists(t.identifier)
+    if exists and node.if_not_exists:
+        return J.empty_result(ctx.spark)
+    if exists and not node.replace:
+        raise LakeError(f"lakerules: table {t} already exists")
+    if not exists and node.replace and not node.or_create:
+        raise LakeError(f"lakerules: table {t} does not exist; use CREATE OR REPLACE TABLE")
+    df = J.dataframe(ctx.spark, query_plan)
+    args = {
+        "namespace": list(t.namespace),
+        "name": t.name,
+        "schema": df.schema.json(),
+        "partitioning": list(node.partitioning),
+        "properties": dict(node.properties),
+    }
+    if exists:
+        # REPLACE: the old table's files go in the same commit as the new rows would; pyiceberg
+        # has no atomic replace, so drop and create, and say so if the write then fails.
+        catalog.drop_table(t.identifier)
+    ctx.catalogs.handle(t.catalog, "create_table", args)
+    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    try:
+        written = write_data_files(ctx, t.catalog, table, df)
+        commit.append(table, written)
+    except BaseException:
+        # CTAS is atomic for the user: no table is left behind when its rows could not be written.
+        catalog.purge_table(t.identifier)
+        raise
+    return J.empty_result(ctx.spark)
+
+
+# ---- data files ---------------------------------------------------------------------------
+
+
+def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> list[DataFile]:
+    """Write df (columns in table order) as data files of the table's current spec."""
+    spark = ctx.spark
+    schema, spec = table.schema(), table.spec()
+    fields = schema.as_struct().fields
+    if len(df.columns) != len(fields):
+        raise LakeError(f"lakerules: writing {len(df.columns)} columns into {table.name()}, which has {len(fields)}")
+    columns = []
+    for i, f in enumerate(fields):
+        spark_type = schemas.iceberg_type_to_spark(f.field_type, with_ids=True)
+        columns.append(df[i].cast(spark_type).alias(f.name, metadata={schemas.FIELD_ID: f.field_id}))
+    part_cols = partitioning.partition_columns(spec, schema, catalog_name, {f.name for f in fields})
+    # The partition columns read the source columns by their table names, so select those first.
+    out = df.select(*columns)
+    if part_cols:
+        out = out.select("*", *[p.expr for p in part_cols])
+
+    write_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:12]}"
+    target = f"{table.location().rstrip('/')}/data/{write_id}"
+    codec = table.properties.get("write.parquet.compression-codec", "zstd").lower()
+    if codec not in CODECS:
+        raise NotSupported(f"lakerules: write.parquet.compression-codec={codec} is not supported; use one of {sorted(CODECS)}")
+    writer = (
+        out.write.mode("errorifexists")
+        .option("compression", CODECS[codec])
+        .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+    )
+    if part_cols:
+        writer = writer.partitionBy(*[p.dir_name for p in part_cols])
+    try:
+        writer.parquet(target)
+        listed = _list_files(spark, target)
+        return _data_files(table, spec, part_cols, target, listed)
+    except BaseException:
+        _delete_dir(spark, target)
+        raise
+
+
+def _list_files(spark, target: str) -> list[tuple[str, int]]:
+    """(path relative to target, size) of every Parquet file under target."""
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(target)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    root = fs.makeQualified(path).toUri().getPath().rstrip("/")
+    it = fs.listFiles(path, True)
+    out = []
+    while it.hasNext():
+        status = it.next()
+        name = status.getPath().getName()
+        if name.startswith(".") or name.startswith("_") or not name.endswith(".parquet"):
+            continue
+        full = status.getPath().toUri().getPath()
+        out.append((full[len(root) + 1:], status.getLen()))
+    return sorted(out)
+
+
+def _data_files(table: Table, spec, part_cols, target: str, listed) -> list[DataFile]:
+    schema = table.schema()
+    stats_plan = compute_statistics_plan(schema, table.properties)
+    id_mapping = parquet_path_to_id_mapping(schema)
+
+    def one(entry):
+        relative, size = entry
+        path = f"{target}/{relative}"
+        with table.io.new_input(path).open() as f:
+            metadata = pq.read_metadata(f)
+        stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, id_mapping)
+        directory = relative.rsplit("/", 1)[0] if "/" in relative else ""
+        values = partitioning.decode_path(part_cols, directory) if part_cols else ()
+        data_file = DataFile.from_args(
+            content=DataFileContent.DATA,
+            file_path=path,
+            file_format=FileFormat.PARQUET,
+            partition=Record(*values),
+            file_size_in_bytes=size,
+            sort_order_id=None,
+            spec_id=spec.spec_id,
+            equality_ids=None,
+            key_metadata=None,
+            **stats.to_serialized_dict(),
+        )
+        data_file.spec_id = spec.spec_id  # from_args drops it
+        return data_file
+
+    with ThreadPoolExecutor(FOOTER_THREADS) as pool:
+        return [f for f in pool.map(one, listed) if f.record_count > 0]
+
+
+def delete_files(table: Table, files: list[DataFile]) -> None:
+    for f in files:
+        try:
+            table.io.delete(f.file_path)
+        except Exception:  # noqa: BLE001 - best effort; orphan removal finds what is left
+            pass
+
+
+def _delete_dir(spark, target: str) -> None:
+    try:
+        path = spark._jvm.org.apache.hadoop.fs.Path(target)
+        path.getFileSystem(spark._jsc.hadoopConfiguration()).delete(path, True)
+    except Exception:  # noqa: BLE001 - best effort cleanup after a failed write
+        pass
+
+
+# ---- what an overwrite removes --------------------------------------------------------------
+
+
+def _current_files(table: Table) -> list[DataFile]:
+    if table.current_snapshot() is None:
+        return []
+    return [task.file for task in table.scan().plan_files()]
+
+
+def _files_to_overwrite(table: Table, condition) -> list[DataFile]:
+    """Data files whose rows all match the condition; an error if a file matches only in part."""
+    expr, exact = to_iceberg(condition)
+    if not exact:
+        raise NotSupported(
+            "lakerules: INSERT OVERWRITE with this condition is not supported: it must be made of "
+            "comparisons of columns with constants"
+        )
+    if expr == AlwaysTrue():
+        return _current_files(table)
+    if table.current_snapshot() is None:
+        return []
+    schema = table.schema()
+    candidates = [task.file for task in table.scan(row_filter=expr).plan_files()]
+    strict_metrics = _StrictMetricsEvaluator(schema, expr)
+    removed = []
+    for f in candidates:
+        spec = table.specs()[f.spec_id]
+        partition_schema_struct = spec.partition_type(schema)
+        from pyiceberg.schema import Schema
+
+        projected = strict_projection(schema, spec)(expr)
+        in_partition = expression_evaluator(Schema(*partition_schema_struct.fields), projected, True)(f.partition)
+        if in_partition or strict_metrics.eval(f) is True:
+            removed.append(f)
+        else:
+            raise LakeError(
+                f"lakerules: cannot overwrite rows matching the condition: data file {f.file_path} has rows "
+                "that match and rows that do not (overwrite by partition columns of the current spec)"
+            )
+    return removed
+
+
+def _files_in_partitions(table: Table, written: list[DataFile]) -> list[DataFile]:
+    """Dynamic overwrite: existing files in the same spec and partition as any file written."""
+    keys = {(f.spec_id, tuple(f.partition)) for f in written}
+    return [f for f in _current_files(table) if (f.spec_id, tuple(f.partition)) in keys]
