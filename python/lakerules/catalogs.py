@@ -136,6 +136,7 @@ class Catalogs:
         if not self._namespace_exists(cat, ns):
             raise CatalogError("NoSuchNamespace", "no such namespace", ns)
         table = cat.create_table((*ns, tname), iceberg_schema, partition_spec=spec, properties=props, location=location)
+        table = _add_name_mapping(table)
         return table_info(name, ns, tname, table, None, table.schema())
 
     def _op_alter_table(self, name, cat, a):
@@ -160,6 +161,17 @@ class Catalogs:
         src, dst = a["from"], a["to"]
         cat.rename_table((*src["namespace"], src["name"]), (*dst["namespace"], dst["name"]))
         return {}
+
+
+def _add_name_mapping(table: Table) -> Table:
+    """Spark's Parquet writer puts field ids on struct fields only, not on list elements or map
+    keys and values; readers map such files by name through this property, which pyiceberg keeps
+    current on every schema change (renames keep the old names)."""
+    if "schema.name-mapping.default" in table.properties:
+        return table
+    with table.transaction() as tx:
+        tx.set_properties({"schema.name-mapping.default": table.schema().name_mapping.model_dump_json()})
+    return table.refresh()
 
 
 def table_info(catalog: str, ns, name: str, table: Table, snapshot, schema) -> dict[str, Any]:

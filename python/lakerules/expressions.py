@@ -156,16 +156,19 @@ class _Translator:
         return self.columns.get(e.exprId().id())
 
     def literal(self, e) -> Any:
-        if J.simple_name(e) != "Literal":
-            return _INEXACT
-        return _internal_value(e.value(), e.dataType())
+        if J.simple_name(e) == "Literal":
+            return _internal_value(e.value(), e.dataType())
+        if e.foldable() and e.deterministic():
+            # a constant expression (e.g. CAST('a' AS STRING)): Spark folds it to its value
+            return _internal_value(e.eval(None), e.dataType())
+        return _INEXACT
 
 
 def _internal_value(value, dt) -> Any:
     """A Catalyst internal value as the Python value pyiceberg binds for that type."""
     if value is None:
         return None
-    kind = J.simple_name(dt)
+    kind = J.simple_name(dt).rstrip("$")
     match kind:
         case "StringType":
             return value.toString()

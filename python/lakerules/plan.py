@@ -137,6 +137,21 @@ class WriteToLake(Command):
 
 
 @dataclass(frozen=True, eq=False)
+class StatementCommand(Command):
+    """A statement Spark's grammar lacks (see lakerules.statements), on a resolved lake table."""
+
+    table: TableRef
+    run_fn: Callable = field(repr=False)
+
+    def describe(self) -> str:
+        return f"StatementCommand {self.table}"
+
+    def run(self, ctx, lower):
+        table = ctx.catalogs.load(self.table.catalog, self.table.namespace, self.table.name)
+        return self.run_fn(ctx, table)
+
+
+@dataclass(frozen=True, eq=False)
 class CreateTableAsSelect(Command):
     """CREATE [OR REPLACE] TABLE lake... AS SELECT: create (or replace) the table, then write."""
 
@@ -203,6 +218,10 @@ def from_jvm(spark, plan) -> Node:
     if not bridge.touchesLake(plan):
         return SparkNode(plan)
     name = J.simple_name(plan)
+    if name == "Project" and J.simple_name(plan.child()) == "SubqueryAlias":
+        command = _statement(plan.child())
+        if command is not None:
+            return command
     if name == "DataSourceV2Relation" and _is_lake_table(plan.table()):
         return _relation(plan)
     if name in _WRITE_MODES and _is_lake_relation(plan.table()):
@@ -218,6 +237,25 @@ def from_jvm(spark, plan) -> Node:
         return _ctas(spark, plan, name == "ReplaceTableAsSelect")
     kids = tuple(from_jvm(spark, c) for c in J.from_seq(plan.children()))
     return SparkNode(plan, kids)
+
+
+def _statement(alias_plan) -> StatementCommand | None:
+    """SELECT * FROM t AS __lakerules_command_N, as lakerules.statements parsed it."""
+    from lakerules import statements
+    from lakerules.errors import LakeError
+
+    alias = alias_plan.alias()
+    if not alias.startswith(statements.MARKER):
+        return None
+    run = statements.take_command(alias)
+    child = alias_plan.child()
+    while J.simple_name(child) == "SubqueryAlias":  # Spark names the resolved relation too
+        child = child.child()
+    if not _is_lake_relation(child):
+        raise LakeError(f"lakerules: this statement needs a lake table; {child.simpleString(1)} is not one")
+    if run is None:
+        raise LakeError("lakerules: this statement was already run; run the SQL text again")
+    return StatementCommand(table=_relation(child).table, run_fn=run)
 
 
 def _is_lake_table(table) -> bool:

@@ -11,7 +11,10 @@ Partition evolution, as Iceberg's Spark extensions spell it:
 
 from __future__ import annotations
 
+import itertools
 import re
+import threading
+from typing import Callable
 
 from pyiceberg.transforms import IdentityTransform
 
@@ -29,35 +32,37 @@ _TRANSFORM = re.compile(r"\s*(?P<name>\w+)\s*\((?P<args>[^()]*)\)\s*(?P<rest>.*)
 ROUTES = rf"\s*ALTER\s+TABLE\s+{_IDENT}\s+(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b"
 
 
+MARKER = "__lakerules_command_"
+_pending: dict[int, Callable] = {}
+_ids = itertools.count(1)
+_lock = threading.Lock()
+
+
 def parse(ctx, sql_text: str):
+    """The plan for a routed statement: its target table under a command marker, or None."""
     m = _PARTITION_FIELD.match(sql_text)
     if m:
-        return _partition_field(ctx, m)
+        op, rest = m.group("op").upper(), m.group("rest")
+        return _marked(ctx, m.group("table"), lambda ctx, table: _partition_field(ctx, table, op, rest))
     return None  # not ours: Spark's parser takes it
 
 
-def resolve_table_name(ctx, name: str) -> tuple[str, tuple[str, ...], str]:
-    """catalog, namespace, table of a (possibly partial) multi-part name, as Spark resolves it."""
-    parts = [str(p) for p in J.from_seq(ctx.spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(name))]
-    jvm = ctx.spark._jvm
-    if len(parts) >= 3 or (len(parts) == 2 and jvm.io.lakerules.Bridge.catalogOptions(parts[0]) is not None):
-        catalog, rest = parts[0], parts[1:]
-    else:
-        catalog, rest = ctx.spark.catalog.currentCatalog(), parts
-    if len(rest) == 1:
-        rest = [ctx.spark.catalog.currentDatabase(), *rest]
-    if jvm.io.lakerules.Bridge.catalogOptions(catalog) is None:
-        # The catalog may not have been initialized by Spark yet: touching it does that.
-        ctx.spark._jsparkSession.sessionState().catalogManager().catalog(catalog)
-        if jvm.io.lakerules.Bridge.catalogOptions(catalog) is None:
-            raise LakeError(f"lakerules: {name} is not a table of a lake catalog")
-    return catalog, tuple(rest[:-1]), rest[-1]
+def _marked(ctx, table_text: str, run: Callable):
+    """SELECT * FROM table AS __lakerules_command_N; the command runs when Spark resolved it."""
+    with _lock:
+        n = next(_ids)
+        _pending[n] = run
+    parser = ctx.spark._jsparkSession.sessionState().sqlParser()
+    return parser.parsePlan(f"SELECT * FROM {table_text} AS {MARKER}{n}")
 
 
-def _partition_field(ctx, m):
-    catalog, ns, name = resolve_table_name(ctx, m.group("table"))
-    table = ctx.catalogs.load(catalog, ns, name)
-    op, rest = m.group("op").upper(), m.group("rest")
+def take_command(alias: str) -> Callable | None:
+    """The pending command of a marker alias (each runs once)."""
+    with _lock:
+        return _pending.pop(int(alias[len(MARKER):]), None)
+
+
+def _partition_field(ctx, table, op: str, rest: str):
     schema = table.schema()
     with table.update_spec() as update:
         if op == "ADD":
@@ -113,7 +118,10 @@ def _existing_field(table, text: str) -> str:
     for f in spec.fields:
         if f.name.lower() == _unquote(text).lower():
             return f.name
-    transform, column, _ = _parse_field(text, schema)
+    try:
+        transform, column, _ = _parse_field(text, schema)
+    except LakeError:
+        raise LakeError(f"lakerules: table {table.name()} has no partition field {text!r} in its current spec") from None
     source_id = schema.find_field(column).field_id
     for f in spec.fields:
         if f.source_id == source_id and f.transform == transform:

@@ -7,10 +7,16 @@ import java.util.regex.Pattern;
 import org.apache.spark.sql.AnalysisException;
 import org.apache.spark.sql.catalyst.analysis.ResolvedIdentifier;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 
 /** The one place where the JVM finds the Python registry. */
 public final class Bridge {
+  /**
+   * Statements the Python parser takes come back as SELECT * FROM table AS __lakerules_command_N,
+   * so that Spark resolves the table and the command runs at analysis, like any other.
+   */
+  public static final String COMMAND_MARKER = "__lakerules_command_";
   private static volatile LakeBackend backend;
   private static volatile Pattern routes;
   private static final Map<String, Map<String, String>> catalogOptions = new ConcurrentHashMap<>();
@@ -72,6 +78,10 @@ public final class Bridge {
     }
     if (plan instanceof ResolvedIdentifier
         && ((ResolvedIdentifier) plan).catalog() instanceof LakeCatalog) {
+      return true;
+    }
+    if (plan instanceof SubqueryAlias
+        && ((SubqueryAlias) plan).alias().startsWith(COMMAND_MARKER)) {
       return true;
     }
     // Walk every field, not only children: a write command keeps its target table outside children.

@@ -1,0 +1,132 @@
+"""One local[2] SparkSession for the whole run, a fresh namespace per test, and readers of the
+same tables through pyiceberg and DuckDB's iceberg extension."""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import itertools
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import lakerules
+
+_ids = itertools.count()
+
+# Spark hands timestamps to Python in the process's local zone: make that UTC.
+os.environ["TZ"] = "UTC"
+time.tzset()
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("warehouse")
+
+
+@pytest.fixture(scope="session")
+def spark(warehouse):
+    spark = lakerules.session(
+        warehouse=warehouse,
+        master="local[2]",
+        app_name="lakerules-tests",
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "2",
+            "spark.sql.session.timeZone": "UTC",
+        },
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture
+def ns(spark):
+    """A fresh namespace lake.t<N>, dropped (with its tables) after the test."""
+    name = f"t{next(_ids)}"
+    spark.sql(f"CREATE NAMESPACE lake.{name}")
+    yield name
+    spark.sql(f"DROP NAMESPACE IF EXISTS lake.{name} CASCADE")
+
+
+@pytest.fixture(scope="session")
+def iceberg_catalog(warehouse, spark):
+    from pyiceberg.catalog import load_catalog
+
+    return load_catalog("lake", **lakerules.embedded_catalog(warehouse))
+
+
+def _extension(name: str) -> str:
+    import importlib
+
+    module = importlib.import_module(f"duckdb_extension_{name}")
+    paths = glob.glob(os.path.join(os.path.dirname(module.__file__), "extensions", "**", f"{name}.duckdb_extension"), recursive=True)
+    assert paths, f"no {name} extension file in {module.__file__}"
+    return paths[0]
+
+
+@pytest.fixture(scope="session")
+def duck():
+    import duckdb
+
+    con = duckdb.connect()
+    for name in ("avro", "iceberg"):
+        con.execute(f"LOAD '{_extension(name)}'")
+    con.execute("SET TimeZone='UTC'")
+    return con
+
+
+@pytest.fixture
+def engines(spark, iceberg_catalog, duck):
+    """rows(table, columns) from each engine, as sorted lists of tuples (None-safe)."""
+    return Engines(spark, iceberg_catalog, duck)
+
+
+class Engines:
+    def __init__(self, spark, catalog, duck):
+        self.spark, self.catalog, self.duck = spark, catalog, duck
+
+    def lakerules(self, table: str, columns: str = "*") -> list[tuple]:
+        return _sorted(tuple(r) for r in self.spark.sql(f"SELECT {columns} FROM {table}").collect())
+
+    def pyiceberg(self, table: str, columns: str = "*") -> list[tuple]:
+        t = self.catalog.load_table(table.split(".", 1)[1])
+        arrow = t.scan().to_arrow()
+        if columns != "*":
+            arrow = arrow.select([c.strip() for c in columns.split(",")])
+        return _sorted(tuple(row.values()) for row in arrow.to_pylist())
+
+    def duckdb(self, table: str, columns: str = "*") -> list[tuple]:
+        t = self.catalog.load_table(table.split(".", 1)[1])
+        if t.current_snapshot() is None:
+            return []
+        return _sorted(self.duck.execute(f"SELECT {columns} FROM iceberg_scan('{t.metadata_location}')").fetchall())
+
+    def assert_same(self, table: str, columns: str = "*", expected: list[tuple] | None = None) -> list[tuple]:
+        ours = self.lakerules(table, columns)
+        assert self.pyiceberg(table, columns) == ours, "pyiceberg reads differently"
+        assert self.duckdb(table, columns) == ours, "DuckDB reads differently"
+        if expected is not None:
+            assert ours == _sorted(expected)
+        return ours
+
+
+def _norm(v):
+    """Engines disagree only in representation: aware datetimes become naive UTC."""
+    if isinstance(v, datetime.datetime) and v.tzinfo is not None:
+        return v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_norm(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _norm(x) for k, x in v.items()}
+    return v
+
+
+def _sorted(rows) -> list[tuple]:
+    rows = [tuple(_norm(v) for v in r) for r in rows]
+    return sorted(rows, key=lambda r: tuple((v is None, str(v)) for v in r))
