@@ -353,3 +353,32 @@ def test_cli_prints_jar_and_conf():
     assert "spark.sql.extensions=io.lakerules.LakeRulesExtensions" in conf
     assert "spark.sql.catalog.lake=io.lakerules.LakeCatalog" in conf
     assert "spark.sql.catalog.lake.uri=sqlite:////tmp/w/catalog.db" in conf
+
+
+def test_explain_of_a_write_runs_nothing(spark, ns, iceberg_catalog):
+    table = f"lake.{ns}.ex"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING)")
+    text = spark.sql(f"EXPLAIN INSERT INTO {table} VALUES (1, 'a')").collect()[0].plan
+    assert "WriteToLake append " + table in text and "not run" in text
+    assert snapshot_id(iceberg_catalog, table) is None
+    text = spark.sql(f"EXPLAIN EXTENDED CREATE TABLE lake.{ns}.ex2 AS SELECT 1 AS x").collect()[0].plan
+    assert "CreateTableAsSelect" in text
+    assert not iceberg_catalog.table_exists(f"{ns}.ex2")
+    # a query is explained by Spark as usual
+    assert "Physical Plan" in spark.sql(f"EXPLAIN SELECT * FROM {table}").collect()[0].plan
+
+
+def test_more_ddl(spark, ns, iceberg_catalog, tmp_path, engines):
+    spark.sql(f"ALTER NAMESPACE lake.{ns} SET DBPROPERTIES ('team'='x')")
+    assert iceberg_catalog.load_namespace_properties(ns)["team"] == "x"
+    spark.sql(f"CREATE TABLE lake.{ns}.a (id BIGINT NOT NULL, v STRING) LOCATION '{tmp_path}/a_loc'")
+    assert iceberg_catalog.load_table(f"{ns}.a").location().endswith("a_loc")
+    spark.sql(f"ALTER TABLE lake.{ns}.a ALTER COLUMN id DROP NOT NULL")
+    spark.sql(f"ALTER TABLE lake.{ns}.a ADD COLUMNS (first_col INT FIRST, after_id INT AFTER id)")
+    assert spark.table(f"lake.{ns}.a").columns == ["first_col", "id", "after_id", "v"]
+    spark.sql(f"INSERT INTO lake.{ns}.a VALUES (1, NULL, 2, 'x')")
+    spark.sql(f"ALTER TABLE lake.{ns}.a RENAME TO lake.{ns}.b")
+    assert not iceberg_catalog.table_exists(f"{ns}.a")
+    engines.assert_same(f"lake.{ns}.b", expected=[(1, None, 2, "x")])
+    spark.sql(f"DROP TABLE lake.{ns}.b PURGE")
+    assert not iceberg_catalog.table_exists(f"{ns}.b")

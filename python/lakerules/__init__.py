@@ -73,8 +73,15 @@ def session(warehouse: str | os.PathLike = "./warehouse", *, master: str = "loca
     ``catalog_properties`` replace or extend the embedded default's (e.g. ``{"type": "rest",
     "uri": ...}``); ``conf`` adds any other Spark settings.
     """
+    import shutil
+
     from pyspark.sql import SparkSession
 
+    if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
+        raise LakeError(
+            "lakerules: no Java runtime found (no java on PATH, JAVA_HOME unset); Spark needs Java 17+. "
+            "Install one (`make setup` installs openjdk-17-jdk-headless) or set JAVA_HOME"
+        )
     Path(warehouse).expanduser().mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in {**spark_conf(warehouse, catalog, catalog_properties), **(conf or {})}.items():

@@ -48,11 +48,14 @@ class Backend:
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
             return self.java_error(e)
 
-    def rewrite(self, jsession, jplan):
+    def rewrite(self, jsession, jplan, explain_only=False):
         try:
             ctx = self.context(jsession)
             tree = P.from_jvm(ctx.spark, jplan)
             tree = registry.apply_rules(tree, ctx)
+            if explain_only and P.collect(tree, P.Command):
+                # Under EXPLAIN: describe what would run; run nothing.
+                return statements.explained(ctx, tree)
             return P.to_jvm(ctx, tree)
         except BaseException as e:  # noqa: BLE001
             return self.java_error(e)

@@ -157,9 +157,12 @@ class Catalogs:
         except ie.NoSuchTableError:
             return {"dropped": False}
 
-    def _op_rename_table(self, _name, cat, a):
+    def _op_rename_table(self, name, cat, a):
         src, dst = a["from"], a["to"]
-        cat.rename_table((*src["namespace"], src["name"]), (*dst["namespace"], dst["name"]))
+        to_ns = list(dst["namespace"])
+        if len(to_ns) > 1 and to_ns[0] == name:
+            to_ns = to_ns[1:]  # RENAME TO cat.ns.t: Spark passes the name as written
+        cat.rename_table((*src["namespace"], src["name"]), (*to_ns, dst["name"]))
         return {}
 
 

@@ -65,7 +65,8 @@ class SparkNode(Node):
         return replace(self, kids=tuple(children))
 
     def describe(self) -> str:
-        return J.simple_name(self.jvm)
+        # an opaque subtree is shown whole; a node with lakerules children only by itself
+        return self.jvm.treeString().rstrip() if not self.kids else self.jvm.simpleString(25)
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,7 +202,7 @@ def collect(node: Node, kind: type) -> list:
 
 
 def explain(node: Node, indent: int = 0) -> str:
-    lines = ["  " * indent + node.describe()]
+    lines = ["  " * indent + line for line in node.describe().splitlines()]
     for k in node.children():
         lines.append(explain(k, indent + 1))
     return "\n".join(lines)

@@ -28,8 +28,12 @@ _PARTITION_FIELD = re.compile(
 )
 _TRANSFORM = re.compile(r"\s*(?P<name>\w+)\s*\((?P<args>[^()]*)\)\s*(?P<rest>.*)$", re.DOTALL)
 
-# What the shim routes to Python: the start of each statement above.
-ROUTES = rf"\s*ALTER\s+TABLE\s+{_IDENT}\s+(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b"
+_EXPLAIN = re.compile(r"\s*EXPLAIN(?:\s+(?:EXTENDED|FORMATTED|CODEGEN|COST))?\s+(?P<inner>.*)$", re.IGNORECASE | re.DOTALL)
+EXPLAIN_COLUMN = "__lakerules_explain__"
+
+# What the shim routes to Python: the start of each statement above, and EXPLAIN (so that
+# explaining a lake command never runs it).
+ROUTES = rf"\s*(?:ALTER\s+TABLE\s+{_IDENT}\s+(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b)"
 
 
 MARKER = "__lakerules_command_"
@@ -40,6 +44,9 @@ _lock = threading.Lock()
 
 def parse(ctx, sql_text: str):
     """The plan for a routed statement: its target table under a command marker, or None."""
+    m = _EXPLAIN.match(sql_text)
+    if m:
+        return _explain(ctx, m.group("inner"))
     m = _PARTITION_FIELD.match(sql_text)
     if m:
         op, rest = m.group("op").upper(), m.group("rest")
@@ -54,6 +61,38 @@ def _marked(ctx, table_text: str, run: Callable):
         _pending[n] = run
     parser = ctx.spark._jsparkSession.sessionState().sqlParser()
     return parser.parsePlan(f"SELECT * FROM {table_text} AS {MARKER}{n}")
+
+
+def _explain(ctx, inner: str):
+    """EXPLAIN of a statement that would run a lake command: the lakerules plan, as a 'plan' row.
+
+    The statement is analyzed with the shim's explain flag set, so the registry plans the
+    command without running it. Any other statement is left to Spark's own EXPLAIN.
+    """
+    jsession = ctx.spark._jsparkSession
+    state = jsession.sessionState()
+    if _EXPLAIN.match(inner) or _PARTITION_FIELD.match(inner):
+        return None
+    plan = state.sqlParser().parsePlan(inner)
+    bridge = ctx.spark._jvm.io.lakerules.Bridge
+    bridge.setExplaining(True)
+    try:
+        analyzed = state.analyzer().execute(plan)
+    finally:
+        bridge.setExplaining(False)
+    names = [a.name() for a in J.from_seq(analyzed.output())]
+    if names != [EXPLAIN_COLUMN]:
+        return None
+    text = J.dataframe(ctx.spark, analyzed).collect()[0][0]
+    return J.result_rows(ctx.spark, [(text,)], "plan string")
+
+
+def explained(ctx, tree) -> object:
+    """The plan EXPLAIN shows for a lakerules plan that holds commands."""
+    from lakerules.plan import explain
+
+    text = "== lakerules plan (not run) ==\n" + explain(tree)
+    return J.result_rows(ctx.spark, [(text,)], f"{EXPLAIN_COLUMN} string")
 
 
 def take_command(alias: str) -> Callable | None:

@@ -20,6 +20,8 @@ public final class Bridge {
   private static volatile LakeBackend backend;
   private static volatile Pattern routes;
   private static final Map<String, Map<String, String>> catalogOptions = new ConcurrentHashMap<>();
+  /** Set while an EXPLAIN analyzes its statement: commands are described, never run. */
+  private static final ThreadLocal<Boolean> explaining = ThreadLocal.withInitial(() -> false);
 
   private Bridge() {}
 
@@ -49,6 +51,15 @@ public final class Bridge {
               + "lakerules.session(...)) before using lake tables."));
     }
     return b;
+  }
+
+  /** Called from Python on the thread that parses an EXPLAIN, around the analysis of its statement. */
+  public static void setExplaining(boolean on) {
+    explaining.set(on);
+  }
+
+  static boolean explaining() {
+    return explaining.get();
   }
 
   static boolean routed(String sql) {

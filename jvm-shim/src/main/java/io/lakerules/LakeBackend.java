@@ -13,8 +13,11 @@ public interface LakeBackend {
   /** A statement whose text matched the registered route pattern: a plan, null (not ours), or a Throwable. */
   Object parse(Object session, String sqlText);
 
-  /** A resolved plan that touches a lake table or catalog: the rewritten plan, or a Throwable. */
-  Object rewrite(Object session, LogicalPlan plan);
+  /**
+   * A resolved plan that touches a lake table or catalog: the rewritten plan, or a Throwable.
+   * With explainOnly, commands must be described and not run (the plan is under EXPLAIN).
+   */
+  Object rewrite(Object session, LogicalPlan plan, boolean explainOnly);
 
   /** A catalog operation: JSON arguments in, JSON result out ({"error": kind, "message": text} on failure). */
   String catalog(String catalogName, String op, String argsJson);

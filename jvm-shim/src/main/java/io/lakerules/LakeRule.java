@@ -17,7 +17,7 @@ final class LakeRule extends Rule<LogicalPlan> {
     if (!plan.resolved() || !Bridge.touchesLake(plan)) {
       return plan;
     }
-    Object out = Bridge.unwrap(Bridge.backend().rewrite(session, plan));
+    Object out = Bridge.unwrap(Bridge.backend().rewrite(session, plan, Bridge.explaining()));
     return out == null ? plan : (LogicalPlan) out;
   }
 
