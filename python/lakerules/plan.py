@@ -70,33 +70,53 @@ class SparkNode(Node):
 
 
 @dataclass(frozen=True, eq=False)
+class Filter(SparkNode):
+    """Spark's Filter; ``conjuncts`` are the JVM expressions of its condition's AND parts."""
+
+    conjuncts: tuple = field(default=(), repr=False)
+
+
+@dataclass(frozen=True, eq=False)
 class LakeRelation(Node):
-    """A lake table as Spark resolved it (DataSourceV2Relation over io.lakerules.LakeTable)."""
+    """A lake table as Spark resolved it (DataSourceV2Relation over io.lakerules.LakeTable).
+
+    ``filters`` are conditions (JVM expressions) every row read must satisfy: what pruning may use.
+    """
 
     table: TableRef
     snapshot_id: int | None
     time_travel: bool
     output: tuple[Attribute, ...]
     jvm: Any = field(repr=False)
+    filters: tuple = field(default=(), repr=False)
 
     def describe(self) -> str:
-        return f"LakeRelation {self.table} snapshot={self.snapshot_id}"
+        return f"LakeRelation {self.table} snapshot={self.snapshot_id} filters={len(self.filters)}"
 
 
 @dataclass(frozen=True, eq=False)
 class LakeScan(Node):
-    """A planned read of a lake table: which data files, at which snapshot, with which schema."""
+    """A planned read of a lake table: which data files, at which snapshot, with which schema,
+    and the delete files that apply to them (see lakerules.planning)."""
 
     table: TableRef
     snapshot_id: int | None
     output: tuple[Attribute, ...]
     iceberg: Any = field(repr=False)  # pyiceberg Table (metadata) the scan was planned on
     schema: Any = field(repr=False)  # pyiceberg Schema the columns are read with
-    tasks: tuple = field(default=(), repr=False)  # pyiceberg FileScanTasks
-    total_files: int = 0
+    plan: Any = field(repr=False)  # lakerules.planning.ScanPlan
+    row_filter: Any = field(default=None, repr=False)  # pyiceberg expression pruning used
+
+    @property
+    def tasks(self) -> tuple:
+        return self.plan.files
 
     def describe(self) -> str:
-        return f"LakeScan {self.table} snapshot={self.snapshot_id} files={len(self.tasks)}/{self.total_files}"
+        p = self.plan
+        return (
+            f"LakeScan {self.table} snapshot={self.snapshot_id} files={len(p.files)}/{p.total_data_files} "
+            f"position_deletes={len(p.position_delete_files)} equality_deletes={len(p.equality_delete_files)}"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,6 +245,8 @@ def from_jvm(spark, plan) -> Node:
             return command
     if name == "DataSourceV2Relation" and _is_lake_table(plan.table()):
         return _relation(plan)
+    if name == "Filter":
+        return Filter(plan, (from_jvm(spark, plan.child()),), conjuncts=tuple(split_conjuncts(plan.condition())))
     if name in _WRITE_MODES and _is_lake_relation(plan.table()):
         target = _relation(plan.table())
         return WriteToLake(
@@ -257,6 +279,12 @@ def _statement(alias_plan) -> StatementCommand | None:
     if run is None:
         raise LakeError("lakerules: this statement was already run; run the SQL text again")
     return StatementCommand(table=_relation(child).table, run_fn=run)
+
+
+def split_conjuncts(expr) -> list:
+    if J.simple_name(expr) == "And":
+        return split_conjuncts(expr.left()) + split_conjuncts(expr.right())
+    return [expr]
 
 
 def _is_lake_table(table) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lakerules.plan import Node, transform_up
+from lakerules.rules.push_filters import push_filters
 from lakerules.rules.resolve_scans import resolve_scans
 
 Rule = Callable[[Node, object], Node]
@@ -32,8 +33,9 @@ def _default_batches() -> list[Batch]:
         # Row-level commands (DELETE, UPDATE, MERGE) are rewritten while their target is still a
         # relation, before scans are planned: they read the target with file and position columns.
         Batch("row-level", "DELETE/UPDATE/MERGE on lake tables become writes of delete files and data"),
-        # Every remaining lake relation becomes a scan of the data files of its snapshot.
-        Batch("scans", "lake relations become planned file scans", [resolve_scans]),
+        # Filters over lake relations are handed to them, then every lake relation becomes a
+        # scan of the data files of its snapshot that can hold matching rows.
+        Batch("scans", "lake relations become planned, pruned file scans", [push_filters, resolve_scans]),
         # Users' rules see planned scans and writes.
         Batch("user", "rules added with lakerules.register_rule"),
     ]

@@ -1,35 +1,49 @@
-"""Reading lake tables: which data files a snapshot has, and the Spark plan that reads them.
+"""Reading lake tables: the Spark plan that reads a planned scan, with its deletes applied.
 
 Columns are matched by Iceberg field id (``parquet.field.id`` in the read schema), so renamed,
 added and dropped columns read right whatever schema a file was written with.
+
+Deletes (see lakerules.planning for which apply to which data file):
+
+- position deletes: the rows of the applicable delete files, restricted to the (delete file,
+  data file) pairs planning allowed, are anti-joined with the data rows on (file, row index).
+  Paths are compared in one normal form on both sides, whatever URI form the writer used
+  (``file:/x``, ``file:///x``, ``/x``) and however Spark reports the file it read.
+- equality deletes (seed 000): data files are grouped by the set of equality delete files that
+  apply to them. For each group the delete rows are read once (cached per delete file) and
+  compiled: a single-column set becomes ``col IS NULL OR col NOT IN (...)`` (NULLs handled
+  apart: a NULL delete value deletes NULL rows), which Spark pushes into the Parquet reader;
+  multi-column sets become one disjunctive filter of null-safe equalities, without the rows a
+  single-column set already deletes; sets over the same columns are merged across files. A set
+  larger than ``spark.lakerules.read.equalityDeleteFilterThreshold`` rows becomes a broadcast
+  null-safe anti-join instead.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict, defaultdict
+from functools import reduce
 
-from pyiceberg.table import Table
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 
 from lakerules import jvm as J
-from lakerules.errors import LakeError, NotSupported
+from lakerules.errors import LakeError
 from lakerules.plan import LakeScan
 from lakerules.schema import iceberg_to_spark
 
 _GLOB = re.compile(r"([\\\[\]{}*?])")
-
-
-def plan_files(table: Table, snapshot_id: int | None) -> tuple[list, int]:
-    """The scan tasks of a snapshot, and how many data files the snapshot has."""
-    if snapshot_id is None:
-        return [], 0
-    tasks = list(table.scan(snapshot_id=snapshot_id).plan_files())
-    for task in tasks:
-        if task.delete_files:
-            raise NotSupported(
-                f"lakerules: table {table.name()} has delete files at snapshot {snapshot_id}; reading "
-                "merge-on-read deletes is not supported by this version of lakerules yet"
-            )
-    return tasks, len(tasks)
+FILE_COL, POS_COL = "__lakerules_file", "__lakerules_pos"
+POSITION_DELETE_SCHEMA = Schema(
+    NestedField(2147483546, "file_path", StringType(), required=True),
+    NestedField(2147483545, "pos", LongType(), required=True),
+)
+EQ_FILTER_THRESHOLD_KEY = "spark.lakerules.read.equalityDeleteFilterThreshold"
+EQ_FILTER_THRESHOLD_DEFAULT = 10_000
 
 
 def spark_path(path: str) -> str:
@@ -37,19 +51,61 @@ def spark_path(path: str) -> str:
     return _GLOB.sub(r"\\\1", path)
 
 
-def read_files(spark, schema, paths: list[str]):
-    """A DataFrame reading the given Parquet data files with an Iceberg schema (by field id)."""
+def normal_path(path: str) -> str:
+    """One form for a local path however written: file:/x, file:///x and /x all become /x."""
+    return re.sub(r"^file:/*", "/", path)
+
+
+def normal_path_col(col: Column) -> Column:
+    return F.regexp_replace(col, r"^file:/*", "/")
+
+
+def read_files(spark, schema: Schema, paths: list[str], with_positions: bool = False) -> DataFrame:
+    """A DataFrame reading Parquet data files with an Iceberg schema (columns by field id);
+    with_positions adds each row's file (as Spark names it) and row index."""
     read_schema = iceberg_to_spark(schema, with_ids=True)
     if not paths:
-        return spark.createDataFrame([], read_schema)
-    return spark.read.schema(read_schema).parquet(*[spark_path(p) for p in paths])
+        df = spark.createDataFrame([], read_schema)
+        if with_positions:
+            df = df.withColumn(FILE_COL, F.lit(None).cast("string")).withColumn(POS_COL, F.lit(None).cast("long"))
+        return df
+    df = spark.read.schema(read_schema).parquet(*[spark_path(p) for p in paths])
+    if with_positions:
+        df = df.select("*", _spark_file_path().alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL))
+    return df
+
+
+def _spark_file_path() -> Column:
+    """The row's file in normal_path form: Spark reports it URL-encoded (a '+' stays '+')."""
+    decoded = F.url_decode(F.replace(F.col("_metadata.file_path"), F.lit("+"), F.lit("%2B")))
+    return normal_path_col(decoded)
+
+
+def scan_dataframe(ctx, scan: LakeScan) -> DataFrame:
+    """The rows of a planned scan: its data files with every applicable delete applied."""
+    spark, schema = ctx.spark, scan.schema
+    columns = [f.name for f in schema.as_struct().fields]
+    groups: dict[tuple, list] = defaultdict(list)
+    for planned in scan.plan.files:
+        groups[tuple(d.file_path for d in planned.equality_deletes)].append(planned)
+    if not groups:
+        return read_files(spark, schema, [])
+    parts = []
+    for _, files in sorted(groups.items()):
+        with_positions = any(p.position_deletes for p in files)
+        df = read_files(spark, schema, [p.file.file_path for p in files], with_positions)
+        if with_positions:
+            df = _apply_position_deletes(ctx, df, files).select(*columns)
+        if files[0].equality_deletes:
+            df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
+        parts.append(df)
+    return reduce(lambda a, b: a.unionByName(b), parts)
 
 
 def lower_scan(ctx, scan: LakeScan, lower):
-    """LakeScan -> Project(aliases keeping the relation's exprIds) over a Parquet file read."""
+    """LakeScan -> Project(aliases keeping the relation's exprIds) over the scan's reads."""
     spark = ctx.spark
-    df = read_files(spark, scan.schema, [t.file.file_path for t in scan.tasks])
-    plan = J.analyzed(df)
+    plan = J.analyzed(scan_dataframe(ctx, scan))
     by_name = {a.name(): a for a in J.from_seq(plan.output())}
     exprs = []
     for attr in scan.output:
@@ -61,3 +117,120 @@ def lower_scan(ctx, scan: LakeScan, lower):
             )
         exprs.append(J.alias(spark, source, attr.name, attr.jvm.exprId(), attr.jvm.metadata()))
     return J.project(spark, exprs, plan)
+
+
+# ---- position deletes ----------------------------------------------------------------------------
+
+
+def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
+    spark = ctx.spark
+    delete_files = sorted({d.file_path for p in files for d in p.position_deletes})
+    pairs = sorted({(normal_path(d.file_path), normal_path(p.file.file_path)) for p in files for d in p.position_deletes})
+    allowed = spark.createDataFrame(pairs, "d_file string, d_path string")
+    deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
+    deletes = deletes.select(
+        F.col(FILE_COL).alias("d_file"),
+        normal_path_col(F.col("file_path")).alias("d_path"),
+        F.col("pos").alias("d_pos"),
+    )
+    # only rows of (delete file, data file) pairs planning allowed (sequence numbers, partitions)
+    deletes = deletes.join(F.broadcast(allowed), ["d_file", "d_path"]).select("d_path", "d_pos")
+    return data.join(
+        deletes,
+        (data[FILE_COL] == deletes["d_path"]) & (data[POS_COL] == deletes["d_pos"]),
+        "left_anti",
+    )
+
+
+# ---- equality deletes ----------------------------------------------------------------------------
+
+_cache_lock = threading.Lock()
+_delete_rows: OrderedDict = OrderedDict()  # (delete file path, field ids) -> list of value tuples
+_CACHE_FILES = 256
+
+
+def _equality_rows(ctx, scan: LakeScan, f) -> tuple[tuple[int, ...], list[tuple]]:
+    """The rows of one equality delete file, read once per process (delete files never change)."""
+    ids = tuple(f.equality_ids)
+    cache_key = (f.file_path, ids)
+    with _cache_lock:
+        if cache_key in _delete_rows:
+            _delete_rows.move_to_end(cache_key)
+            return ids, _delete_rows[cache_key]
+    table_schema = scan.iceberg.schema()
+    fields = [_field(scan, table_schema, i) for i in ids]
+    df = read_files(ctx.spark, Schema(*fields), [f.file_path])
+    rows = [tuple(r) for r in df.collect()]
+    with _cache_lock:
+        _delete_rows[cache_key] = rows
+        while len(_delete_rows) > _CACHE_FILES:
+            _delete_rows.popitem(last=False)
+    return ids, rows
+
+
+def _field(scan: LakeScan, schema: Schema, field_id: int) -> NestedField:
+    try:
+        return schema.find_field(field_id)
+    except ValueError:
+        raise LakeError(f"lakerules: equality delete column {field_id} of {scan.table} is not in the table schema") from None
+
+
+def _apply_equality_deletes(ctx, scan: LakeScan, data: DataFrame, delete_files) -> DataFrame:
+    names = {f.field_id: f.name for f in scan.schema.as_struct().fields}
+    # merge the delete rows of files with the same equality columns
+    sets: dict[tuple[int, ...], set[tuple]] = defaultdict(set)
+    for f in delete_files:
+        ids, rows = _equality_rows(ctx, scan, f)
+        sets[ids].update(rows)
+    threshold = int(ctx.conf(EQ_FILTER_THRESHOLD_KEY, str(EQ_FILTER_THRESHOLD_DEFAULT)))
+    single = {ids[0]: values for ids, values in sets.items() if len(ids) == 1}
+    for ids, values in sorted(sets.items()):
+        missing = [i for i in ids if i not in names]
+        if missing:
+            # a column dropped since: null-safe equality with NULL, as the row no longer has a value
+            values = {v for v in values if all(v[ids.index(i)] is None for i in missing)}
+            if not values:
+                continue
+        if len(ids) > 1:
+            # the seed's simplification: rows a single-column set already deletes need no check
+            values = {v for v in values if not any((v[k],) in single.get(i, ()) for k, i in enumerate(ids))}
+            if not values:
+                continue
+        cols = [names.get(i) for i in ids]
+        if len(values) <= threshold:
+            data = data.where(_keep_filter(cols, values))
+        else:
+            data = _anti_join(ctx, scan, data, ids, cols, values)
+    return data
+
+
+def _keep_filter(cols: list, values: set[tuple]) -> Column:
+    """The rows an equality delete set keeps, as one filter Spark can push to Parquet."""
+    if len(cols) == 1:
+        col = F.col(_quote(cols[0])) if cols[0] else F.lit(None)
+        plain = sorted((v[0] for v in values if v[0] is not None), key=repr)
+        keep = ~col.isin(plain) if plain else F.lit(True)
+        if any(v[0] is None for v in values):
+            return col.isNotNull() & keep  # NULL deletes NULL
+        return col.isNull() | keep  # NULL NOT IN (...) is NULL: keep NULLs explicitly
+    matches = [
+        reduce(lambda a, b: a & b, [(F.col(_quote(c)) if c else F.lit(None)).eqNullSafe(F.lit(x)) for c, x in zip(cols, v)])
+        for v in values
+    ]
+    return ~reduce(lambda a, b: a | b, matches)
+
+
+def _anti_join(ctx, scan: LakeScan, data: DataFrame, ids, cols, values) -> DataFrame:
+    fields = [_field(scan, scan.iceberg.schema(), i) for i in ids]
+    schema = iceberg_to_spark(Schema(*fields))
+    renamed = [f"__lakerules_eq_{k}" for k in range(len(ids))]
+    deletes = ctx.spark.createDataFrame(sorted(values, key=repr), schema).toDF(*renamed)
+    condition = reduce(
+        lambda a, b: a & b,
+        [(data[_quote(c)] if c else F.lit(None)).eqNullSafe(deletes[r]) for c, r in zip(cols, renamed)],
+    )
+    return data.join(F.broadcast(deletes), condition, "left_anti")
+
+
+def _quote(name: str) -> str:
+    return f"`{name}`"

@@ -1,23 +1,30 @@
-"""resolve_scans: a lake table relation becomes a planned scan of its data files.
+"""resolve_scans: a lake table relation becomes a planned scan of its data and delete files.
 
-    LakeRelation lake.db.t snapshot=42
+    LakeRelation lake.db.t snapshot=42 filters=1
 becomes
-    LakeScan lake.db.t snapshot=42 files=3/3
+    LakeScan lake.db.t snapshot=42 files=3/10 position_deletes=1 equality_deletes=0
 
 The snapshot is the one Spark resolved the table at (the current one, or the one named by
 VERSION AS OF / TIMESTAMP AS OF). Time travel reads with the schema of that snapshot; a plain
-read uses the table's current schema, as Iceberg does.
+read uses the table's current schema, as Iceberg does. The relation's filters become one
+pyiceberg expression; a part that cannot be translated becomes AlwaysTrue (read more, never
+less).
 """
 
 from __future__ import annotations
 
+from functools import reduce
+
+from pyiceberg.expressions import AlwaysTrue, And
+
+from lakerules.expressions import to_iceberg
+from lakerules.planning import plan_scan
 from lakerules.plan import LakeRelation, LakeScan, Node
-from lakerules.scan import plan_files
 
 
 def resolve_scans(plan: Node, ctx) -> Node:
     match plan:
-        # a lake relation: plan its files at the relation's snapshot
+        # a lake relation: plan its files at the relation's snapshot, pruned by its filters
         case LakeRelation():
             return _scan(plan, ctx)
         case _:
@@ -31,13 +38,19 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
         snapshot = table.snapshot_by_id(rel.snapshot_id)
         if snapshot is not None and snapshot.schema_id is not None:
             schema = table.schemas().get(snapshot.schema_id, schema)
-    tasks, total = plan_files(table, rel.snapshot_id)
+    row_filter = _row_filter(rel)
     return LakeScan(
         table=rel.table,
         snapshot_id=rel.snapshot_id,
         output=rel.output,
         iceberg=table,
         schema=schema,
-        tasks=tuple(tasks),
-        total_files=total,
+        plan=plan_scan(table, rel.snapshot_id, row_filter),
+        row_filter=row_filter,
     )
+
+
+def _row_filter(rel: LakeRelation):
+    columns = {a.jvm.exprId().id(): a.name for a in rel.output}
+    parts = [to_iceberg(c, columns)[0] for c in rel.filters]
+    return reduce(And, parts, AlwaysTrue())
