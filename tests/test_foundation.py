@@ -338,7 +338,7 @@ def test_user_rule_can_refuse_a_query(spark, events):
     lakerules.register_rule(no_unbounded_scans)
     try:
         with pytest.raises(AnalysisException, match="refusing to scan"):
-            spark.sql(f"SELECT * FROM {events}")
+            spark.sql(f"SELECT * FROM {events}").collect()  # scans are planned when the query is
     finally:
         lakerules.unregister_rule(no_unbounded_scans)
 

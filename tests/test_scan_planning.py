@@ -213,3 +213,42 @@ def test_partitioned_equality_deletes_stay_in_their_partition(spark, ns, iceberg
     t = iceberg_catalog.load_table(f"{ns}.peq")
     commit_deletes(iceberg_catalog, f"{ns}.peq", [equality_delete_file(t, {"id": [1]}, Record("a"))])
     assert sorted((r.id, r.kind) for r in spark.table(table).collect()) == [(1, "b"), (2, "a")]
+
+
+def test_dataframe_filters_prune_too(spark, ns):
+    table = f"lake.{ns}.dfp"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING) PARTITIONED BY (kind)")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, CAST(id % 4 AS STRING) FROM range(40)")
+    seen = []
+
+    def record(plan, ctx):
+        if isinstance(plan, LakeScan):
+            seen.append(len(plan.tasks))
+        return plan
+
+    lakerules.register_rule(record)
+    try:
+        assert spark.table(table).where("kind = '2'").count() == 10
+        # a filter that reaches the table only through a join
+        other = spark.createDataFrame([("3",)], "kind string")
+        assert spark.table(table).join(other, "kind").where("kind = '3'").count() == 10
+    finally:
+        lakerules.unregister_rule(record)
+    assert seen == [1, 1]
+
+
+def test_explain_shows_each_lake_scan(spark, ns, iceberg_catalog, capsys):
+    table = f"lake.{ns}.exs"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING) PARTITIONED BY (kind)")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, CAST(id % 4 AS STRING) FROM range(40)")
+    t = iceberg_catalog.load_table(f"{ns}.exs")
+    f = sorted((x.file for x in t.scan().plan_files()), key=lambda f: tuple(f.partition))[0]
+    commit_deletes(iceberg_catalog, f"{ns}.exs", [position_delete_file(t, [(f.file_path, 0)], f.partition)])
+    snap = iceberg_catalog.load_table(f"{ns}.exs").current_snapshot().snapshot_id
+    text = spark.sql(f"EXPLAIN SELECT * FROM {table} WHERE kind = '{f.partition[0]}'").collect()[0].plan
+    assert "== Physical Plan ==" in text
+    assert f"{table} snapshot={snap} files=1/4 position_delete_files=1 equality_delete_files=0" in text
+    spark.sql(f"SELECT * FROM {table} t1 JOIN {table} t2 USING (id) WHERE t2.kind = '1'").explain()
+    out = capsys.readouterr().out
+    assert "== lakerules scans ==" in out
+    assert f"files=4/4" in out and "files=1/4" in out

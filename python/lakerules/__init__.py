@@ -113,6 +113,9 @@ def attach(spark):
     for k, v in SESSION_CONF.items():
         spark.conf.set(k, v)
     ensure_callback_server_started(spark.sparkContext._gateway)
+    from lakerules.explain import install_dataframe_explain
+
+    install_dataframe_explain()
     _backend = Backend(spark)
     bridge.register(_backend, statements.ROUTES)
     return spark

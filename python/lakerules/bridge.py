@@ -48,12 +48,12 @@ class Backend:
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
             return self.java_error(e)
 
-    def rewrite(self, jsession, jplan, explain_only=False):
+    def rewrite(self, jsession, jplan, phase="analysis"):
         try:
             ctx = self.context(jsession)
             tree = P.from_jvm(ctx.spark, jplan)
-            tree = registry.apply_rules(tree, ctx)
-            if explain_only and P.collect(tree, P.Command):
+            tree = registry.apply_rules(tree, ctx, "analysis" if phase == "explain" else phase)
+            if phase == "explain" and P.collect(tree, P.Command):
                 # Under EXPLAIN: describe what would run; run nothing.
                 return statements.explained(ctx, tree)
             return P.to_jvm(ctx, tree)

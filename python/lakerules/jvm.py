@@ -90,3 +90,8 @@ def empty_result(spark: SparkSession):
 def result_rows(spark: SparkSession, rows: list[tuple], schema: str):
     """A LocalRelation of a few result rows, e.g. DML's num_affected_rows."""
     return analyzed(spark.createDataFrame(rows, schema))
+
+
+def subquery_alias(spark: SparkSession, name: str, child):
+    identifier = jclass(spark, f"{CATALYST}.AliasIdentifier")(name)
+    return jclass(spark, f"{CATALYST}.plans.logical.SubqueryAlias")(identifier, child)

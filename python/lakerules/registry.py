@@ -4,8 +4,13 @@ A rule is a function ``rule(plan, ctx) -> plan`` over lakerules plan nodes (``la
 It returns the same object when it changes nothing. The registry applies each batch's rules in
 order to the whole plan, then turns the plan back into Spark's (running commands on the way).
 
-Users add rules with :func:`register_rule`; they run in the ``user`` batch, after lakerules' own
-rules have planned the scans and writes, unless another batch is named.
+Batches run in one of two phases. ``analysis`` batches see each statement right after Spark
+resolved it: writes and row-level commands are planned and run then. ``optimizer`` batches see
+queries inside Spark's operator optimization, after Spark pushed filters down next to each lake
+relation: scans are planned then.
+
+Users add rules with :func:`register_rule`; they run in the ``user`` batch (optimizer phase,
+after scans are planned), unless another batch is named.
 """
 
 from __future__ import annotations
@@ -24,20 +29,21 @@ Rule = Callable[[Node, object], Node]
 @dataclass
 class Batch:
     name: str
+    phase: str  # "analysis" or "optimizer"
     doc: str
     rules: list[Rule] = field(default_factory=list)
 
 
 def _default_batches() -> list[Batch]:
     return [
-        # Row-level commands (DELETE, UPDATE, MERGE) are rewritten while their target is still a
-        # relation, before scans are planned: they read the target with file and position columns.
-        Batch("row-level", "DELETE/UPDATE/MERGE on lake tables become writes of delete files and data"),
-        # Filters over lake relations are handed to them, then every lake relation becomes a
-        # scan of the data files of its snapshot that can hold matching rows.
-        Batch("scans", "lake relations become planned, pruned file scans", [push_filters, resolve_scans]),
-        # Users' rules see planned scans and writes.
-        Batch("user", "rules added with lakerules.register_rule"),
+        # Row-level commands (DELETE, UPDATE, MERGE) are rewritten right after analysis, while
+        # their target is a relation: they read it with file and position columns.
+        Batch("row-level", "analysis", "DELETE/UPDATE/MERGE on lake tables become writes of delete files and data"),
+        # In the optimizer, filters next to lake relations are handed to them, then every lake
+        # relation becomes a scan of the data files of its snapshot that can hold matching rows.
+        Batch("scans", "optimizer", "lake relations become planned, pruned file scans", [push_filters, resolve_scans]),
+        # Users' rules see planned scans.
+        Batch("user", "optimizer", "rules added with lakerules.register_rule"),
     ]
 
 
@@ -70,9 +76,9 @@ def unregister_rule(rule: Rule) -> None:
                 b.rules.remove(rule)
 
 
-def apply_rules(plan: Node, ctx) -> Node:
-    """Every rule of every batch, in order, each over the whole tree (children first)."""
-    for b in list(BATCHES):
+def apply_rules(plan: Node, ctx, phase: str) -> Node:
+    """Every rule of every batch of the phase, in order, each over the whole tree (children first)."""
+    for b in [b for b in BATCHES if b.phase == phase]:
         for rule in list(b.rules):
             plan = transform_up(plan, lambda node, r=rule: r(node, ctx))
     return plan

@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 
 from lakerules import jvm as J
 from lakerules.errors import LakeError
+from lakerules.explain import remember
 from lakerules.plan import LakeScan
 from lakerules.schema import iceberg_to_spark
 
@@ -103,9 +104,11 @@ def scan_dataframe(ctx, scan: LakeScan) -> DataFrame:
 
 
 def lower_scan(ctx, scan: LakeScan, lower):
-    """LakeScan -> Project(aliases keeping the relation's exprIds) over the scan's reads."""
+    """LakeScan -> Project(aliases keeping the relation's exprIds) over the scan's reads,
+    optimized on their own (the scan is planned inside Spark's optimizer)."""
     spark = ctx.spark
-    plan = J.analyzed(scan_dataframe(ctx, scan))
+    remember(scan)
+    plan = scan_dataframe(ctx, scan)._jdf.queryExecution().optimizedPlan()
     by_name = {a.name(): a for a in J.from_seq(plan.output())}
     exprs = []
     for attr in scan.output:

@@ -18,7 +18,7 @@ from typing import Callable
 
 from pyiceberg.transforms import IdentityTransform
 
-from lakerules import jvm as J, partitioning
+from lakerules import explain as explain_mod, jvm as J, partitioning
 from lakerules.errors import LakeError
 
 _IDENT = r"(?:`[^`]*`|[^\s`])+"
@@ -28,7 +28,7 @@ _PARTITION_FIELD = re.compile(
 )
 _TRANSFORM = re.compile(r"\s*(?P<name>\w+)\s*\((?P<args>[^()]*)\)\s*(?P<rest>.*)$", re.DOTALL)
 
-_EXPLAIN = re.compile(r"\s*EXPLAIN(?:\s+(?:EXTENDED|FORMATTED|CODEGEN|COST))?\s+(?P<inner>.*)$", re.IGNORECASE | re.DOTALL)
+_EXPLAIN = re.compile(r"\s*EXPLAIN(?:\s+(?P<mode>EXTENDED|FORMATTED|CODEGEN|COST))?\s+(?P<inner>.*)$", re.IGNORECASE | re.DOTALL)
 EXPLAIN_COLUMN = "__lakerules_explain__"
 
 # What the shim routes to Python: the start of each statement above, and EXPLAIN (so that
@@ -46,7 +46,7 @@ def parse(ctx, sql_text: str):
     """The plan for a routed statement: its target table under a command marker, or None."""
     m = _EXPLAIN.match(sql_text)
     if m:
-        return _explain(ctx, m.group("inner"))
+        return _explain(ctx, m.group("inner"), m.group("mode"))
     m = _PARTITION_FIELD.match(sql_text)
     if m:
         op, rest = m.group("op").upper(), m.group("rest")
@@ -63,11 +63,12 @@ def _marked(ctx, table_text: str, run: Callable):
     return parser.parsePlan(f"SELECT * FROM {table_text} AS {MARKER}{n}")
 
 
-def _explain(ctx, inner: str):
-    """EXPLAIN of a statement that would run a lake command: the lakerules plan, as a 'plan' row.
+def _explain(ctx, inner: str, mode: str | None):
+    """EXPLAIN: Spark's explanation plus the lake scans; for a statement that would run a lake
+    command, the lakerules plan of the command instead, which is planned and not run.
 
-    The statement is analyzed with the shim's explain flag set, so the registry plans the
-    command without running it. Any other statement is left to Spark's own EXPLAIN.
+    The statement is analyzed with the shim's explain flag set, so the registry plans commands
+    without running them. Statements that touch no lake table are left to Spark's own EXPLAIN.
     """
     jsession = ctx.spark._jsparkSession
     state = jsession.sessionState()
@@ -81,10 +82,12 @@ def _explain(ctx, inner: str):
     finally:
         bridge.setExplaining(False)
     names = [a.name() for a in J.from_seq(analyzed.output())]
-    if names != [EXPLAIN_COLUMN]:
+    if names == [EXPLAIN_COLUMN]:
+        text = J.dataframe(ctx.spark, analyzed).collect()[0][0]
+        return J.result_rows(ctx.spark, [(text,)], "plan string")
+    if not ctx.spark._jvm.io.lakerules.Bridge.touchesLake(analyzed):
         return None
-    text = J.dataframe(ctx.spark, analyzed).collect()[0][0]
-    return J.result_rows(ctx.spark, [(text,)], "plan string")
+    return J.result_rows(ctx.spark, [(explain_mod.explain_text(ctx.spark, analyzed, mode),)], "plan string")
 
 
 def explained(ctx, tree) -> object:

@@ -14,10 +14,12 @@ public interface LakeBackend {
   Object parse(Object session, String sqlText);
 
   /**
-   * A resolved plan that touches a lake table or catalog: the rewritten plan, or a Throwable.
-   * With explainOnly, commands must be described and not run (the plan is under EXPLAIN).
+   * A plan that touches a lake table or catalog: the rewritten plan, or a Throwable. phase is
+   * "analysis" (a resolved plan: commands are planned and run), "explain" (the same, under
+   * EXPLAIN: commands are described, not run) or "optimizer" (scans are planned, with the
+   * filters Spark pushed down next to them).
    */
-  Object rewrite(Object session, LogicalPlan plan, boolean explainOnly);
+  Object rewrite(Object session, LogicalPlan plan, String phase);
 
   /** A catalog operation: JSON arguments in, JSON result out ({"error": kind, "message": text} on failure). */
   String catalog(String catalogName, String op, String argsJson);

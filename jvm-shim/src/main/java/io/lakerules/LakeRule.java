@@ -4,12 +4,25 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 
-/** Hands every resolved plan that touches a lake table to the Python rule registry. */
+/**
+ * Hands plans that touch a lake table to the Python rule registry: resolved plans after
+ * analysis (commands), and plans in the optimizer (scans), each with its phase.
+ */
 final class LakeRule extends Rule<LogicalPlan> {
   private final SparkSession session;
+  private final boolean optimizer;
 
-  LakeRule(SparkSession session) {
+  private LakeRule(SparkSession session, boolean optimizer) {
     this.session = session;
+    this.optimizer = optimizer;
+  }
+
+  static LakeRule analysis(SparkSession session) {
+    return new LakeRule(session, false);
+  }
+
+  static LakeRule optimizer(SparkSession session) {
+    return new LakeRule(session, true);
   }
 
   @Override
@@ -17,12 +30,13 @@ final class LakeRule extends Rule<LogicalPlan> {
     if (!plan.resolved() || !Bridge.touchesLake(plan)) {
       return plan;
     }
-    Object out = Bridge.unwrap(Bridge.backend().rewrite(session, plan, Bridge.explaining()));
+    String phase = optimizer ? "optimizer" : Bridge.explaining() ? "explain" : "analysis";
+    Object out = Bridge.unwrap(Bridge.backend().rewrite(session, plan, phase));
     return out == null ? plan : (LogicalPlan) out;
   }
 
   @Override
   public String ruleName() {
-    return "io.lakerules.LakeRule";
+    return optimizer ? "io.lakerules.LakeScanRule" : "io.lakerules.LakeRule";
   }
 }

@@ -17,9 +17,13 @@ public final class LakeRulesExtensions extends AbstractFunction1<SparkSessionExt
     //    Python; the pattern of what to route is given by Python at attach time.
     ext.injectParser((session, delegate) -> LakeParser.wrap(session, delegate));
     // 2. Post-hoc resolution: after Spark resolved names, types and subqueries, hand plans that
-    //    touch lake tables to the Python rule registry (scans become file reads, writes and
-    //    row-level commands are planned, run and committed there).
-    ext.injectPostHocResolutionRule(session -> new LakeRule(session));
+    //    touch lake tables to the Python rule registry: writes and row-level commands are
+    //    planned, run and committed there.
+    ext.injectPostHocResolutionRule(LakeRule::analysis);
+    // 3. Operator optimization: this batch's own rules run first, so the filters Spark can
+    //    push down (from SQL, DataFrame chains, joins, inferred constraints) are next to each
+    //    lake relation when the registry plans its scan: pruned manifests and files, deletes.
+    ext.injectOptimizerRule(LakeRule::optimizer);
     return BoxedUnit.UNIT;
   }
 }
