@@ -252,3 +252,57 @@ def test_explain_shows_each_lake_scan(spark, ns, iceberg_catalog, capsys):
     out = capsys.readouterr().out
     assert "== lakerules scans ==" in out
     assert f"files=4/4" in out and "files=1/4" in out
+
+
+# ---- the equality delete writer ----------------------------------------------------------------
+
+
+def test_delete_by_key(spark, ns, iceberg_catalog, engines):
+    table = f"lake.{ns}.cdc"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING, v DOUBLE) PARTITIONED BY (kind)")
+    spark.sql(f"INSERT INTO {table} SELECT id, CAST(id % 3 AS STRING), id * 0.5 FROM range(30)")
+    keys = spark.createDataFrame([(1, "1"), (2, "2"), (2, "2"), (5, "2"), (99, "0")], "id long, kind string")
+    assert lakerules.delete_by_key(spark, table, keys, on=["id"]) == 4
+    t = iceberg_catalog.load_table(f"{ns}.cdc")
+    summary = t.current_snapshot().summary
+    assert summary["added-equality-delete-files"] == str(len([f for f in t.inspect.files().to_pylist() if f["content"] == 2]))
+    assert summary["added-equality-deletes"] == "4"
+    expected = [(i, str(i % 3), i * 0.5) for i in range(30) if i not in (1, 2, 5)]
+    assert sorted(engines.lakerules(table)) == sorted(expected)
+    assert engines.duckdb(table) == engines.lakerules(table)
+    # rows inserted afterwards with a deleted key stay
+    spark.sql(f"INSERT INTO {table} VALUES (1, '1', 100.0)")
+    assert spark.sql(f"SELECT count(*) FROM {table} WHERE id = 1").collect()[0][0] == 1
+
+
+def test_delete_by_key_errors(spark, ns, iceberg_catalog):
+    table = f"lake.{ns}.cdc2"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING) PARTITIONED BY (kind)")
+    before = iceberg_catalog.load_table(f"{ns}.cdc2").current_snapshot()
+    keys = spark.createDataFrame([(1,)], "id long")
+    with pytest.raises(lakerules.LakeError, match="must have column kind"):
+        lakerules.delete_by_key(spark, table, keys, on=["id"])
+    with pytest.raises(lakerules.LakeError, match="no column 'nope'"):
+        lakerules.delete_by_key(spark, table, keys, on=["nope"])
+    with pytest.raises(lakerules.LakeError, match="not a table of a lake catalog"):
+        lakerules.delete_by_key(spark, "spark_catalog.default.x", keys, on=["id"])
+    assert iceberg_catalog.load_table(f"{ns}.cdc2").current_snapshot() == before
+
+
+def test_deletion_vectors_are_refused(spark, ns, iceberg_catalog):
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+
+    table = f"lake.{ns}.dv"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT)")
+    spark.sql(f"INSERT INTO {table} VALUES (1)")
+    t = iceberg_catalog.load_table(f"{ns}.dv")
+    (f,) = data_files(iceberg_catalog, f"{ns}.dv")
+    dv = DataFile.from_args(
+        content=DataFileContent.POSITION_DELETES, file_path=t.location() + "/data/dv.puffin", file_format=FileFormat.PUFFIN,
+        partition=Record(), record_count=1, file_size_in_bytes=10, referenced_data_file=f.file_path,
+        content_offset=4, content_size_in_bytes=6,
+    )
+    dv.spec_id = 0
+    commit_deletes(iceberg_catalog, f"{ns}.dv", [dv])
+    with pytest.raises(AnalysisException, match="deletion vectors"):
+        spark.table(table).collect()

@@ -19,7 +19,7 @@ from lakerules.registry import register_rule, unregister_rule
 __version__ = "0.1.0"
 __all__ = [
     "session", "attach", "detach", "spark_conf", "jar_path", "register_rule", "unregister_rule",
-    "LakeError", "NotSupported", "CatalogError",
+    "delete_by_key", "LakeError", "NotSupported", "CatalogError",
 ]
 
 EXTENSION = "io.lakerules.LakeRulesExtensions"
@@ -33,6 +33,13 @@ SESSION_CONF = {
 }
 
 _backend = None
+
+
+def delete_by_key(spark, table: str, keys, on: list[str]) -> int:
+    """Delete rows by key with equality delete files (see lakerules.cdc)."""
+    from lakerules.cdc import delete_by_key as run
+
+    return run(spark, table, keys, on)
 
 
 def jar_path() -> str:
@@ -126,3 +133,10 @@ def detach(spark) -> None:
     global _backend
     spark._jvm.io.lakerules.Bridge.unregister()
     _backend = None
+
+
+def delete_by_key(spark, table: str, keys, on: list[str]) -> int:
+    """Delete rows by key with equality delete files (see lakerules.cdc)."""
+    from lakerules.cdc import delete_by_key as run
+
+    return run(spark, table, keys, on)

@@ -104,9 +104,15 @@ def run_ctas(ctx, node, query_plan):
 
 def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> list[DataFile]:
     """Write df (columns in table order) as data files of the table's current spec."""
-    spark = ctx.spark
+    return write_files(ctx.spark, catalog_name, table, df)
+
+
+def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields=None,
+                content: DataFileContent = DataFileContent.DATA, equality_ids=None) -> list[DataFile]:
+    """Write df as files of the table's current spec: its columns are ``fields`` (default: all the
+    table's columns), in order; ``content`` and ``equality_ids`` say what kind of file it is."""
     schema, spec = table.schema(), table.spec()
-    fields = schema.as_struct().fields
+    fields = fields if fields is not None else schema.as_struct().fields
     if len(df.columns) != len(fields):
         raise LakeError(f"lakerules: writing {len(df.columns)} columns into {table.name()}, which has {len(fields)}")
     columns = []
@@ -134,7 +140,7 @@ def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> lis
     try:
         writer.parquet(target)
         listed = _list_files(spark, target)
-        return _data_files(table, spec, part_cols, target, listed)
+        return _data_files(table, spec, part_cols, target, listed, content, equality_ids)
     except BaseException:
         _delete_dir(spark, target)
         raise
@@ -158,7 +164,8 @@ def _list_files(spark, target: str) -> list[tuple[str, int]]:
     return sorted(out)
 
 
-def _data_files(table: Table, spec, part_cols, target: str, listed) -> list[DataFile]:
+def _data_files(table: Table, spec, part_cols, target: str, listed, content=DataFileContent.DATA,
+                equality_ids=None) -> list[DataFile]:
     schema = table.schema()
     stats_plan = compute_statistics_plan(schema, table.properties)
     id_mapping = parquet_path_to_id_mapping(schema)
@@ -172,14 +179,14 @@ def _data_files(table: Table, spec, part_cols, target: str, listed) -> list[Data
         directory = relative.rsplit("/", 1)[0] if "/" in relative else ""
         values = partitioning.decode_path(part_cols, directory) if part_cols else ()
         data_file = DataFile.from_args(
-            content=DataFileContent.DATA,
+            content=content,
             file_path=path,
             file_format=FileFormat.PARQUET,
             partition=Record(*values),
             file_size_in_bytes=size,
             sort_order_id=None,
             spec_id=spec.spec_id,
-            equality_ids=None,
+            equality_ids=list(equality_ids) if equality_ids else None,
             key_metadata=None,
             **stats.to_serialized_dict(),
         )

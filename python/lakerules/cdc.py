@@ -1,0 +1,89 @@
+"""Deleting by key, for producers that delete rows by a key (CDC): equality delete files.
+
+    lakerules.delete_by_key(spark, "lake.db.t", keys_df, on=["id"])
+
+writes the distinct key rows as equality delete files (Spark executors, partitioned like the
+table) and commits them in one snapshot: every row of the table's current data whose ``on``
+columns equal a key row (NULL matching NULL) is deleted; rows added later are not.
+"""
+
+from __future__ import annotations
+
+from pyiceberg.manifest import DataFileContent
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakerules import commit, jvm as J, schema as schemas
+from lakerules.errors import LakeError
+from lakerules.write import delete_files, write_files
+
+
+def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: list[str]) -> int:
+    """Delete the rows whose ``on`` columns equal a row of ``keys``; returns the keys written."""
+    from lakerules import _backend
+
+    if _backend is None:
+        raise LakeError("lakerules: no registry attached: call lakerules.attach(spark) first")
+    if not on:
+        raise LakeError("lakerules: delete_by_key needs at least one key column in on=[...]")
+    catalog_name, namespace, name = _resolve(spark, table_name)
+    table = _backend.catalogs.load(catalog_name, namespace, name)
+    schema, spec = table.schema(), table.spec()
+    key_fields = [_column(table, schema, c) for c in on]
+    # The files are partitioned like the table, so the partition source columns must be known.
+    needed = list(key_fields)
+    for pf in spec.fields:
+        source = schema.find_field(pf.source_id)
+        if source.field_id not in {f.field_id for f in needed}:
+            if source.name not in keys.columns:
+                raise LakeError(
+                    f"lakerules: {table_name} is partitioned by {pf.transform}({source.name}); the keys must "
+                    f"have column {source.name} too, so each delete lands in its partition"
+                )
+            needed.append(source)
+    missing = [f.name for f in needed if f.name not in keys.columns]
+    if missing:
+        raise LakeError(f"lakerules: the keys DataFrame has no column(s) {missing}")
+    rows = keys.select(
+        *[F.col(f"`{f.name}`").cast(schemas.iceberg_type_to_spark(f.field_type)).alias(f.name) for f in needed]
+    ).dropDuplicates()
+    rows = rows.persist()
+    try:
+        count = rows.count()
+        if count == 0:
+            return 0
+        written = write_files(
+            spark, catalog_name, table, rows, fields=needed,
+            content=DataFileContent.EQUALITY_DELETES, equality_ids=[f.field_id for f in key_fields],
+        )
+        try:
+            commit.row_delta(table, [], written, {"lakerules.operation": "delete_by_key"})
+        except BaseException:
+            delete_files(table, written)
+            raise
+        return count
+    finally:
+        rows.unpersist()
+
+
+def _resolve(spark, name: str) -> tuple[str, tuple[str, ...], str]:
+    parts = [str(p) for p in J.from_seq(spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(name))]
+    bridge = spark._jvm.io.lakerules.Bridge
+    if len(parts) >= 3 or (len(parts) == 2 and bridge.catalogOptions(parts[0]) is not None):
+        catalog, rest = parts[0], parts[1:]
+    else:
+        catalog, rest = spark.catalog.currentCatalog(), parts
+    if bridge.catalogOptions(catalog) is None:
+        spark._jsparkSession.sessionState().catalogManager().catalog(catalog)  # initializes it
+        if bridge.catalogOptions(catalog) is None:
+            raise LakeError(f"lakerules: {name} is not a table of a lake catalog")
+    if len(rest) < 2:
+        raise LakeError(f"lakerules: {name}: name the table as catalog.namespace.table")
+    return catalog, tuple(rest[:-1]), rest[-1]
+
+
+def _column(table, schema, name: str):
+    try:
+        return schema.find_field(name)
+    except ValueError:
+        raise LakeError(f"lakerules: {table.name()} has no column {name!r}") from None
