@@ -72,13 +72,14 @@ def read_files(spark, schema: Schema, paths: list[str], with_positions: bool = F
         return df
     df = spark.read.schema(read_schema).parquet(*[spark_path(p) for p in paths])
     if with_positions:
-        df = df.select("*", _spark_file_path().alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL))
+        df = df.select("*", spark_file_path().alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL))
     return df
 
 
-def _spark_file_path() -> Column:
-    """The row's file in normal_path form: Spark reports it URL-encoded (a '+' stays '+')."""
-    decoded = F.url_decode(F.replace(F.col("_metadata.file_path"), F.lit("+"), F.lit("%2B")))
+def spark_file_path(column: str = "_metadata.file_path") -> Column:
+    """The file Spark read a row from, in normal_path form. Spark names files by URI, URL-encoded
+    (a '+' stays '+'), in a form that depends on the file system (file:/x for local files)."""
+    decoded = F.url_decode(F.replace(F.col(column), F.lit("+"), F.lit("%2B")))
     return normal_path_col(decoded)
 
 
@@ -108,27 +109,30 @@ def lower_scan(ctx, scan: LakeScan, lower):
     optimized on their own (the scan is planned inside Spark's optimizer)."""
     spark = ctx.spark
     remember(scan)
-    plan = scan_dataframe(ctx, scan)._jdf.queryExecution().optimizedPlan()
-    by_name = {a.name(): a for a in J.from_seq(plan.output())}
-    exprs = []
+    df = scan_dataframe(ctx, scan)
+    names = [a.name for a in scan.output]
+    missing = [n for n in names if n not in df.columns]
+    if missing:
+        raise LakeError(
+            f"lakerules: column(s) {missing} of {scan.table} are not in the schema the scan was planned "
+            "with; the table changed while the query was planned, run it again"
+        )
+    plan = df.select(*[F.col(_quote(n)) for n in names])._jdf.queryExecution().optimizedPlan()
+    targets = spark._jvm.java.util.ArrayList()
     for attr in scan.output:
-        source = by_name.get(attr.name)
-        if source is None:
-            raise LakeError(
-                f"lakerules: column {attr.name} of {scan.table} is not in the schema the scan was planned "
-                "with; the table changed while the query was planned, run it again"
-            )
-        exprs.append(J.alias(spark, source, attr.name, attr.jvm.exprId(), attr.jvm.metadata()))
-    return J.project(spark, exprs, plan)
+        targets.add(attr.jvm)
+    return spark._jvm.io.lakerules.Bridge.renameProject(plan, targets)
 
 
 # ---- position deletes ----------------------------------------------------------------------------
 
 
 def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
+    """Anti-join on (file, position), both sides' paths in normal_path form."""
     spark = ctx.spark
     delete_files = sorted({d.file_path for p in files for d in p.position_deletes})
     pairs = sorted({(normal_path(d.file_path), normal_path(p.file.file_path)) for p in files for d in p.position_deletes})
+    # only rows of (delete file, data file) pairs planning allowed (sequence numbers, partitions)
     allowed = spark.createDataFrame(pairs, "d_file string, d_path string")
     deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
     deletes = deletes.select(
@@ -136,7 +140,6 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
         normal_path_col(F.col("file_path")).alias("d_path"),
         F.col("pos").alias("d_pos"),
     )
-    # only rows of (delete file, data file) pairs planning allowed (sequence numbers, partitions)
     deletes = deletes.join(F.broadcast(allowed), ["d_file", "d_path"]).select("d_path", "d_pos")
     return data.join(
         deletes,

@@ -25,6 +25,7 @@ from pyiceberg.io.pyarrow import (
     parquet_path_to_id_mapping,
 )
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 from pyspark.sql import DataFrame
@@ -140,14 +141,32 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     try:
         writer.parquet(target)
         listed = _list_files(spark, target)
-        return _data_files(table, spec, part_cols, target, listed, content, equality_ids)
+        return _data_files(table, Schema(*fields), spec, part_cols, target, listed, content, equality_ids)
     except BaseException:
         _delete_dir(spark, target)
         raise
 
 
 def _list_files(spark, target: str) -> list[tuple[str, int]]:
-    """(path relative to target, size) of every Parquet file under target."""
+    """(path relative to target, size) of every Parquet file under target: one listing call
+    through pyarrow's filesystem where it knows the scheme, else through Hadoop's."""
+    try:
+        from pyarrow import fs as pafs
+
+        filesystem, root = pafs.FileSystem.from_uri(target)
+    except Exception:  # noqa: BLE001 - a scheme pyarrow does not know: ask Hadoop
+        return _list_files_hadoop(spark, target)
+    root = root.rstrip("/")
+    out = []
+    for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
+        name = info.base_name
+        if info.type != pafs.FileType.File or name.startswith((".", "_")) or not name.endswith(".parquet"):
+            continue
+        out.append((info.path[len(root) + 1:], info.size))
+    return sorted(out)
+
+
+def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
     jvm = spark._jvm
     path = jvm.org.apache.hadoop.fs.Path(target)
     fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
@@ -164,9 +183,9 @@ def _list_files(spark, target: str) -> list[tuple[str, int]]:
     return sorted(out)
 
 
-def _data_files(table: Table, spec, part_cols, target: str, listed, content=DataFileContent.DATA,
-                equality_ids=None) -> list[DataFile]:
-    schema = table.schema()
+def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, listed,
+                content=DataFileContent.DATA, equality_ids=None) -> list[DataFile]:
+    """DataFiles for written files; metrics per the columns written (``schema``)."""
     stats_plan = compute_statistics_plan(schema, table.properties)
     id_mapping = parquet_path_to_id_mapping(schema)
 

@@ -6,7 +6,11 @@ import java.util.regex.Pattern;
 
 import org.apache.spark.sql.AnalysisException;
 import org.apache.spark.sql.catalyst.analysis.ResolvedIdentifier;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 
@@ -110,6 +114,27 @@ public final class Bridge {
       }
     }
     return false;
+  }
+
+  /**
+   * Project(child.output(i) AS targets(i).name, keeping targets(i)'s exprId and metadata) for
+   * each i: how a replacement subplan keeps the attributes its parents refer to. One call
+   * instead of several Py4J round trips per column.
+   */
+  public static LogicalPlan renameProject(LogicalPlan child, java.util.List<Attribute> targets) {
+    scala.collection.immutable.Seq<Attribute> sources = child.output();
+    if (sources.size() != targets.size()) {
+      throw new IllegalArgumentException("renameProject: " + sources.size() + " columns for "
+          + targets.size() + " targets");
+    }
+    java.util.List<NamedExpression> exprs = new java.util.ArrayList<>();
+    scala.collection.immutable.Seq<String> none = scala.collection.immutable.List$.MODULE$.empty();
+    for (int i = 0; i < targets.size(); i++) {
+      Attribute t = targets.get(i);
+      exprs.add(new Alias(sources.apply(i), t.name(), t.exprId(), none,
+          scala.Option.apply(t.metadata()), none));
+    }
+    return new Project(scala.jdk.javaapi.CollectionConverters.asScala(exprs).toList(), child);
   }
 
   /** Rethrow what Python returned as a failure, unchanged; return anything else. */
