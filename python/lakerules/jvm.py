@@ -28,6 +28,13 @@ def to_seq(spark: SparkSession, items: Iterable[Any]):
     return spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(lst).toList()
 
 
+def to_java_list(spark: SparkSession, items: Iterable[Any]):
+    lst = spark._jvm.java.util.ArrayList()
+    for item in items:
+        lst.add(item)
+    return lst
+
+
 def from_seq(seq) -> list:
     """A Scala Seq (or any Scala iterable) as a Python list."""
     it = seq.iterator()

@@ -217,32 +217,26 @@ def _quoted(path: str) -> str:
     return ".".join(f"`{p}`" for p in path.split("."))
 
 
-def _micros(col: Column, t: it.IcebergType) -> Column:
-    """Microseconds since the epoch, exact, for timestamptz (TIMESTAMP) and timestamp (TIMESTAMP_NTZ)."""
+def _micros(col: str, t: it.IcebergType) -> str:
+    """SQL: microseconds since the epoch, exact, for timestamptz (TIMESTAMP) and timestamp (TIMESTAMP_NTZ)."""
     if isinstance(t, it.TimestamptzType):
-        return F.unix_micros(col)
-    return _ntz_micros(col)
+        return f"unix_micros({col})"
+    return f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {col})"
 
 
-def _ntz_micros(col: Column) -> Column:
-    epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
-    return F.timestamp_diff("MICROSECOND", epoch, col)
+def _floor_div(value: str, divisor: int) -> str:
+    """SQL: floor division on longs, exact for negative values too (integral div, no decimals)."""
+    return f"(({value}) - pmod({value}, {divisor})) div {divisor}"
 
 
-def _floor_div(value: Column, divisor: int) -> Column:
-    """Floor division on longs, exact for negative values too."""
-    exact_multiple = (value - F.pmod(value, F.lit(divisor))).cast("decimal(20,0)")
-    return (exact_multiple / F.lit(divisor).cast("decimal(20,0)")).cast("long")
-
-
-def _days(col: Column, t: it.IcebergType) -> Column:
+def _days(col: str, t: it.IcebergType) -> str:
     if isinstance(t, it.DateType):
-        return F.unix_date(col)
-    return _floor_div(_micros(col, t), MICROS_PER_DAY).cast("int")
+        return f"unix_date({col})"
+    return f"CAST({_floor_div(_micros(col, t), MICROS_PER_DAY)} AS INT)"
 
 
-def _as_date(col: Column, t: it.IcebergType) -> Column:
-    return col if isinstance(t, it.DateType) else F.date_from_unix_date(_days(col, t))
+def _as_date(col: str, t: it.IcebergType) -> str:
+    return col if isinstance(t, it.DateType) else f"date_from_unix_date({_days(col, t)})"
 
 
 def _hex_text(text: str) -> str:
@@ -259,23 +253,24 @@ def _bool(text: str) -> bool:
 
 def _transform_expr(transform: Transform, t: it.IcebergType, col: Column, catalog: str, name: str):
     fn = f"`{catalog}`.system"
+    c = _quoted(name)
     match transform:
         case IdentityTransform():
             return _identity(t, col)
         case BucketTransform():
-            return F.expr(f"{fn}.bucket({transform.num_buckets}, {_quoted(name)})").cast("string"), int
+            return F.expr(f"{fn}.bucket({transform.num_buckets}, {c})").cast("string"), int
         case TruncateTransform():
-            truncated = F.expr(f"{fn}.truncate({transform.width}, {_quoted(name)})")
+            truncated = F.expr(f"{fn}.truncate({transform.width}, {c})")
             return _identity(t, truncated)
         case YearTransform():
-            return (F.year(_as_date(col, t)) - 1970).cast("string"), int
+            return F.expr(f"CAST(year({_as_date(c, t)}) - 1970 AS STRING)"), int
         case MonthTransform():
-            d = _as_date(col, t)
-            return ((F.year(d) - 1970) * 12 + F.month(d) - 1).cast("string"), int
+            d = _as_date(c, t)
+            return F.expr(f"CAST((year({d}) - 1970) * 12 + month({d}) - 1 AS STRING)"), int
         case DayTransform():
-            return _days(col, t).cast("string"), int
+            return F.expr(f"CAST({_days(c, t)} AS STRING)"), int
         case HourTransform():
-            return _floor_div(_micros(col, t), MICROS_PER_HOUR).cast("string"), int
+            return F.expr(f"CAST({_floor_div(_micros(c, t), MICROS_PER_HOUR)} AS STRING)"), int
     raise NotSupported(f"lakerules: writing partition transform {transform} is not supported")
 
 
@@ -294,6 +289,9 @@ def _identity(t: it.IcebergType, col: Column):
             return col.cast("string"), Decimal
         case it.DateType():
             return F.unix_date(col).cast("string"), int
-        case it.TimestamptzType() | it.TimestampType():
-            return _micros(col, t).cast("string"), int
+        case it.TimestamptzType():
+            return F.unix_micros(col).cast("string"), int
+        case it.TimestampType():
+            epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+            return F.timestamp_diff("MICROSECOND", epoch, col).cast("string"), int
     raise NotSupported(f"lakerules: identity partitioning on type {t} is not supported")

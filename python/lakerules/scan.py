@@ -43,6 +43,8 @@ POSITION_DELETE_SCHEMA = Schema(
     NestedField(2147483546, "file_path", StringType(), required=True),
     NestedField(2147483545, "pos", LongType(), required=True),
 )
+POS_BROADCAST_KEY = "spark.lakerules.read.positionDeleteBroadcastRows"
+POS_BROADCAST_DEFAULT = 5_000_000
 EQ_FILTER_THRESHOLD_KEY = "spark.lakerules.read.equalityDeleteFilterThreshold"
 EQ_FILTER_THRESHOLD_DEFAULT = 10_000
 
@@ -63,7 +65,7 @@ def normal_path_col(col: Column) -> Column:
 
 def read_files(spark, schema: Schema, paths: list[str], with_positions: bool = False) -> DataFrame:
     """A DataFrame reading Parquet data files with an Iceberg schema (columns by field id);
-    with_positions adds each row's file (as Spark names it) and row index."""
+    with_positions adds each row's file, as Spark names it (see status_names), and row index."""
     read_schema = iceberg_to_spark(schema, with_ids=True)
     if not paths:
         df = spark.createDataFrame([], read_schema)
@@ -72,8 +74,16 @@ def read_files(spark, schema: Schema, paths: list[str], with_positions: bool = F
         return df
     df = spark.read.schema(read_schema).parquet(*[spark_path(p) for p in paths])
     if with_positions:
-        df = df.select("*", spark_file_path().alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL))
+        df = df.select("*", F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL))
     return df
+
+
+def status_names(spark, paths: list[str]) -> dict[str, str]:
+    """path -> the name Spark's reader gives the file in _metadata.file_path (one JVM call)."""
+    names = spark._jvm.io.lakerules.Bridge.statusNames(
+        J.to_java_list(spark, paths), spark._jsc.hadoopConfiguration()
+    )
+    return dict(zip(paths, names))
 
 
 def spark_file_path(column: str = "_metadata.file_path") -> Column:
@@ -128,19 +138,33 @@ def lower_scan(ctx, scan: LakeScan, lower):
 
 
 def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
-    """Anti-join on (file, position), both sides' paths in normal_path form."""
+    """Anti-join on (file, position). The data rows carry Spark's own name of their file (free:
+    a per-file constant); the delete rows' paths, in whatever URI form their writer used, are
+    normalized and mapped to those names through the (delete file, data file) pairs planning
+    allowed (sequence numbers, partitions)."""
     spark = ctx.spark
     delete_files = sorted({d.file_path for p in files for d in p.position_deletes})
-    pairs = sorted({(normal_path(d.file_path), normal_path(p.file.file_path)) for p in files for d in p.position_deletes})
-    # only rows of (delete file, data file) pairs planning allowed (sequence numbers, partitions)
-    allowed = spark.createDataFrame(pairs, "d_file string, d_path string")
+    names = status_names(spark, sorted({p.file.file_path for p in files if p.position_deletes} | set(delete_files)))
+    pairs = sorted({
+        (names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path])
+        for p in files
+        for d in p.position_deletes
+    })
+    allowed = spark.createDataFrame(pairs, "d_file string, d_path string, d_name string")
     deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
     deletes = deletes.select(
         F.col(FILE_COL).alias("d_file"),
         normal_path_col(F.col("file_path")).alias("d_path"),
         F.col("pos").alias("d_pos"),
     )
-    deletes = deletes.join(F.broadcast(allowed), ["d_file", "d_path"]).select("d_path", "d_pos")
+    deletes = deletes.join(F.broadcast(allowed), ["d_file", "d_path"]).select(
+        F.col("d_name").alias("d_path"), "d_pos"
+    )
+    # Spark cannot size the delete rows that survive the join above, and would shuffle every data
+    # row for a sort-merge join; the delete files' record counts say whether a broadcast fits.
+    rows = sum(f.record_count for f in {d.file_path: d for p in files for d in p.position_deletes}.values())
+    if rows <= int(ctx.conf(POS_BROADCAST_KEY, str(POS_BROADCAST_DEFAULT))):
+        deletes = F.broadcast(deletes)
     return data.join(
         deletes,
         (data[FILE_COL] == deletes["d_path"]) & (data[POS_COL] == deletes["d_pos"]),
@@ -210,12 +234,32 @@ def _apply_equality_deletes(ctx, scan: LakeScan, data: DataFrame, delete_files) 
     return data
 
 
+def _sql_literal(v) -> str | None:
+    """v as SQL literal text, for the types whose text is exact; None for the others."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return f"{v}L"
+    if isinstance(v, str):
+        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return None
+
+
+def _not_in(col: Column, name: str | None, plain: list) -> Column:
+    """NOT IN over many values: as one SQL text when every value has an exact literal form (one
+    parser call instead of a Py4J call per value), else as Column literals."""
+    texts = [_sql_literal(v) for v in plain]
+    if name and all(t is not None for t in texts):
+        return F.expr(f"{_quote(name)} NOT IN ({', '.join(texts)})")
+    return ~col.isin(plain)
+
+
 def _keep_filter(cols: list, values: set[tuple]) -> Column:
     """The rows an equality delete set keeps, as one filter Spark can push to Parquet."""
     if len(cols) == 1:
         col = F.col(_quote(cols[0])) if cols[0] else F.lit(None)
         plain = sorted((v[0] for v in values if v[0] is not None), key=repr)
-        keep = ~col.isin(plain) if plain else F.lit(True)
+        keep = _not_in(col, cols[0], plain) if plain else F.lit(True)
         if any(v[0] is None for v in values):
             return col.isNotNull() & keep  # NULL deletes NULL
         return col.isNull() | keep  # NULL NOT IN (...) is NULL: keep NULLs explicitly

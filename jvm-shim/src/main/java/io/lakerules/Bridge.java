@@ -137,6 +137,28 @@ public final class Bridge {
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(exprs).toList(), child);
   }
 
+  /**
+   * The names Spark's file reader gives these files in _metadata.file_path: the qualified path
+   * through SparkPath, as Spark builds it (file:/x for file:///x and /x, URL-encoded). One call
+   * for all files, so position deletes are matched without touching any data row's path.
+   */
+  public static java.util.List<String> statusNames(java.util.List<String> paths,
+      org.apache.hadoop.conf.Configuration conf) throws java.io.IOException {
+    java.util.List<String> out = new java.util.ArrayList<>(paths.size());
+    java.util.Map<String, org.apache.hadoop.fs.FileSystem> filesystems = new java.util.HashMap<>();
+    for (String p : paths) {
+      org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(p);
+      String key = path.toUri().getScheme() + "://" + path.toUri().getAuthority();
+      org.apache.hadoop.fs.FileSystem fs = filesystems.get(key);
+      if (fs == null) {
+        fs = path.getFileSystem(conf);
+        filesystems.put(key, fs);
+      }
+      out.add(org.apache.spark.paths.SparkPath.fromPathString(fs.makeQualified(path).toString()).urlEncoded());
+    }
+    return out;
+  }
+
   /** Rethrow what Python returned as a failure, unchanged; return anything else. */
   static Object unwrap(Object result) {
     if (result instanceof Throwable) {
