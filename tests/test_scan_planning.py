@@ -306,3 +306,14 @@ def test_deletion_vectors_are_refused(spark, ns, iceberg_catalog):
     commit_deletes(iceberg_catalog, f"{ns}.dv", [dv])
     with pytest.raises(AnalysisException, match="deletion vectors"):
         spark.table(table).collect()
+
+
+def test_delete_by_key_writes_one_file_per_partition(spark, ns, iceberg_catalog):
+    table = f"lake.{ns}.cdc3"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING) PARTITIONED BY (kind)")
+    spark.sql(f"INSERT INTO {table} SELECT id, CAST(id % 3 AS STRING) FROM range(300)")
+    keys = spark.table(table).where("id % 7 = 0").repartition(8)
+    lakerules.delete_by_key(spark, table, keys, on=["id"])
+    files = [f for f in iceberg_catalog.load_table(f"{ns}.cdc3").inspect.files().to_pylist() if f["content"] == 2]
+    assert len(files) == 3
+    assert spark.table(table).where("id % 7 = 0").count() == 0 and spark.table(table).count() == 300 - 43

@@ -53,6 +53,7 @@ def jar_path() -> str:
 def embedded_catalog(warehouse: str | os.PathLike) -> dict[str, str]:
     """Properties of the embedded default: a pyiceberg SQL catalog on SQLite at W/catalog.db."""
     w = Path(warehouse).expanduser().resolve()
+    w.mkdir(parents=True, exist_ok=True)  # SQLite creates the file, not its folder
     return {"type": "sql", "uri": f"sqlite:///{w}/catalog.db", "warehouse": f"file://{w}"}
 
 

@@ -54,7 +54,7 @@ def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: lis
             return 0
         written = write_files(
             spark, catalog_name, table, rows, fields=needed,
-            content=DataFileContent.EQUALITY_DELETES, equality_ids=[f.field_id for f in key_fields],
+            content=DataFileContent.EQUALITY_DELETES, equality_ids=[f.field_id for f in key_fields], cluster=True,
         )
         try:
             commit.row_delta(table, [], written, {"lakerules.operation": "delete_by_key"})

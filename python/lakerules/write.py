@@ -109,9 +109,12 @@ def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> lis
 
 
 def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields=None,
-                content: DataFileContent = DataFileContent.DATA, equality_ids=None) -> list[DataFile]:
+                content: DataFileContent = DataFileContent.DATA, equality_ids=None,
+                cluster: bool = False) -> list[DataFile]:
     """Write df as files of the table's current spec: its columns are ``fields`` (default: all the
-    table's columns), in order; ``content`` and ``equality_ids`` say what kind of file it is."""
+    table's columns), in order; ``content`` and ``equality_ids`` say what kind of file it is.
+    ``cluster`` shuffles rows by partition first, so each partition is one task's one file (for
+    delete files: few and small)."""
     schema, spec = table.schema(), table.spec()
     fields = fields if fields is not None else schema.as_struct().fields
     if len(df.columns) != len(fields):
@@ -125,6 +128,8 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     out = df.select(*columns)
     if part_cols:
         out = out.select("*", *[p.expr for p in part_cols])
+    if cluster:
+        out = out.repartition(*[F.col(p.dir_name) for p in part_cols]) if part_cols else out.coalesce(1)
 
     write_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:12]}"
     target = f"{table.location().rstrip('/')}/data/{write_id}"
