@@ -1,8 +1,5 @@
-"""Small helpers at the Py4J edge: Scala collections, Options, Datasets, and plan nodes.
-
-Everything that touches Spark's internal (Scala) classes by name lives here, so that a change
-between Spark versions is mended in one place.
-"""
+"""Small helpers at the Py4J edge: Scala collections and Options, class names, Datasets over
+JVM plans, and the small result plans commands return."""
 
 from __future__ import annotations
 
@@ -10,22 +7,10 @@ from typing import Any, Iterable
 
 from pyspark.sql import DataFrame, SparkSession
 
-CATALYST = "org.apache.spark.sql.catalyst"
-
-
-def jclass(spark: SparkSession, fqn: str):
-    """A JVM class by its full name (constructors and static methods)."""
-    from py4j.java_gateway import JavaClass
-
-    return JavaClass(fqn, spark.sparkContext._gateway._gateway_client)
-
 
 def to_seq(spark: SparkSession, items: Iterable[Any]):
     """A Python iterable as an immutable Scala Seq."""
-    lst = spark._jvm.java.util.ArrayList()
-    for item in items:
-        lst.add(item)
-    return spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(lst).toList()
+    return spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(to_java_list(spark, items)).toList()
 
 
 def to_java_list(spark: SparkSession, items: Iterable[Any]):
@@ -44,12 +29,6 @@ def from_seq(seq) -> list:
     return out
 
 
-def some(spark: SparkSession, value):
-    return spark._jvm.scala.Option.apply(value)
-
-
-def none(spark: SparkSession):
-    return spark._jvm.scala.Option.empty()
 
 
 def option_value(opt):
@@ -76,15 +55,6 @@ def analyzed(df: DataFrame):
     return df._jdf.queryExecution().analyzed()
 
 
-def alias(spark: SparkSession, child, name: str, expr_id, metadata=None):
-    """Alias(child, name) with a given exprId, so a replaced subplan keeps its parent's references."""
-    meta = some(spark, metadata) if metadata is not None else none(spark)
-    empty = to_seq(spark, [])
-    return jclass(spark, f"{CATALYST}.expressions.Alias")(child, name, expr_id, empty, meta, empty)
-
-
-def project(spark: SparkSession, exprs: list, child):
-    return jclass(spark, f"{CATALYST}.plans.logical.Project")(to_seq(spark, exprs), child)
 
 
 def empty_result(spark: SparkSession):
@@ -97,8 +67,3 @@ def empty_result(spark: SparkSession):
 def result_rows(spark: SparkSession, rows: list[tuple], schema: str):
     """A LocalRelation of a few result rows, e.g. DML's num_affected_rows."""
     return analyzed(spark.createDataFrame(rows, schema))
-
-
-def subquery_alias(spark: SparkSession, name: str, child):
-    identifier = jclass(spark, f"{CATALYST}.AliasIdentifier")(name)
-    return jclass(spark, f"{CATALYST}.plans.logical.SubqueryAlias")(identifier, child)
