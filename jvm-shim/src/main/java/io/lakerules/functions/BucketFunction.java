@@ -84,8 +84,12 @@ public final class BucketFunction implements UnboundFunction {
     @Override public Integer produceResult(InternalRow row) { return invoke(row.getInt(0), row.getLong(1)); }
   }
 
+  // Spark passes NULL to a magic method's object parameters (it propagates NULL only for
+  // primitive ones), so the object variants check for it and return a boxed, nullable result.
+
   public static final class OfString extends Base {
-    public static int invoke(int n, UTF8String value) {
+    public static Integer invoke(int n, UTF8String value) {
+      if (value == null) return null;
       byte[] b = value.getBytes();
       return bucket(Murmur3.hashBytes(b, 0, b.length), n);
     }
@@ -94,7 +98,10 @@ public final class BucketFunction implements UnboundFunction {
   }
 
   public static final class OfBinary extends Base {
-    public static int invoke(int n, byte[] value) { return bucket(Murmur3.hashBytes(value, 0, value.length), n); }
+    public static Integer invoke(int n, byte[] value) {
+      if (value == null) return null;
+      return bucket(Murmur3.hashBytes(value, 0, value.length), n);
+    }
     @Override public DataType[] inputTypes() { return new DataType[] {DataTypes.IntegerType, DataTypes.BinaryType}; }
     @Override public Integer produceResult(InternalRow row) { return invoke(row.getInt(0), row.getBinary(1)); }
   }
@@ -102,7 +109,8 @@ public final class BucketFunction implements UnboundFunction {
   public static final class OfDecimal extends Base {
     private final DecimalType type;
     OfDecimal(DecimalType type) { this.type = type; }
-    public static int invoke(int n, Decimal value) {
+    public static Integer invoke(int n, Decimal value) {
+      if (value == null) return null;
       BigDecimal d = value.toJavaBigDecimal();
       byte[] b = d.unscaledValue().toByteArray();
       return bucket(Murmur3.hashBytes(b, 0, b.length), n);

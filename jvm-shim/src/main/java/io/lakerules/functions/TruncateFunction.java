@@ -58,25 +58,32 @@ public final class TruncateFunction implements UnboundFunction {
   }
 
   public static final class OfInt extends Base<Integer> {
-    public static int invoke(int w, int v) { return v - (((v % w) + w) % w); }
+    // floorMod, not the spec's ((v % w) + w) % w: in int arithmetic that overflows for w > 2^30.
+    public static int invoke(int w, int v) { return v - Math.floorMod(v, w); }
     @Override public DataType[] inputTypes() { return new DataType[] {DataTypes.IntegerType, DataTypes.IntegerType}; }
     @Override public Integer produceResult(InternalRow row) { return invoke(row.getInt(0), row.getInt(1)); }
   }
 
   public static final class OfLong extends Base<Long> {
-    public static long invoke(int w, long v) { return v - (((v % w) + w) % w); }
+    public static long invoke(int w, long v) { return v - Math.floorMod(v, (long) w); }
     @Override public DataType[] inputTypes() { return new DataType[] {DataTypes.IntegerType, DataTypes.LongType}; }
     @Override public Long produceResult(InternalRow row) { return invoke(row.getInt(0), row.getLong(1)); }
   }
 
   public static final class OfString extends Base<UTF8String> {
-    public static UTF8String invoke(int w, UTF8String v) { return v.numChars() <= w ? v : v.substring(0, w); }
+    public static UTF8String invoke(int w, UTF8String v) {
+      if (v == null) return null;  // Spark passes NULL to object parameters
+      return v.numChars() <= w ? v : v.substring(0, w);
+    }
     @Override public DataType[] inputTypes() { return new DataType[] {DataTypes.IntegerType, DataTypes.StringType}; }
     @Override public UTF8String produceResult(InternalRow row) { return invoke(row.getInt(0), row.getUTF8String(1)); }
   }
 
   public static final class OfBinary extends Base<byte[]> {
-    public static byte[] invoke(int w, byte[] v) { return v.length <= w ? v : Arrays.copyOf(v, w); }
+    public static byte[] invoke(int w, byte[] v) {
+      if (v == null) return null;
+      return v.length <= w ? v : Arrays.copyOf(v, w);
+    }
     @Override public DataType[] inputTypes() { return new DataType[] {DataTypes.IntegerType, DataTypes.BinaryType}; }
     @Override public byte[] produceResult(InternalRow row) { return invoke(row.getInt(0), row.getBinary(1)); }
   }
@@ -85,6 +92,7 @@ public final class TruncateFunction implements UnboundFunction {
     private final DecimalType type;
     OfDecimal(DecimalType type) { this.type = type; }
     public static Decimal invoke(int w, Decimal v) {
+      if (v == null) return null;
       BigDecimal d = v.toJavaBigDecimal();
       BigInteger unscaled = d.unscaledValue();
       BigInteger rem = unscaled.mod(BigInteger.valueOf(w));
