@@ -27,7 +27,7 @@ from pyiceberg.io.pyarrow import (
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
-from pyiceberg.typedef import Record
+from pyiceberg.typedef import KeyDefaultDict, Record
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -261,14 +261,17 @@ def _files_to_overwrite(table: Table, condition) -> list[DataFile]:
     schema = table.schema()
     candidates = [task.file for task in table.scan(row_filter=expr).plan_files()]
     strict_metrics = _StrictMetricsEvaluator(schema, expr)
+
+    def must_match_partition(spec_id: int):
+        # all rows of a partition match when the strict projection of the condition holds on it
+        spec = table.specs()[spec_id]
+        projected = strict_projection(schema, spec)(expr)
+        return expression_evaluator(Schema(*spec.partition_type(schema).fields), projected, True)
+
+    partition_evaluators = KeyDefaultDict(must_match_partition)
     removed = []
     for f in candidates:
-        spec = table.specs()[f.spec_id]
-        partition_schema_struct = spec.partition_type(schema)
-        from pyiceberg.schema import Schema
-
-        projected = strict_projection(schema, spec)(expr)
-        in_partition = expression_evaluator(Schema(*partition_schema_struct.fields), projected, True)(f.partition)
+        in_partition = partition_evaluators[f.spec_id](f.partition)
         if in_partition or strict_metrics.eval(f) is True:
             removed.append(f)
         else:
