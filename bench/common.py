@@ -48,22 +48,46 @@ def side_by_side(runs: int, **contenders) -> dict[str, float]:
 
 
 def machine() -> str:
+    """nproc, memory and CPU model of this machine."""
+    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{os.cpu_count()} cores, {mem:.0f} GiB"
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = ", " + line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"nproc {nproc}, {mem:.1f} GiB RAM{model}"
+
+
+def load() -> str:
+    """The 1-minute load average (other work on the machine shows here)."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "?"
 
 
 class Report:
     def __init__(self, title: str):
         self.title = title
         self.rows: list[tuple[str, str, str, str]] = []
+        self.notes: list[str] = []
 
     def add(self, what: str, measured: str, target: str = "", verdict: str = "") -> None:
         self.rows.append((what, measured, target, verdict))
         print(f"  {what}: {measured}" + (f"   (target {target}: {verdict})" if target else ""), flush=True)
 
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
     def markdown(self) -> str:
         lines = [f"### {self.title}", "", "| measurement | result | target | |", "|---|---|---|---|"]
         lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in self.rows]
+        if self.notes:
+            lines += [""] + [f"- {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
 

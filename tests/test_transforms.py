@@ -404,7 +404,7 @@ def test_partition_expressions_and_directory_decoding(spark, samples):
                           max(len(v) for _, v in columns.values()))
     for j, ((name, transform, t, sid, values), col) in enumerate(zip(cases, cols)):
         # Spark writes a NULL or empty partition value as the Hive default partition.
-        texts = [r[j] or partitioning.HIVE_NULL for r in rows[: len(values)]]
+        texts = [partitioning.HIVE_NULL if r[j] is None or r[j] == "" else str(r[j]) for r in rows[: len(values)]]
         others = [f"{c.dir_name}={partitioning.HIVE_NULL}" for c in cols]
         got = [partitioning.decode_path(cols, "/".join(others[:j] + [f"{col.dir_name}={txt}"] + others[j + 1:]))[j]
                for txt in texts]

@@ -258,19 +258,19 @@ def _transform_expr(transform: Transform, t: it.IcebergType, col: Column, catalo
         case IdentityTransform():
             return _identity(t, col)
         case BucketTransform():
-            return F.expr(f"{fn}.bucket({transform.num_buckets}, {c})").cast("string"), int
+            return F.expr(f"{fn}.bucket({transform.num_buckets}, {c})"), int
         case TruncateTransform():
             truncated = F.expr(f"{fn}.truncate({transform.width}, {c})")
             return _identity(t, truncated)
         case YearTransform():
-            return F.expr(f"CAST(year({_as_date(c, t)}) - 1970 AS STRING)"), int
+            return F.expr(f"year({_as_date(c, t)}) - 1970"), int
         case MonthTransform():
             d = _as_date(c, t)
-            return F.expr(f"CAST((year({d}) - 1970) * 12 + month({d}) - 1 AS STRING)"), int
+            return F.expr(f"(year({d}) - 1970) * 12 + month({d}) - 1"), int
         case DayTransform():
-            return F.expr(f"CAST({_days(c, t)} AS STRING)"), int
+            return F.expr(_days(c, t)), int
         case HourTransform():
-            return F.expr(f"CAST({_floor_div(_micros(c, t), MICROS_PER_HOUR)} AS STRING)"), int
+            return F.expr(f"CAST({_floor_div(_micros(c, t), MICROS_PER_HOUR)} AS INT)"), int
     raise NotSupported(f"lakerules: writing partition transform {transform} is not supported")
 
 
@@ -282,16 +282,16 @@ def _identity(t: it.IcebergType, col: Column):
         case it.BinaryType() | it.FixedType():
             return F.concat(F.lit("x"), F.hex(col)), _hex_bytes
         case it.IntegerType() | it.LongType():
-            return col.cast("string"), int
+            return col, int
         case it.BooleanType():
             return col.cast("string"), _bool
         case it.DecimalType():
             return col.cast("string"), Decimal
         case it.DateType():
-            return F.unix_date(col).cast("string"), int
+            return F.unix_date(col), int
         case it.TimestamptzType():
-            return F.unix_micros(col).cast("string"), int
+            return F.unix_micros(col), int
         case it.TimestampType():
             epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
-            return F.timestamp_diff("MICROSECOND", epoch, col).cast("string"), int
+            return F.timestamp_diff("MICROSECOND", epoch, col), int
     raise NotSupported(f"lakerules: identity partitioning on type {t} is not supported")
