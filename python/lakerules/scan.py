@@ -38,7 +38,7 @@ from lakerules.plan import LakeScan
 from lakerules.schema import iceberg_to_spark
 
 _GLOB = re.compile(r"([\\\[\]{}*?])")
-FILE_COL, POS_COL = "__lakerules_file", "__lakerules_pos"
+FILE_COL, POS_COL, SIZE_COL = "__lakerules_file", "__lakerules_pos", "__lakerules_size"
 POSITION_DELETE_SCHEMA = Schema(
     NestedField(2147483546, "file_path", StringType(), required=True),
     NestedField(2147483545, "pos", LongType(), required=True),
@@ -65,16 +65,27 @@ def normal_path_col(col: Column) -> Column:
 
 def read_files(spark, schema: Schema, paths: list[str], with_positions: bool = False) -> DataFrame:
     """A DataFrame reading Parquet data files with an Iceberg schema (columns by field id);
-    with_positions adds each row's file, as Spark names it (see status_names), and row index."""
+    with_positions adds each row's file, as Spark names it (see status_names), its row index
+    and the file's length."""
     read_schema = iceberg_to_spark(schema, with_ids=True)
     if not paths:
         df = spark.createDataFrame([], read_schema)
         if with_positions:
-            df = df.withColumn(FILE_COL, F.lit(None).cast("string")).withColumn(POS_COL, F.lit(None).cast("long"))
+            df = df.select(
+                "*",
+                F.lit(None).cast("string").alias(FILE_COL),
+                F.lit(None).cast("long").alias(POS_COL),
+                F.lit(None).cast("long").alias(SIZE_COL),
+            )
         return df
     df = spark.read.schema(read_schema).parquet(*[spark_path(p) for p in paths])
     if with_positions:
-        df = df.select("*", F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL))
+        df = df.select(
+            "*",
+            F.col("_metadata.file_path").alias(FILE_COL),
+            F.col("_metadata.row_index").alias(POS_COL),
+            F.col("_metadata.file_size").alias(SIZE_COL),
+        )
     return df
 
 
@@ -99,12 +110,13 @@ def scan_dataframe(ctx, scan: LakeScan) -> DataFrame:
     columns = [f.name for f in schema.as_struct().fields]
     groups: dict[tuple, list] = defaultdict(list)
     for planned in scan.plan.files:
-        groups[tuple(d.file_path for d in planned.equality_deletes)].append(planned)
+        # Files without position deletes are read apart: no row positions, no join.
+        key = (tuple(d.file_path for d in planned.equality_deletes), bool(planned.position_deletes))
+        groups[key].append(planned)
     if not groups:
         return read_files(spark, schema, [])
     parts = []
-    for _, files in sorted(groups.items()):
-        with_positions = any(p.position_deletes for p in files)
+    for (_, with_positions), files in sorted(groups.items()):
         df = read_files(spark, schema, [p.file.file_path for p in files], with_positions)
         if with_positions:
             df = _apply_position_deletes(ctx, df, files).select(*columns)
@@ -141,35 +153,65 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
     """Anti-join on (file, position). The data rows carry Spark's own name of their file (free:
     a per-file constant); the delete rows' paths, in whatever URI form their writer used, are
     normalized and mapped to those names through the (delete file, data file) pairs planning
-    allowed (sequence numbers, partitions)."""
+    allowed (sequence numbers, partitions).
+
+    Where the data files' lengths tell them apart, the join key is one long instead of
+    (path, position): length * M + position, with M above every file's record count, so Spark
+    probes a long hash map and no row hashes a path."""
     spark = ctx.spark
     delete_files = sorted({d.file_path for p in files for d in p.position_deletes})
-    names = status_names(spark, sorted({p.file.file_path for p in files if p.position_deletes} | set(delete_files)))
+    names = status_names(spark, sorted({p.file.file_path for p in files} | set(delete_files)))
+    width = max(p.file.record_count for p in files) + 1
+    lengths = _file_lengths(spark, data)
+    sizes = {p.file.file_path: lengths.get(normal_path(names[p.file.file_path])) for p in files}
+    by_length = (
+        None not in sizes.values()
+        and len(set(sizes.values())) == len(sizes)
+        and max(sizes.values()) * width + width < 2**63
+    )
     pairs = sorted({
-        (names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path])
+        (names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path],
+         sizes[p.file.file_path] if by_length else None)
         for p in files
         for d in p.position_deletes
     })
-    allowed = spark.createDataFrame(pairs, "d_file string, d_path string, d_name string")
+    allowed = spark.createDataFrame(pairs, "d_file string, d_path string, d_name string, d_size long")
     deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
     deletes = deletes.select(
         F.col(FILE_COL).alias("d_file"),
         normal_path_col(F.col("file_path")).alias("d_path"),
         F.col("pos").alias("d_pos"),
     )
-    deletes = deletes.join(F.broadcast(allowed), ["d_file", "d_path"]).select(
-        F.col("d_name").alias("d_path"), "d_pos"
-    )
+    deletes = deletes.join(F.broadcast(allowed), ["d_file", "d_path"])
+    if by_length:
+        # A position outside [0, width) deletes no row (and must not reach the next file's keys).
+        deletes = deletes.where((F.col("d_pos") >= 0) & (F.col("d_pos") < width)).select(
+            (F.col("d_size") * width + F.col("d_pos")).alias("d_key")
+        )
+        pos = data[POS_COL]
+        key = F.when(pos < width, data[SIZE_COL] * width + pos)
+        data = data.select("*", key.alias("__lakerules_key"))
+        condition = data["__lakerules_key"] == F.col("d_key")
+    else:
+        deletes = deletes.select(F.col("d_name").alias("d_path"), "d_pos")
+        condition = (data[FILE_COL] == F.col("d_path")) & (data[POS_COL] == F.col("d_pos"))
     # Spark cannot size the delete rows that survive the join above, and would shuffle every data
     # row for a sort-merge join; the delete files' record counts say whether a broadcast fits.
     rows = sum(f.record_count for f in {d.file_path: d for p in files for d in p.position_deletes}.values())
     if rows <= int(ctx.conf(POS_BROADCAST_KEY, str(POS_BROADCAST_DEFAULT))):
         deletes = F.broadcast(deletes)
-    return data.join(
-        deletes,
-        (data[FILE_COL] == deletes["d_path"]) & (data[POS_COL] == deletes["d_pos"]),
-        "left_anti",
-    )
+    return data.join(deletes, condition, "left_anti")
+
+
+def _file_lengths(spark, df: DataFrame) -> dict[str, int]:
+    """Spark's name of each file df reads (normal_path form: the listing may spell a local file
+    file:///x where _metadata.file_path has file:/x) -> its length, from Spark's own listing."""
+    text = spark._jvm.io.lakerules.Bridge.fileSizes(df._jdf.queryExecution().analyzed())
+    out = {}
+    for line in text.splitlines():
+        length, _, name = line.partition("\t")
+        out[normal_path(name)] = int(length)
+    return out
 
 
 # ---- equality deletes ----------------------------------------------------------------------------

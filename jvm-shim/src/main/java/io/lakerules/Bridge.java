@@ -159,6 +159,38 @@ public final class Bridge {
     return out;
   }
 
+  /**
+   * The length of every file the file-source relations under plan read, as lines of
+   * "length TAB name", where name is the file as _metadata.file_path gives it. One call, from the
+   * listing Spark made when the relation was built (no file system access).
+   */
+  public static String fileSizes(LogicalPlan plan) {
+    StringBuilder out = new StringBuilder();
+    scala.collection.Iterator<LogicalPlan> leaves = plan.collectLeaves().iterator();
+    while (leaves.hasNext()) {
+      LogicalPlan leaf = leaves.next();
+      if (!(leaf instanceof org.apache.spark.sql.execution.datasources.LogicalRelation)) {
+        continue;
+      }
+      Object relation = ((org.apache.spark.sql.execution.datasources.LogicalRelation) leaf).relation();
+      if (!(relation instanceof org.apache.spark.sql.execution.datasources.HadoopFsRelation)) {
+        continue;
+      }
+      Object index = ((org.apache.spark.sql.execution.datasources.HadoopFsRelation) relation).location();
+      if (!(index instanceof org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex)) {
+        continue;
+      }
+      scala.collection.Iterator<org.apache.hadoop.fs.FileStatus> files =
+          ((org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex) index).allFiles().iterator();
+      while (files.hasNext()) {
+        org.apache.hadoop.fs.FileStatus status = files.next();
+        out.append(status.getLen()).append('\t')
+            .append(org.apache.spark.paths.SparkPath.fromPath(status.getPath()).urlEncoded()).append('\n');
+      }
+    }
+    return out.toString();
+  }
+
   /** Rethrow what Python returned as a failure, unchanged; return anything else. */
   static Object unwrap(Object result) {
     if (result instanceof Throwable) {
