@@ -1,20 +1,33 @@
 """Commits through pyiceberg: one statement, one snapshot.
 
-pyiceberg retries a commit that lost a race (``commit.retry.*`` table properties) and validates
-it against what was committed meanwhile.
+pyiceberg retries a commit that lost a race (``commit.retry.*`` table properties); row deltas
+validate it against what was committed meanwhile (see Validation).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestWriterV2
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.table.update.snapshot import _FastAppendFiles
+from pyiceberg.exceptions import ValidationException
+from pyiceberg.expressions import BooleanExpression
+from pyiceberg.table.snapshots import IsolationLevel
+from pyiceberg.table.update.snapshot import _OverwriteFiles
+from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluator, expression_evaluator, inclusive_projection
+from pyiceberg.manifest import DataFileContent
+from pyiceberg.schema import Schema
+from pyiceberg.typedef import KeyDefaultDict
+from pyiceberg.table.update.validate import (
+    _added_data_files,
+    _validate_data_files_exist,
+    _validate_no_new_deletes_for_data_files,
+)
 from pyiceberg.typedef import EMPTY_DICT
 
-from lakerules.errors import LakeError
+from lakerules.errors import ConflictError, LakeError
 
 LAKERULES_SUMMARY = {"engine-name": "lakerules"}
 
@@ -43,9 +56,31 @@ def overwrite(table: Table, removed: list, added: list, summary: dict | None = N
 
 # ---- row deltas: data files and delete files in one snapshot ------------------------------------
 #
-# pyiceberg has no public API to commit delete files. A row delta is a fast append (every
-# existing manifest kept) that also writes the added delete files into delete manifests, one
-# per partition spec, and counts them in the snapshot summary.
+# pyiceberg has no public API to commit delete files. A row delta is an overwrite that also
+# adds delete files (written into delete manifests, one per partition spec) and can remove
+# delete files (their entries marked DELETED in delete manifests), counted in the summary.
+#
+# Validation: the transaction starts from the table metadata the statement planned its read on.
+# If another commit landed meanwhile, pyiceberg refreshes, calls _validate_concurrency over the
+# snapshots in between, and retries; a conflict raises ValidationException and nothing lands.
+
+
+@dataclass(frozen=True)
+class Validation:
+    """What a row-level commit must check against commits that landed after its read.
+
+    ``must_exist``: data files the new delete files point at or the commit removes (a delete
+    pointing at a file removed meanwhile, e.g. by a concurrent OPTIMIZE, would be lost).
+    ``no_new_deletes``: data files whose live rows the commit carries over into new files
+    (copy-on-write, rewrites): a delete committed against them meanwhile would be lost.
+    ``conflict_filter``: rows the statement read; under serializable isolation no data file
+    that may hold such rows may have been added meanwhile (None: no check).
+    """
+
+    must_exist: frozenset = frozenset()
+    no_new_deletes: frozenset = frozenset()
+    conflict_filter: BooleanExpression | None = None
+    operation: Operation = Operation.DELETE
 
 
 class _DeleteManifestWriter(ManifestWriterV2):
@@ -57,69 +92,201 @@ class _DeleteManifestWriter(ManifestWriterV2):
         return {**super()._meta, "content": "deletes"}
 
 
-class _RowDelta(_FastAppendFiles):
-    def __init__(self, *args, **kwargs):
+class _RowDelta(_OverwriteFiles):
+    def __init__(self, *args, validation: Validation | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self._added_delete_files: list = []
+        self._removed_delete_files: set = set()
+        self._validation = validation or Validation()
+        self._isolation_operation = self._validation.operation
 
     def add_delete_file(self, delete_file) -> "_RowDelta":
         self._added_delete_files.append(delete_file)
         return self
 
+    def remove_delete_file(self, delete_file) -> "_RowDelta":
+        self._removed_delete_files.add(delete_file)
+        return self
+
+    def _parent_manifests(self) -> list:
+        snapshot = self._transaction.table_metadata.snapshot_by_name(name=self._target_branch)
+        return snapshot.manifests(io=self._io) if snapshot else []
+
+    def _removed(self, manifest) -> set:
+        return self._deleted_data_files if manifest.content == ManifestContent.DATA else self._removed_delete_files
+
+    def _existing_manifests(self) -> list:
+        out = []
+        for manifest in self._parent_manifests():
+            gone = self._removed(manifest)
+            if not gone:
+                out.append(manifest)
+                continue
+            entries = manifest.fetch_manifest_entry(io=self._io, discard_deleted=True)
+            keep = [e for e in entries if e.data_file not in gone]
+            if len(keep) == len(entries):
+                out.append(manifest)
+                continue
+            if not keep:
+                continue
+            spec = self.spec(manifest.partition_spec_id)
+            writer = (
+                self.new_manifest_writer(spec)
+                if manifest.content == ManifestContent.DATA
+                else self._delete_writer(spec)
+            )
+            with writer:
+                for e in keep:
+                    writer.add_entry(ManifestEntry.from_args(
+                        status=ManifestEntryStatus.EXISTING,
+                        snapshot_id=e.snapshot_id,
+                        sequence_number=e.sequence_number,
+                        file_sequence_number=e.file_sequence_number,
+                        data_file=e.data_file,
+                    ))
+            out.append(writer.to_manifest_file())
+        return out
+
+    def _removed_entries(self, content: ManifestContent) -> list:
+        out = []
+        for manifest in self._parent_manifests():
+            if manifest.content != content:
+                continue
+            gone = self._removed(manifest)
+            if not gone:
+                continue
+            for e in manifest.fetch_manifest_entry(io=self._io, discard_deleted=True):
+                if e.data_file in gone:
+                    out.append(ManifestEntry.from_args(
+                        status=ManifestEntryStatus.DELETED,
+                        snapshot_id=self._snapshot_id,
+                        sequence_number=e.sequence_number,
+                        file_sequence_number=e.file_sequence_number,
+                        data_file=e.data_file,
+                    ))
+        return out
+
+    def _deleted_entries(self) -> list:
+        entries = self._removed_entries(ManifestContent.DATA)
+        missing = {f.file_path for f in self._deleted_data_files} - {e.data_file.file_path for e in entries}
+        if missing:
+            raise ValidationException(f"Data files to remove are not in the table: {sorted(missing)}")
+        return entries
+
+    def _delete_writer(self, spec):
+        return _DeleteManifestWriter(
+            spec=spec,
+            schema=self.schema(),
+            output_file=self.new_manifest_output(),
+            snapshot_id=self._snapshot_id,
+            avro_compression=self._compression,
+        )
+
     def _manifests(self):
         manifests = super()._manifests()
         by_spec = defaultdict(list)
         for f in self._added_delete_files:
-            by_spec[f.spec_id].append(f)
-        table_metadata = self._transaction.table_metadata
-        for spec_id, files in sorted(by_spec.items()):
-            writer = _DeleteManifestWriter(
-                spec=table_metadata.specs()[spec_id],
-                schema=self.schema(),
-                output_file=self.new_manifest_output(),
+            by_spec[f.spec_id].append(ManifestEntry.from_args(
+                status=ManifestEntryStatus.ADDED,
                 snapshot_id=self._snapshot_id,
-                avro_compression=self._compression,
-            )
+                sequence_number=None,
+                file_sequence_number=None,
+                data_file=f,
+            ))
+        for e in self._removed_entries(ManifestContent.DELETES):
+            by_spec[e.data_file.spec_id].append(e)
+        for spec_id, entries in sorted(by_spec.items()):
+            writer = self._delete_writer(self.spec(spec_id))
             with writer:
-                for f in files:
-                    writer.add(
-                        ManifestEntry.from_args(
-                            status=ManifestEntryStatus.ADDED,
-                            snapshot_id=self._snapshot_id,
-                            sequence_number=None,
-                            file_sequence_number=None,
-                            data_file=f,
-                        )
-                    )
+                for e in entries:
+                    writer.add_entry(e)
             manifests.append(writer.to_manifest_file())
         return manifests
 
     def _summary(self, snapshot_properties=EMPTY_DICT):
-        # the summary counts what _added_data_files holds; delete files are counted as theirs
-        saved = self._added_data_files
-        self._added_data_files = saved + self._added_delete_files
+        # the summary counts what _added_data_files / _deleted_data_files hold
+        added, deleted = self._added_data_files, self._deleted_data_files
+        self._added_data_files = added + self._added_delete_files
+        self._deleted_data_files = deleted | self._removed_delete_files
         try:
             return super()._summary(snapshot_properties)
         finally:
-            self._added_data_files = saved
+            self._added_data_files, self._deleted_data_files = added, deleted
+
+    def _validate_concurrency(self) -> None:
+        window = self._commit_window
+        if window is None or window.is_empty() or window.head is None:
+            return
+        table = self._transaction._table
+        v = self._validation
+        base, head = window.base, window.head
+        if v.must_exist:
+            _validate_data_files_exist(table, head, set(v.must_exist), base)
+        if v.no_new_deletes:
+            _validate_no_new_deletes_for_data_files(table, head, None, set(v.no_new_deletes), base)
+        if v.conflict_filter is not None and table.metadata.isolation_level(v.operation) == IsolationLevel.SERIALIZABLE:
+            _validate_no_matching_data_added(table, head, v.conflict_filter, base)
 
 
-def row_delta(table: Table, data_files: list, delete_files: list, summary: dict | None = None) -> None:
-    """One snapshot adding data files and delete files (position or equality)."""
-    if not data_files and not delete_files:
-        return
-    if table.format_version < 2:
-        raise LakeError(f"lakerules: table {table.name()} is format version 1, which has no delete files")
-    operation = Operation.OVERWRITE if data_files else Operation.DELETE
-    with table.transaction() as tx:
-        producer = _RowDelta(
-            operation=operation,
-            transaction=tx,
-            io=table.io,
-            snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})},
+def _validate_no_matching_data_added(table: Table, head, row_filter: BooleanExpression, base) -> None:
+    """Serializable isolation: no data file added after base may hold rows matching row_filter,
+    judged by its partition and its column metrics (pyiceberg's own check looks at partitions
+    only, so any append to a partition would conflict)."""
+    schema = table.schema()
+    metrics = _InclusiveMetricsEvaluator(schema, row_filter, True, False).eval
+
+    def partition_test(spec_id: int):
+        spec = table.specs()[spec_id]
+        projected = inclusive_projection(schema, spec)(row_filter)
+        return expression_evaluator(Schema(*spec.partition_type(schema).fields), projected, True)
+
+    tests = KeyDefaultDict(partition_test)
+    conflicts = [
+        e.data_file.file_path
+        for e in _added_data_files(table, head, None, None, base)
+        if e.data_file.content == DataFileContent.DATA and tests[e.data_file.spec_id](e.data_file.partition)
+        and metrics(e.data_file)
+    ]
+    if conflicts:
+        raise ValidationException(
+            f"data files that may hold rows this statement had to see were added meanwhile: {sorted(conflicts)[:5]}"
         )
-        with producer:
-            for f in data_files:
-                producer.append_data_file(f)
-            for f in delete_files:
-                producer.add_delete_file(f)
+
+
+def row_delta(table: Table, data_files: list, delete_files: list, summary: dict | None = None, *,
+              removed_data_files=(), removed_delete_files=(), validation: Validation | None = None,
+              operation: Operation | None = None) -> None:
+    """One snapshot adding and removing data files and delete files (position or equality).
+
+    ``table`` must be the metadata the statement read (see Validation); a commit that loses a
+    race is validated against what landed meanwhile and retried, or fails with ConflictError.
+    """
+    if not (data_files or delete_files or removed_data_files or removed_delete_files):
+        return
+    if (delete_files or removed_delete_files) and table.format_version < 2:
+        raise LakeError(f"lakerules: table {table.name()} is format version 1, which has no delete files")
+    if operation is None:
+        operation = Operation.OVERWRITE if data_files else Operation.DELETE
+    try:
+        with table.transaction() as tx:
+            producer = _RowDelta(
+                operation=operation,
+                transaction=tx,
+                io=table.io,
+                snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})},
+                validation=validation,
+            )
+            with producer:
+                for f in data_files:
+                    producer.append_data_file(f)
+                for f in removed_data_files:
+                    producer.delete_data_file(f)
+                for f in delete_files:
+                    producer.add_delete_file(f)
+                for f in removed_delete_files:
+                    producer.remove_delete_file(f)
+    except ValidationException as e:
+        raise ConflictError(
+            f"lakerules: conflict on {table.name()}: {e}. Another commit changed what this statement "
+            "read; nothing was committed. Run the statement again."
+        ) from e

@@ -17,3 +17,8 @@ class CatalogError(LakeError):
         self.kind = kind
         self.namespace = tuple(namespace)
         self.name = name
+
+
+class ConflictError(LakeError):
+    """Another commit changed what a statement read in a way its own commit cannot go over
+    (a data file it deletes from was removed, or rows it should have seen were added)."""

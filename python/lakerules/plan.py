@@ -201,6 +201,50 @@ class CreateTableAsSelect(Command):
         return write.run_ctas(ctx, self, lower(self.query))
 
 
+@dataclass(frozen=True, eq=False)
+class DeleteFromLake(Node):
+    """DELETE FROM a lake table, as Spark resolved it. Not runnable: the row-level batch
+    rewrites it (rules/rewrite_delete.py); left alone it fails to lower."""
+
+    table: TableRef
+    relation: LakeRelation
+    condition: Any = field(default=None, repr=False)  # JVM expression; None: no WHERE
+    jvm: Any = field(default=None, repr=False)
+
+    def describe(self) -> str:
+        cond = self.condition.sql() if self.condition is not None else "true"
+        return f"DeleteFromLake {self.table} WHERE {cond}"
+
+
+@dataclass(frozen=True, eq=False)
+class WriteDeletes(Command):
+    """DELETE as a write (seed 002): ``INSERT INTO t.DELETE (file_path, pos) SELECT <file>,
+    <position> FROM t WHERE <condition>`` (merge-on-read), or, with ``mode`` copy-on-write,
+    the affected data files rewritten without the matched rows. Files whose every row matches
+    are dropped whole; no WHERE drops every file."""
+
+    table: TableRef
+    relation: LakeRelation
+    condition: Any = field(default=None, repr=False)
+    mode: str = "merge-on-read"
+    jvm: Any = field(default=None, repr=False)
+
+    def describe(self) -> str:
+        cond = self.condition.sql() if self.condition is not None else "true"
+        if self.condition is None:
+            return f"WriteDeletes {self.table}: truncate (every data and delete file removed)"
+        if self.mode == "copy-on-write":
+            return (f"WriteDeletes {self.table} copy-on-write: rewrite files with rows WHERE {cond}, "
+                    f"keeping rows WHERE NOT ({cond}) <=> true")
+        return (f"WriteDeletes {self.table} merge-on-read: INSERT INTO {self.table}.DELETE (file_path, pos) "
+                f"SELECT <file>, <position> FROM {self.table} WHERE {cond}")
+
+    def run(self, ctx, lower):
+        from lakerules import rowlevel
+
+        return rowlevel.run_delete(ctx, self)
+
+
 # ---- the one tree walk --------------------------------------------------------------------
 
 
@@ -256,6 +300,15 @@ def from_jvm(spark, plan) -> Node:
             delete_condition=plan.deleteExpr() if name == "OverwriteByExpression" else None,
             jvm=plan,
         )
+    if name == "DeleteFromTable":
+        target = plan.table()
+        while J.simple_name(target) == "SubqueryAlias":  # DELETE FROM t AS x
+            target = target.child()
+        if _is_lake_relation(target):
+            rel = _relation(target)
+            cond = plan.condition()
+            is_true = J.simple_name(cond) == "Literal" and cond.sql() == "true"
+            return DeleteFromLake(table=rel.table, relation=rel, condition=None if is_true else cond, jvm=plan)
     if name in ("CreateTableAsSelect", "ReplaceTableAsSelect") and _is_lake_catalog(plan.name()):
         return _ctas(spark, plan, name == "ReplaceTableAsSelect")
     kids = tuple(from_jvm(spark, c) for c in J.from_seq(plan.children()))

@@ -104,22 +104,27 @@ def spark_file_path(column: str = "_metadata.file_path") -> Column:
     return normal_path_col(decoded)
 
 
-def scan_dataframe(ctx, scan: LakeScan) -> DataFrame:
-    """The rows of a planned scan: its data files with every applicable delete applied."""
+def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
+    """The rows of a planned scan: its data files with every applicable delete applied. With
+    ``positions``, each row also carries its file (Spark's name, see status_names) and row index
+    (FILE_COL, POS_COL): what a row-level command needs to delete it."""
     spark, schema = ctx.spark, scan.schema
     columns = [f.name for f in schema.as_struct().fields]
+    if positions:
+        columns += [FILE_COL, POS_COL]
     groups: dict[tuple, list] = defaultdict(list)
     for planned in scan.plan.files:
         # Files without position deletes are read apart: no row positions, no join.
         key = (tuple(d.file_path for d in planned.equality_deletes), bool(planned.position_deletes))
         groups[key].append(planned)
     if not groups:
-        return read_files(spark, schema, [])
+        return read_files(spark, schema, [], positions).select(*[F.col(_quote(c)) for c in columns])
     parts = []
-    for (_, with_positions), files in sorted(groups.items()):
-        df = read_files(spark, schema, [p.file.file_path for p in files], with_positions)
-        if with_positions:
-            df = _apply_position_deletes(ctx, df, files).select(*columns)
+    for (_, with_deletes), files in sorted(groups.items()):
+        df = read_files(spark, schema, [p.file.file_path for p in files], with_deletes or positions)
+        if with_deletes:
+            df = _apply_position_deletes(ctx, df, files)
+        df = df.select(*[F.col(_quote(c)) for c in columns])
         if files[0].equality_deletes:
             df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
         parts.append(df)

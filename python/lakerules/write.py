@@ -28,6 +28,7 @@ from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.typedef import KeyDefaultDict, Record
+from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -131,14 +132,10 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     if cluster:
         out = out.repartition(*[F.col(p.dir_name) for p in part_cols]) if part_cols else out.coalesce(1)
 
-    write_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:12]}"
-    target = f"{table.location().rstrip('/')}/data/{write_id}"
-    codec = table.properties.get("write.parquet.compression-codec", "zstd").lower()
-    if codec not in CODECS:
-        raise NotSupported(f"lakerules: write.parquet.compression-codec={codec} is not supported; use one of {sorted(CODECS)}")
+    target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .option("compression", CODECS[codec])
+        .option("compression", _codec(table))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
     if part_cols:
@@ -150,6 +147,66 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     except BaseException:
         _delete_dir(spark, target)
         raise
+
+
+POSITION_DELETE_FIELDS = (
+    NestedField(2147483546, "file_path", StringType(), required=True),
+    NestedField(2147483545, "pos", LongType(), required=True),
+)
+PART_COL = "__lakerules_part"
+
+
+def write_position_deletes(spark, table: Table, df: DataFrame, partitions: list[tuple[int, Record]]) -> list[DataFile]:
+    """Write position delete files: df has (file_path, pos, __lakerules_part), where the last is
+    an index into ``partitions``, the (spec id, partition) of the data file each row points at.
+    Rows are shuffled by that partition, so each partition's deletes are written by one task
+    into one file, sorted by file path then position as the spec asks."""
+    columns = [
+        F.col("file_path").cast("string").alias("file_path", metadata={schemas.FIELD_ID: POSITION_DELETE_FIELDS[0].field_id}),
+        F.col("pos").cast("long").alias("pos", metadata={schemas.FIELD_ID: POSITION_DELETE_FIELDS[1].field_id}),
+        F.col(PART_COL).cast("int").alias(PART_COL),
+    ]
+    out = (df.select(*columns)
+           .repartition(max(1, min(len(partitions), _shuffle_partitions(spark))), F.col(PART_COL))
+           .sortWithinPartitions(PART_COL, "file_path", "pos"))
+    target = _new_target(table)
+    writer = (
+        out.write.mode("errorifexists")
+        .option("compression", _codec(table))
+        .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+        .partitionBy(PART_COL)
+    )
+
+    def locate(directory: str):
+        key, _, text = directory.partition("=")
+        if key != PART_COL or not text.isdigit():
+            raise LakeError(f"lakerules: unexpected delete file directory {directory!r}")
+        return partitions[int(text)]
+
+    try:
+        writer.parquet(target)
+        listed = _list_files(spark, target)
+        return _data_files(table, Schema(*POSITION_DELETE_FIELDS), None, [], target, listed,
+                           DataFileContent.POSITION_DELETES, locate=locate)
+    except BaseException:
+        _delete_dir(spark, target)
+        raise
+
+
+def _shuffle_partitions(spark) -> int:
+    return int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+
+
+def _new_target(table: Table) -> str:
+    write_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:12]}"
+    return f"{table.location().rstrip('/')}/data/{write_id}"
+
+
+def _codec(table: Table) -> str:
+    codec = table.properties.get("write.parquet.compression-codec", "zstd").lower()
+    if codec not in CODECS:
+        raise NotSupported(f"lakerules: write.parquet.compression-codec={codec} is not supported; use one of {sorted(CODECS)}")
+    return CODECS[codec]
 
 
 def _list_files(spark, target: str) -> list[tuple[str, int]]:
@@ -189,8 +246,10 @@ def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
 
 
 def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, listed,
-                content=DataFileContent.DATA, equality_ids=None) -> list[DataFile]:
-    """DataFiles for written files; metrics per the columns written (``schema``)."""
+                content=DataFileContent.DATA, equality_ids=None, locate=None) -> list[DataFile]:
+    """DataFiles for written files; metrics per the columns written (``schema``). Each file's
+    spec and partition come from its directory: decoded per the spec's partition columns, or
+    by ``locate(directory) -> (spec_id, values)``."""
     stats_plan = compute_statistics_plan(schema, table.properties)
     id_mapping = parquet_path_to_id_mapping(schema)
 
@@ -201,7 +260,10 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
             metadata = pq.read_metadata(f)
         stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, id_mapping)
         directory = relative.rsplit("/", 1)[0] if "/" in relative else ""
-        values = partitioning.decode_path(part_cols, directory) if part_cols else ()
+        if locate is not None:
+            spec_id, values = locate(directory)
+        else:
+            spec_id, values = spec.spec_id, partitioning.decode_path(part_cols, directory) if part_cols else ()
         data_file = DataFile.from_args(
             content=content,
             file_path=path,
@@ -209,12 +271,12 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
             partition=Record(*values),
             file_size_in_bytes=size,
             sort_order_id=None,
-            spec_id=spec.spec_id,
+            spec_id=spec_id,
             equality_ids=list(equality_ids) if equality_ids else None,
             key_metadata=None,
             **stats.to_serialized_dict(),
         )
-        data_file.spec_id = spec.spec_id  # from_args drops it
+        data_file.spec_id = spec_id  # from_args drops it
         return data_file
 
     with ThreadPoolExecutor(FOOTER_THREADS) as pool:

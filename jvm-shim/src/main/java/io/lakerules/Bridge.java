@@ -123,7 +123,7 @@ public final class Bridge {
    */
   public static LogicalPlan renameProject(LogicalPlan child, java.util.List<Attribute> targets) {
     scala.collection.immutable.Seq<Attribute> sources = child.output();
-    if (sources.size() != targets.size()) {
+    if (sources.size() < targets.size()) {
       throw new IllegalArgumentException("renameProject: " + sources.size() + " columns for "
           + targets.size() + " targets");
     }
@@ -133,6 +133,9 @@ public final class Bridge {
       Attribute t = targets.get(i);
       exprs.add(new Alias(sources.apply(i), t.name(), t.exprId(), none,
           scala.Option.apply(t.metadata()), none));
+    }
+    for (int i = targets.size(); i < sources.size(); i++) {
+      exprs.add(sources.apply(i));  // columns past the targets pass through as they are
     }
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(exprs).toList(), child);
   }
