@@ -245,6 +245,56 @@ class WriteDeletes(Command):
         return rowlevel.run_delete(ctx, self)
 
 
+@dataclass(frozen=True, eq=False)
+class UpdateLake(Node):
+    """UPDATE a lake table, as Spark resolved it (assignments cast to the column types). Not
+    runnable: the row-level batch rewrites it (rules/rewrite_update.py)."""
+
+    table: TableRef
+    relation: LakeRelation
+    assignments: tuple = field(default=(), repr=False)  # (JVM key expression, JVM value expression)
+    condition: Any = field(default=None, repr=False)
+    jvm: Any = field(default=None, repr=False)
+
+    def describe(self) -> str:
+        cond = self.condition.sql() if self.condition is not None else "true"
+        return f"UpdateLake {self.table} SET {_assignments_sql(self.assignments)} WHERE {cond}"
+
+
+@dataclass(frozen=True, eq=False)
+class WriteUpdate(Command):
+    """UPDATE as the seed's split write: ``INSERT INTO t.UPDATE (file_path, pos, <new columns>)
+    SELECT <file>, <position>, <new values> FROM t WHERE <condition>``: one read; each matched
+    row becomes a position delete and a new row, committed together. With ``mode``
+    copy-on-write, or without WHERE, the affected files are rewritten instead."""
+
+    table: TableRef
+    relation: LakeRelation
+    assignments: tuple = field(default=(), repr=False)
+    condition: Any = field(default=None, repr=False)
+    mode: str = "merge-on-read"
+    jvm: Any = field(default=None, repr=False)
+
+    def describe(self) -> str:
+        cond = self.condition.sql() if self.condition is not None else "true"
+        sets = _assignments_sql(self.assignments)
+        if self.mode == "copy-on-write" or self.condition is None:
+            return (f"WriteUpdate {self.table} copy-on-write: rewrite the files holding rows WHERE {cond}, "
+                    f"with SET {sets} applied to them")
+        return (f"WriteUpdate {self.table} merge-on-read: INSERT INTO {self.table}.UPDATE (file_path, pos, <new columns>) "
+                f"SELECT <file>, <position>, <row with SET {sets}> FROM {self.table} WHERE {cond}; "
+                "delete part clustered by data file partition, new rows by their new partition")
+
+    def run(self, ctx, lower):
+        from lakerules import rowlevel
+
+        return rowlevel.run_update(ctx, self)
+
+
+def _assignments_sql(assignments) -> str:
+    return ", ".join(f"{k.sql()} = {v.sql()}" for k, v in assignments)
+
+
 # ---- the one tree walk --------------------------------------------------------------------
 
 
@@ -300,6 +350,18 @@ def from_jvm(spark, plan) -> Node:
             delete_condition=plan.deleteExpr() if name == "OverwriteByExpression" else None,
             jvm=plan,
         )
+    if name == "UpdateTable":
+        target = plan.table()
+        while J.simple_name(target) == "SubqueryAlias":
+            target = target.child()
+        if _is_lake_relation(target):
+            rel = _relation(target)
+            cond = plan.condition()
+            cond = J.option_value(cond) if hasattr(cond, "isDefined") else cond
+            if cond is not None and J.simple_name(cond) == "Literal" and cond.sql() == "true":
+                cond = None
+            assignments = tuple((a.key(), a.value()) for a in J.from_seq(plan.assignments()))
+            return UpdateLake(table=rel.table, relation=rel, assignments=assignments, condition=cond, jvm=plan)
     if name == "DeleteFromTable":
         target = plan.table()
         while J.simple_name(target) == "SubqueryAlias":  # DELETE FROM t AS x

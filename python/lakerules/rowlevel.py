@@ -44,7 +44,7 @@ from pyiceberg.typedef import KeyDefaultDict
 from pyspark.sql import functions as F
 
 from lakerules import commit, jvm as J, write
-from lakerules.errors import LakeError
+from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan
 from lakerules.planning import ScanPlan, plan_scan
@@ -294,3 +294,187 @@ def _truncate(ctx, table, snapshot):
 
 def _affected(spark, n: int):
     return J.result_rows(spark, [(int(n),)], "num_affected_rows long")
+
+
+# ---- UPDATE -------------------------------------------------------------------------------------
+
+
+def update_mode(table) -> str:
+    """The table's write.update.mode (Iceberg's property); v1 tables can only copy on write."""
+    mode = table.properties.get("write.update.mode", "merge-on-read").lower()
+    if mode not in MODES:
+        raise LakeError(f"lakerules: table property write.update.mode={mode!r} is not one of {list(MODES)}")
+    return "copy-on-write" if table.format_version < 2 else mode
+
+
+def check_assignments(node) -> None:
+    """Assignments name top-level columns, each at most once (Spark has cast the values)."""
+    seen = set()
+    for key, value in node.assignments:
+        if J.simple_name(key) != "AttributeReference":
+            raise NotSupported(
+                f"lakerules: UPDATE {node.table}: assigning to {key.sql()} is not supported; "
+                "assign the whole top-level column (e.g. SET s = named_struct(...))"
+            )
+        ident = key.exprId().id()
+        if ident in seen:
+            raise LakeError(f"lakerules: UPDATE {node.table}: column {key.name()} is assigned more than once")
+        seen.add(ident)
+        if not value.deterministic():
+            raise LakeError(f"lakerules: UPDATE {node.table}: the value {value.sql()} for {key.name()} is not deterministic")
+    if node.condition is not None and not node.condition.deterministic():
+        raise LakeError(f"lakerules: UPDATE {node.table}: the condition {node.condition.sql()} is not deterministic")
+
+
+def _new_values(spark, node, plan, keep_positions: bool):
+    """Project over plan (the relation's columns, then FILE_COL, POS_COL): each column its
+    assigned value or itself, then the position columns if asked."""
+    values = {key.exprId().id(): value for key, value in node.assignments}
+    exprs = spark._jvm.java.util.ArrayList()
+    names = spark._jvm.java.util.ArrayList()
+    for a in node.relation.output:
+        exprs.add(values.get(a.jvm.exprId().id(), a.jvm))
+        names.add(a.name)
+    if keep_positions:
+        output = J.from_seq(plan.output())
+        for attr in output[-2:]:
+            exprs.add(attr)
+            names.add(attr.name())
+    return spark._jvm.io.lakerules.Bridge.projectAs(plan, exprs, names)
+
+
+def run_update(ctx, node):
+    spark = ctx.spark
+    t = node.table
+    check_assignments(node)
+    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return _affected(spark, 0)
+    columns = {a.jvm.exprId().id(): a.name for a in node.relation.output}
+    expr, _ = to_iceberg(node.condition, columns) if node.condition is not None else (AlwaysTrue(), True)
+    planned = plan_scan(table, snapshot.snapshot_id, expr)
+    files = list(planned.files)
+    if not files:
+        return _affected(spark, 0)
+    if node.condition is None:
+        # the seed's edge case: every row changes, so the files are rewritten, no delete files
+        return _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything=True)
+    if node.mode == "copy-on-write":
+        return _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything=False)
+    return _update_split(ctx, node, table, snapshot, expr, planned, files)
+
+
+def _update_split(ctx, node, table, snapshot, expr, planned, files):
+    """Merge-on-read: one read of the matched rows, cached with their new values, file and
+    position; the delete part and the new rows are written from it and committed together."""
+    spark = ctx.spark
+    matched_plan = J.analyzed(_rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, files), True))
+    updated = J.dataframe(spark, _new_values(spark, node, matched_plan, keep_positions=True))
+    names = status_names(spark, [p.file.file_path for p in files])
+    partitions = _partitions(files)
+    keys = {(spec_id, tuple(values)): i for i, (spec_id, values) in enumerate(partitions)}
+    lookup = spark.createDataFrame(
+        [(names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))]) for p in files],
+        f"__name string, __lakerules_path string, {write.PART_COL} int",
+    )
+    rows = (updated.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"))
+            .drop("__name", FILE_COL)
+            .persist())
+    written_data, written_deletes = [], []
+    try:
+        counts = {r["__lakerules_path"]: r["count"] for r in rows.groupBy("__lakerules_path").count().collect()}
+        if not counts:
+            return _affected(spark, 0)
+        live = {p.file.file_path: p for p in files}
+        touched = [live[path] for path in counts]
+        new_columns = [F.col(f"`{a.name}`") for a in node.relation.output]
+        written_data = write.write_files(spark, node.table.catalog, table, rows.select(*new_columns), cluster=True)
+        deletes = rows.select(F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
+        written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
+        commit.row_delta(
+            table, written_data, written_deletes, {"lakerules.operation": "update"},
+            validation=commit.Validation(
+                must_exist=frozenset(p.file for p in touched),
+                conflict_filter=expr,
+                operation=Operation.OVERWRITE,
+            ),
+            operation=Operation.OVERWRITE,
+        )
+    except BaseException:
+        write.delete_files(table, written_data + written_deletes)
+        raise
+    finally:
+        rows.unpersist()
+    return _affected(spark, sum(counts.values()))
+
+
+def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything: bool):
+    """Copy-on-write: the files with matched rows are rewritten, matched rows with their new
+    values and the others as they were; without WHERE every file is."""
+    spark = ctx.spark
+    scan = _partial_scan(node, table, snapshot, planned, files)
+    if everything:
+        touched = files
+        matched = _rows_of_all(ctx, node, scan)
+        affected = None
+    else:
+        matched_rows = _rows_of(ctx, node, scan, True)
+        counts = {r[0]: r[1] for r in matched_rows.groupBy(FILE_COL).count().collect()}
+        names = status_names(spark, [p.file.file_path for p in files])
+        touched = [p for p in files if names[p.file.file_path] in counts]
+        affected = sum(counts.values())
+        if not touched:
+            return _affected(spark, 0)
+        scan = _partial_scan(node, table, snapshot, planned, touched)
+        matched = _rows_of(ctx, node, scan, True)
+    new_rows = J.dataframe(spark, _new_values(spark, node, J.analyzed(matched), keep_positions=False))
+    rows = new_rows
+    if not everything:
+        rows = rows.unionByName(_rows_of(ctx, node, scan, False).drop(FILE_COL, POS_COL))
+    rows = rows.persist()
+    written = []
+    try:
+        if affected is None:
+            affected = new_rows.count()
+        written = write.write_data_files(ctx, node.table.catalog, table, rows)
+        removed_deletes = _all_delete_files(table, snapshot) if everything else []
+        commit.row_delta(
+            table, written, [], {"lakerules.operation": "update", "lakerules.update-mode": "copy-on-write"},
+            removed_data_files=[p.file for p in touched],
+            removed_delete_files=removed_deletes,
+            validation=commit.Validation(
+                must_exist=frozenset(p.file for p in touched),
+                no_new_deletes=frozenset(p.file for p in touched),
+                conflict_filter=expr,
+                operation=Operation.OVERWRITE,
+            ),
+            operation=Operation.OVERWRITE,
+        )
+    except BaseException:
+        write.delete_files(table, written)
+        raise
+    finally:
+        rows.unpersist()
+    return _affected(spark, affected)
+
+
+def _rows_of_all(ctx, node, scan: LakeScan):
+    """Every live row of the scan over a plan whose columns carry the relation's exprIds."""
+    spark = ctx.spark
+    df = scan_dataframe(ctx, scan, positions=True)
+    names = [a.name for a in node.relation.output]
+    plan = J.analyzed(df.select(*[F.col(f"`{n}`") for n in names], FILE_COL, POS_COL))
+    targets = spark._jvm.java.util.ArrayList()
+    for a in node.relation.output:
+        targets.add(a.jvm)
+    return J.dataframe(spark, spark._jvm.io.lakerules.Bridge.renameProject(plan, targets))
+
+
+def _all_delete_files(table, snapshot) -> list:
+    return [
+        e.data_file
+        for m in snapshot.manifests(table.io)
+        for e in m.fetch_manifest_entry(table.io, discard_deleted=True)
+        if e.data_file.content != DataFileContent.DATA
+    ]

@@ -140,6 +140,20 @@ public final class Bridge {
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(exprs).toList(), child);
   }
 
+  /** Project(exprs(i) AS names(i)) over child, each with a fresh exprId: one call. */
+  public static LogicalPlan projectAs(LogicalPlan child,
+      java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> exprs,
+      java.util.List<String> names) {
+    java.util.List<NamedExpression> out = new java.util.ArrayList<>();
+    scala.collection.immutable.Seq<String> none = scala.collection.immutable.List$.MODULE$.empty();
+    for (int i = 0; i < exprs.size(); i++) {
+      out.add(new Alias(exprs.get(i), names.get(i),
+          org.apache.spark.sql.catalyst.expressions.NamedExpression$.MODULE$.newExprId(), none,
+          scala.Option.empty(), none));
+    }
+    return new Project(scala.jdk.javaapi.CollectionConverters.asScala(out).toList(), child);
+  }
+
   /**
    * The names Spark's file reader gives these files in _metadata.file_path: the qualified path
    * through SparkPath, as Spark builds it (file:/x for file:///x and /x, URL-encoded). One call

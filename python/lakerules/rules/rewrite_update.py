@@ -1,0 +1,27 @@
+"""rewrite_update: UPDATE on a lake table becomes the seed's split write (seed 002).
+
+    UpdateLake lake.db.t SET kind = 'ok' WHERE id = 7
+becomes
+    WriteUpdate lake.db.t merge-on-read: INSERT INTO lake.db.t.UPDATE (file_path, pos, <new columns>)
+        SELECT <file>, <position>, <row with SET kind = 'ok'> FROM lake.db.t WHERE id = 7
+
+or a copy-on-write rewrite of the affected files when the table says
+``write.update.mode=copy-on-write`` (or is format v1). What runs is in lakerules.rowlevel.
+"""
+
+from __future__ import annotations
+
+from lakerules.plan import Node, UpdateLake, WriteUpdate
+from lakerules.rowlevel import check_assignments, update_mode
+
+
+def rewrite_update(plan: Node, ctx) -> Node:
+    match plan:
+        case UpdateLake():
+            t = plan.table
+            check_assignments(plan)
+            table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            return WriteUpdate(table=t, relation=plan.relation, assignments=plan.assignments,
+                               condition=plan.condition, mode=update_mode(table), jvm=plan.jvm)
+        case _:
+            return plan
