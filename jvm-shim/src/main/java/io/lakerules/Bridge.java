@@ -140,6 +140,33 @@ public final class Bridge {
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(exprs).toList(), child);
   }
 
+  /**
+   * Filter(NOT column IN keys) over child, where column is the child's output column of that
+   * name and keys are little-endian longs: a hash set probed per row, with no join and no job.
+   */
+  public static LogicalPlan filterNotInLongs(LogicalPlan child, String column, byte[] keys) {
+    Attribute attr = null;
+    scala.collection.Iterator<Attribute> it = child.output().iterator();
+    while (it.hasNext()) {
+      Attribute a = it.next();
+      if (a.name().equals(column)) {
+        attr = a;
+      }
+    }
+    if (attr == null) {
+      throw new IllegalArgumentException("filterNotInLongs: no column " + column);
+    }
+    java.nio.LongBuffer buffer = java.nio.ByteBuffer.wrap(keys).order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+    scala.collection.mutable.HashSet<Object> set = new scala.collection.mutable.HashSet<>();
+    while (buffer.hasRemaining()) {
+      set.add(buffer.get());
+    }
+    org.apache.spark.sql.catalyst.expressions.Expression keep =
+        new org.apache.spark.sql.catalyst.expressions.Not(
+            new org.apache.spark.sql.catalyst.expressions.InSet(attr, set.toSet()));
+    return new org.apache.spark.sql.catalyst.plans.logical.Filter(keep, child);
+  }
+
   /** Project(exprs(i) AS names(i)) over child, each with a fresh exprId: one call. */
   public static LogicalPlan projectAs(LogicalPlan child,
       java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> exprs,
