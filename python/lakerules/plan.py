@@ -291,6 +291,79 @@ class WriteUpdate(Command):
         return rowlevel.run_update(ctx, self)
 
 
+@dataclass(frozen=True)
+class MergeAction:
+    """One WHEN clause: kind 'update', 'delete' or 'insert'; its condition (None: always) and
+    its assignments ((JVM key, JVM value) pairs)."""
+
+    kind: str
+    condition: Any = None
+    assignments: tuple = ()
+
+    def sql(self) -> str:
+        cond = f" AND {self.condition.sql()}" if self.condition is not None else ""
+        if self.kind == "delete":
+            return f"{cond} THEN DELETE"
+        return f"{cond} THEN {self.kind.upper()} {_assignments_sql(self.assignments)}"
+
+
+@dataclass(frozen=True, eq=False)
+class MergeIntoLake(Node):
+    """MERGE INTO a lake table, as Spark resolved it. Not runnable: the row-level batch
+    rewrites it (rules/rewrite_merge.py)."""
+
+    table: TableRef
+    relation: LakeRelation
+    source: Any = field(repr=False)  # JVM plan of the source
+    condition: Any = field(repr=False)
+    matched: tuple = ()
+    not_matched: tuple = ()
+    not_matched_by_source: tuple = ()
+    jvm: Any = field(default=None, repr=False)
+
+    def describe(self) -> str:
+        return f"MergeIntoLake {self.table} ON {self.condition.sql()}"
+
+
+@dataclass(frozen=True, eq=False)
+class WriteMerge(Command):
+    """MERGE INTO on the split write: target rows (with file and position) joined with the
+    source; each joined row's first WHEN clause that holds decides: update (a position delete
+    and a new row), delete (a position delete), insert (a new row). One snapshot."""
+
+    table: TableRef
+    relation: LakeRelation
+    source: Any = field(repr=False)
+    condition: Any = field(repr=False)
+    matched: tuple = ()
+    not_matched: tuple = ()
+    not_matched_by_source: tuple = ()
+    jvm: Any = field(default=None, repr=False)
+
+    def describe(self) -> str:
+        lines = [f"WriteMerge {self.table} merge-on-read: target rows with <file>, <position> "
+                 f"{self.join_type().upper()} JOIN source ON {self.condition.sql()}"]
+        lines += [f"  WHEN MATCHED{a.sql()}" for a in self.matched]
+        lines += [f"  WHEN NOT MATCHED{a.sql()}" for a in self.not_matched]
+        lines += [f"  WHEN NOT MATCHED BY SOURCE{a.sql()}" for a in self.not_matched_by_source]
+        lines.append("  -> position deletes (updated and deleted rows) + new rows (updated and inserted), one snapshot")
+        return "\n".join(lines) + "\n" + self.source.treeString().rstrip()
+
+    def join_type(self) -> str:
+        if self.not_matched and self.not_matched_by_source:
+            return "fullouter"
+        if self.not_matched:
+            return "rightouter"
+        if self.not_matched_by_source:
+            return "leftouter"
+        return "inner"
+
+    def run(self, ctx, lower):
+        from lakerules import rowlevel
+
+        return rowlevel.run_merge(ctx, self)
+
+
 def _assignments_sql(assignments) -> str:
     return ", ".join(f"{k.sql()} = {v.sql()}" for k, v in assignments)
 
@@ -362,6 +435,19 @@ def from_jvm(spark, plan) -> Node:
                 cond = None
             assignments = tuple((a.key(), a.value()) for a in J.from_seq(plan.assignments()))
             return UpdateLake(table=rel.table, relation=rel, assignments=assignments, condition=cond, jvm=plan)
+    if name == "MergeIntoTable":
+        target = plan.targetTable()
+        while J.simple_name(target) == "SubqueryAlias":
+            target = target.child()
+        if _is_lake_relation(target):
+            rel = _relation(target)
+            return MergeIntoLake(
+                table=rel.table, relation=rel, source=plan.sourceTable(), condition=plan.mergeCondition(),
+                matched=_merge_actions(plan.matchedActions()),
+                not_matched=_merge_actions(plan.notMatchedActions()),
+                not_matched_by_source=_merge_actions(plan.notMatchedBySourceActions()),
+                jvm=plan,
+            )
     if name == "DeleteFromTable":
         target = plan.table()
         while J.simple_name(target) == "SubqueryAlias":  # DELETE FROM t AS x
@@ -394,6 +480,19 @@ def _statement(alias_plan) -> StatementCommand | None:
     if run is None:
         raise LakeError("lakerules: this statement was already run; run the SQL text again")
     return StatementCommand(table=_relation(child).table, run_fn=run)
+
+
+def _merge_actions(seq) -> tuple:
+    from lakerules.errors import NotSupported
+
+    out = []
+    for a in J.from_seq(seq):
+        kind = {"UpdateAction": "update", "DeleteAction": "delete", "InsertAction": "insert"}.get(J.simple_name(a))
+        if kind is None:
+            raise NotSupported(f"lakerules: MERGE action {a.simpleString(5)} is not supported")
+        assignments = () if kind == "delete" else tuple((x.key(), x.value()) for x in J.from_seq(a.assignments()))
+        out.append(MergeAction(kind, J.option_value(a.condition()), assignments))
+    return tuple(out)
 
 
 def split_conjuncts(expr) -> list:

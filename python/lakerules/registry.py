@@ -22,6 +22,7 @@ from typing import Callable
 from lakerules.plan import Node, transform_up
 from lakerules.rules.push_filters import push_filters
 from lakerules.rules.rewrite_delete import rewrite_delete
+from lakerules.rules.rewrite_merge import rewrite_merge
 from lakerules.rules.rewrite_update import rewrite_update
 from lakerules.rules.resolve_scans import resolve_scans
 
@@ -41,7 +42,7 @@ def _default_batches() -> list[Batch]:
         # Row-level commands (DELETE, UPDATE, MERGE) are rewritten right after analysis, while
         # their target is a relation: they read it with file and position columns.
         Batch("row-level", "analysis", "DELETE/UPDATE/MERGE on lake tables become writes of delete files and data",
-              [rewrite_delete, rewrite_update]),
+              [rewrite_delete, rewrite_update, rewrite_merge]),
         # In the optimizer, filters next to lake relations are handed to them, then every lake
         # relation becomes a scan of the data files of its snapshot that can hold matching rows.
         Batch("scans", "optimizer", "lake relations become planned, pruned file scans", [push_filters, resolve_scans]),

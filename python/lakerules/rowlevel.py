@@ -478,3 +478,144 @@ def _all_delete_files(table, snapshot) -> list:
         for e in m.fetch_manifest_entry(table.io, discard_deleted=True)
         if e.data_file.content != DataFileContent.DATA
     ]
+
+
+# ---- MERGE INTO ---------------------------------------------------------------------------------
+
+OP_COL = "__lakerules_op"
+T_COL, S_COL = "__lakerules_t", "__lakerules_s"
+KEEP, UPDATE, DELETE, INSERT = 0, 1, 2, 3
+
+
+def _literal(spark, value, data_type=None):
+    lit = getattr(getattr(spark._jvm.org.apache.spark.sql.catalyst.expressions, "Literal$"), "MODULE$")
+    return lit.create(value, data_type) if data_type is not None else lit.apply(value)
+
+
+def _jlist(spark, items):
+    out = spark._jvm.java.util.ArrayList()
+    for i in items:
+        out.add(i)
+    return out
+
+
+def run_merge(ctx, node):
+    spark = ctx.spark
+    t = node.table
+    e = spark._jvm.org.apache.spark.sql.catalyst.expressions
+    bridge = spark._jvm.io.lakerules.Bridge
+    for a in node.matched + node.not_matched + node.not_matched_by_source:
+        for key, value in a.assignments:
+            if J.simple_name(key) != "AttributeReference":
+                raise NotSupported(f"lakerules: MERGE INTO {t}: assigning to {key.sql()} is not supported")
+        if a.condition is not None and not a.condition.deterministic():
+            raise LakeError(f"lakerules: MERGE INTO {t}: the condition {a.condition.sql()} is not deterministic")
+    if not node.condition.deterministic():
+        raise LakeError(f"lakerules: MERGE INTO {t}: the ON condition {node.condition.sql()} is not deterministic")
+    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    snapshot = table.current_snapshot()
+    columns = {a.jvm.exprId().id(): a.name for a in node.relation.output}
+    # the read of the target: pruned by the ON condition's target-only parts, unless rows that
+    # match nothing must be seen (WHEN NOT MATCHED BY SOURCE)
+    expr = AlwaysTrue()
+    if not node.not_matched_by_source:
+        expr, _ = to_iceberg(node.condition, columns)
+    planned = plan_scan(table, snapshot.snapshot_id, expr) if snapshot is not None else ScanPlan()
+    files = list(planned.files)
+
+    # target rows (relation exprIds) with FILE_COL, POS_COL and a presence marker
+    df = scan_dataframe(ctx, _partial_scan(node, table, snapshot, planned, files) if snapshot else
+                        LakeScan(table=t, snapshot_id=None, output=node.relation.output, iceberg=table,
+                                 schema=table.schema(), plan=ScanPlan()), positions=True)
+    names = [a.name for a in node.relation.output]
+    target = J.analyzed(df.select(*[F.col(f"`{n}`") for n in names], FILE_COL, POS_COL, F.lit(True).alias(T_COL)))
+    target = bridge.renameProject(target, _jlist(spark, [a.jvm for a in node.relation.output]))
+    source = bridge.withColumns(node.source, _jlist(spark, [_literal(spark, True)]), _jlist(spark, [S_COL]))
+    joined = bridge.join(target, source, node.join_type(), node.condition)
+    out = J.from_seq(joined.output())
+    t_attr = next(a for a in out if a.name() == T_COL)
+    s_attr = next(a for a in out if a.name() == S_COL)
+    t_in, s_in = e.IsNotNull(t_attr), e.IsNotNull(s_attr)
+
+    branches = []  # (condition, action)
+    for clauses, when in ((node.matched, e.And(t_in, s_in)), (node.not_matched, e.IsNull(t_attr)),
+                          (node.not_matched_by_source, e.IsNull(s_attr))):
+        for a in clauses:
+            branches.append((when if a.condition is None else e.And(when, a.condition), a))
+    codes = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
+    op = bridge.caseWhen(_jlist(spark, [c for c, _ in branches]),
+                         _jlist(spark, [_literal(spark, codes[a.kind]) for _, a in branches]),
+                         _literal(spark, KEEP))
+    values = []
+    for attr in node.relation.output:
+        ident = attr.jvm.exprId().id()
+        per_branch = []
+        for _, a in branches:
+            assigned = {k.exprId().id(): v for k, v in a.assignments}
+            if a.kind == "update":
+                per_branch.append(assigned.get(ident, attr.jvm))
+            elif a.kind == "insert":
+                per_branch.append(assigned.get(ident, _literal(spark, None, attr.jvm.dataType())))
+            else:
+                per_branch.append(_literal(spark, None, attr.jvm.dataType()))
+        values.append(bridge.caseWhen(_jlist(spark, [c for c, _ in branches]), _jlist(spark, per_branch),
+                                      _literal(spark, None, attr.jvm.dataType())))
+    exprs = values + [op, t_attr, s_attr] + [a for a in out if a.name() in (FILE_COL, POS_COL)]
+    projected = bridge.projectAs(joined, _jlist(spark, exprs),
+                                 _jlist(spark, names + [OP_COL, T_COL, S_COL] + [a.name() for a in out if a.name() in (FILE_COL, POS_COL)]))
+    rows = J.dataframe(spark, projected).where(
+        (F.col(OP_COL) != KEEP) | (F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
+    )
+    lookup_names = status_names(spark, [p.file.file_path for p in files])
+    partitions = _partitions(files)
+    keys = {(spec_id, tuple(v)): i for i, (spec_id, v) in enumerate(partitions)}
+    lookup = spark.createDataFrame(
+        [(lookup_names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))]) for p in files],
+        f"__name string, __lakerules_path string, {write.PART_COL} int",
+    )
+    rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name").persist()
+    written_data, written_deletes = [], []
+    try:
+        doubled = (rows.where(F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
+                   .groupBy(FILE_COL, POS_COL).count().where("count > 1").limit(1).collect())
+        if doubled:
+            raise LakeError(
+                f"lakerules: MERGE INTO {t}: a target row matched more than one source row "
+                "(MERGE_CARDINALITY_VIOLATION); make the ON condition match each target row at most once"
+            )
+        counts = {r[OP_COL]: r["count"] for r in rows.groupBy(OP_COL).count().collect()}
+        updated, deleted, inserted = counts.get(UPDATE, 0), counts.get(DELETE, 0), counts.get(INSERT, 0)
+        if updated + deleted + inserted == 0:
+            return _merge_result(spark, 0, 0, 0)
+        touched_paths = {r[0] for r in rows.where(F.col(OP_COL).isin(UPDATE, DELETE))
+                         .select("__lakerules_path").distinct().collect()}
+        touched = [p for p in files if p.file.file_path in touched_paths]
+        if updated or inserted:
+            new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT)).select(*[F.col(f"`{n}`") for n in names])
+            written_data = write.write_files(spark, t.catalog, table, new_rows, cluster=True)
+        if updated or deleted:
+            deletes = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
+                F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
+            written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
+        commit.row_delta(
+            table, written_data, written_deletes, {"lakerules.operation": "merge"},
+            validation=commit.Validation(
+                must_exist=frozenset(p.file for p in touched),
+                conflict_filter=expr,
+                operation=Operation.OVERWRITE,
+            ),
+            operation=Operation.OVERWRITE if written_data else Operation.DELETE,
+        )
+    except BaseException:
+        write.delete_files(table, written_data + written_deletes)
+        raise
+    finally:
+        rows.unpersist()
+    return _merge_result(spark, updated, deleted, inserted)
+
+
+def _merge_result(spark, updated: int, deleted: int, inserted: int):
+    return J.result_rows(
+        spark, [(updated + deleted + inserted, updated, deleted, inserted)],
+        "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
+    )

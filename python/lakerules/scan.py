@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict, defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 
 from pyiceberg.schema import Schema
@@ -40,13 +39,10 @@ from lakerules.schema import iceberg_to_spark
 
 _GLOB = re.compile(r"([\\\[\]{}*?])")
 FILE_COL, POS_COL, SIZE_COL = "__lakerules_file", "__lakerules_pos", "__lakerules_size"
-KEY_COL = "__lakerules_key"
 POSITION_DELETE_SCHEMA = Schema(
     NestedField(2147483546, "file_path", StringType(), required=True),
     NestedField(2147483545, "pos", LongType(), required=True),
 )
-POS_LOCAL_KEY = "spark.lakerules.read.positionDeleteFilterRows"
-POS_LOCAL_DEFAULT = 1_000_000
 POS_BROADCAST_KEY = "spark.lakerules.read.positionDeleteBroadcastRows"
 POS_BROADCAST_DEFAULT = 5_000_000
 EQ_FILTER_THRESHOLD_KEY = "spark.lakerules.read.equalityDeleteFilterThreshold"
@@ -127,7 +123,7 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
     for (_, with_deletes), files in sorted(groups.items()):
         df = read_files(spark, schema, [p.file.file_path for p in files], with_deletes or positions)
         if with_deletes:
-            df = _apply_position_deletes(ctx, df, files, scan.iceberg.io if scan.iceberg is not None else None)
+            df = _apply_position_deletes(ctx, df, files)
         df = df.select(*[F.col(_quote(c)) for c in columns])
         if files[0].equality_deletes:
             df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
@@ -158,7 +154,7 @@ def lower_scan(ctx, scan: LakeScan, lower):
 # ---- position deletes ----------------------------------------------------------------------------
 
 
-def _apply_position_deletes(ctx, data: DataFrame, files: list, io=None) -> DataFrame:
+def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
     """Anti-join on (file, position). The data rows carry Spark's own name of their file (free:
     a per-file constant); the delete rows' paths, in whatever URI form their writer used, are
     normalized and mapped to those names through the (delete file, data file) pairs planning
@@ -178,15 +174,6 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list, io=None) -> DataF
         and len(set(sizes.values())) == len(sizes)
         and max(sizes.values()) * width + width < 2**63
     )
-    rows = sum(f.record_count for f in {d.file_path: d for p in files for d in p.position_deletes}.values())
-    if by_length and io is not None and rows <= int(ctx.conf(POS_LOCAL_KEY, str(POS_LOCAL_DEFAULT))):
-        # Few enough delete rows: read them here and filter by NOT key IN (...), a hash set the
-        # scan probes per row; no join, and no job to build a broadcast.
-        keys = _delete_keys(io, files, sizes, width)
-        pos = data[POS_COL]
-        keyed = data.select("*", F.when(pos < width, data[SIZE_COL] * width + pos).otherwise(F.lit(-1)).alias(KEY_COL))
-        plan = spark._jvm.io.lakerules.Bridge.filterNotInLongs(J.analyzed(keyed), KEY_COL, keys.astype("<i8").tobytes())
-        return J.dataframe(spark, plan).drop(KEY_COL)
     pairs = sorted({
         (names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path],
          sizes[p.file.file_path] if by_length else None)
@@ -215,40 +202,10 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list, io=None) -> DataF
         condition = (data[FILE_COL] == F.col("d_path")) & (data[POS_COL] == F.col("d_pos"))
     # Spark cannot size the delete rows that survive the join above, and would shuffle every data
     # row for a sort-merge join; the delete files' record counts say whether a broadcast fits.
+    rows = sum(f.record_count for f in {d.file_path: d for p in files for d in p.position_deletes}.values())
     if rows <= int(ctx.conf(POS_BROADCAST_KEY, str(POS_BROADCAST_DEFAULT))):
         deletes = F.broadcast(deletes)
     return data.join(deletes, condition, "left_anti")
-
-
-def _delete_keys(io, files: list, sizes: dict, width: int):
-    """The keys (data file length * width + position) of every delete row that applies, read
-    on the driver from the delete files (through the table's FileIO), restricted to the
-    (delete file, data file) pairs planning allowed."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    allowed: dict[str, dict[str, int]] = defaultdict(dict)
-    for p in files:
-        for d in p.position_deletes:
-            allowed[d.file_path][normal_path(p.file.file_path)] = sizes[p.file.file_path]
-
-    def one(item):
-        path, targets = item
-        with io.new_input(path).open() as f:
-            table = pq.read_table(f, columns=["file_path", "pos"])
-        encoded = pc.dictionary_encode(table.column("file_path")).combine_chunks()
-        lengths = pa.array([targets.get(normal_path(v)) for v in encoded.dictionary.to_pylist()], pa.int64())
-        size = lengths.take(encoded.indices)
-        pos = table.column("pos").combine_chunks().cast(pa.int64())
-        keep = pc.and_(pc.and_(pc.is_valid(size), pc.greater_equal(pos, 0)), pc.less(pos, width))
-        keys = pc.add(pc.multiply(size, width), pos).filter(keep)
-        return keys.to_numpy(zero_copy_only=False)
-
-    with ThreadPoolExecutor(8) as pool:
-        arrays = list(pool.map(one, sorted(allowed.items())))
-    return np.unique(np.concatenate(arrays)) if arrays else np.array([], np.int64)
 
 
 def _file_lengths(spark, df: DataFrame) -> dict[str, int]:

@@ -140,31 +140,45 @@ public final class Bridge {
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(exprs).toList(), child);
   }
 
-  /**
-   * Filter(NOT column IN keys) over child, where column is the child's output column of that
-   * name and keys are little-endian longs: a hash set probed per row, with no join and no job.
-   */
-  public static LogicalPlan filterNotInLongs(LogicalPlan child, String column, byte[] keys) {
-    Attribute attr = null;
+  /** Project(child's columns, then exprs(i) AS names(i)): columns added, the child's kept as they are. */
+  public static LogicalPlan withColumns(LogicalPlan child,
+      java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> exprs,
+      java.util.List<String> names) {
+    java.util.List<NamedExpression> out = new java.util.ArrayList<>();
     scala.collection.Iterator<Attribute> it = child.output().iterator();
     while (it.hasNext()) {
-      Attribute a = it.next();
-      if (a.name().equals(column)) {
-        attr = a;
-      }
+      out.add(it.next());
     }
-    if (attr == null) {
-      throw new IllegalArgumentException("filterNotInLongs: no column " + column);
+    scala.collection.immutable.Seq<String> none = scala.collection.immutable.List$.MODULE$.empty();
+    for (int i = 0; i < exprs.size(); i++) {
+      out.add(new Alias(exprs.get(i), names.get(i),
+          org.apache.spark.sql.catalyst.expressions.NamedExpression$.MODULE$.newExprId(), none,
+          scala.Option.empty(), none));
     }
-    java.nio.LongBuffer buffer = java.nio.ByteBuffer.wrap(keys).order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer();
-    scala.collection.mutable.HashSet<Object> set = new scala.collection.mutable.HashSet<>();
-    while (buffer.hasRemaining()) {
-      set.add(buffer.get());
+    return new Project(scala.jdk.javaapi.CollectionConverters.asScala(out).toList(), child);
+  }
+
+  /** Join(left, right, joinType ("inner", "leftouter", "rightouter", "fullouter"), condition). */
+  public static LogicalPlan join(LogicalPlan left, LogicalPlan right, String joinType,
+      org.apache.spark.sql.catalyst.expressions.Expression condition) {
+    return new org.apache.spark.sql.catalyst.plans.logical.Join(left, right,
+        org.apache.spark.sql.catalyst.plans.JoinType$.MODULE$.apply(joinType),
+        scala.Option.apply(condition),
+        org.apache.spark.sql.catalyst.plans.logical.JoinHint$.MODULE$.NONE());
+  }
+
+  /** CASE WHEN conds(0) THEN values(0) ... ELSE otherwise END (otherwise may be null: no ELSE). */
+  public static org.apache.spark.sql.catalyst.expressions.Expression caseWhen(
+      java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> conds,
+      java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> values,
+      org.apache.spark.sql.catalyst.expressions.Expression otherwise) {
+    java.util.List<scala.Tuple2<org.apache.spark.sql.catalyst.expressions.Expression,
+        org.apache.spark.sql.catalyst.expressions.Expression>> branches = new java.util.ArrayList<>();
+    for (int i = 0; i < conds.size(); i++) {
+      branches.add(new scala.Tuple2<>(conds.get(i), values.get(i)));
     }
-    org.apache.spark.sql.catalyst.expressions.Expression keep =
-        new org.apache.spark.sql.catalyst.expressions.Not(
-            new org.apache.spark.sql.catalyst.expressions.InSet(attr, set.toSet()));
-    return new org.apache.spark.sql.catalyst.plans.logical.Filter(keep, child);
+    return new org.apache.spark.sql.catalyst.expressions.CaseWhen(
+        scala.jdk.javaapi.CollectionConverters.asScala(branches).toList(), scala.Option.apply(otherwise));
   }
 
   /** Project(exprs(i) AS names(i)) over child, each with a fresh exprId: one call. */

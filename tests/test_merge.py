@@ -1,0 +1,102 @@
+"""MERGE INTO on the split write: updates, deletes and inserts in one snapshot."""
+
+from __future__ import annotations
+
+import pytest
+from pyiceberg.manifest import DataFileContent
+
+from test_delete import files, orphans, snapshot_id
+
+
+@pytest.fixture
+def stock(spark, ns):
+    table = f"lake.{ns}.stock"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, item STRING, qty INT) PARTITIONED BY (bucket(4, id))")
+    spark.sql(f"INSERT INTO {table} SELECT id, concat('item-', CAST(id AS STRING)), CAST(id AS INT) FROM range(20)")
+    spark.sql("""CREATE OR REPLACE TEMP VIEW changes AS SELECT * FROM VALUES
+                 (1L, 'upd', 100), (2L, 'del', 0), (3L, 'upd', NULL), (30L, 'ins', 7), (31L, 'skip', 8), (32L, 'ins', NULL)
+                 AS c(id, op, qty)""")
+    return table
+
+
+def rows(spark, table):
+    return sorted(tuple(r) for r in spark.table(table).collect())
+
+
+def base():
+    return {i: (i, f"item-{i}", i) for i in range(20)}
+
+
+def test_merge_updates_deletes_and_inserts_in_one_snapshot(spark, stock, iceberg_catalog, engines):
+    name = stock.split(".", 1)[1]
+    before = snapshot_id(iceberg_catalog, name)
+    (r,) = spark.sql(f"""MERGE INTO {stock} t USING changes c ON t.id = c.id
+        WHEN MATCHED AND c.op = 'del' THEN DELETE
+        WHEN MATCHED THEN UPDATE SET qty = coalesce(c.qty, -1), item = concat(t.item, '*')
+        WHEN NOT MATCHED AND c.op = 'ins' THEN INSERT (id, item, qty) VALUES (c.id, 'new', c.qty)""").collect()
+    assert (r.num_affected_rows, r.num_updated_rows, r.num_deleted_rows, r.num_inserted_rows) == (5, 2, 1, 2)
+    want = base()
+    want[1] = (1, "item-1*", 100)
+    want[3] = (3, "item-3*", -1)
+    del want[2]
+    want[30] = (30, "new", 7)
+    want[32] = (32, "new", None)
+    assert rows(spark, stock) == sorted(want.values(), key=lambda t: (t[0],))
+    t = iceberg_catalog.load_table(name)
+    assert t.current_snapshot().parent_snapshot_id == before
+    assert t.current_snapshot().summary["added-position-deletes"] == "3"
+    engines.assert_same(stock, expected=list(want.values()))
+
+
+def test_merge_star_actions_and_not_matched_by_source(spark, ns, stock, engines):
+    spark.sql(f"CREATE TABLE lake.{ns}.stock_src (id BIGINT, item STRING, qty INT)")
+    spark.sql(f"INSERT INTO lake.{ns}.stock_src VALUES (5, 'five', 55), (40, 'forty', 44)")
+    (r,) = spark.sql(f"""MERGE INTO {stock} t USING lake.{ns}.stock_src s ON t.id = s.id
+        WHEN MATCHED THEN UPDATE SET *
+        WHEN NOT MATCHED THEN INSERT *
+        WHEN NOT MATCHED BY SOURCE AND t.id >= 15 THEN DELETE
+        WHEN NOT MATCHED BY SOURCE THEN UPDATE SET qty = t.qty + 1000""").collect()
+    assert (r.num_updated_rows, r.num_deleted_rows, r.num_inserted_rows) == (1 + 14, 5, 1)
+    want = {i: (i, f"item-{i}", i + 1000) for i in range(15) if i != 5}
+    want[5] = (5, "five", 55)
+    want[40] = (40, "forty", 44)
+    engines.assert_same(stock, expected=list(want.values()))
+
+
+def test_a_target_row_matching_two_source_rows_is_an_error(spark, stock, iceberg_catalog):
+    name = stock.split(".", 1)[1]
+    before = snapshot_id(iceberg_catalog, name)
+    with pytest.raises(Exception, match="MERGE_CARDINALITY_VIOLATION"):
+        spark.sql(f"""MERGE INTO {stock} t USING (SELECT 4L AS id UNION ALL SELECT 4L) s ON t.id = s.id
+                      WHEN MATCHED THEN UPDATE SET qty = 0""").collect()
+    assert snapshot_id(iceberg_catalog, name) == before
+    assert orphans(iceberg_catalog, name) == set()
+    assert rows(spark, stock) == sorted(base().values())
+
+
+def test_merge_that_changes_nothing_commits_nothing(spark, stock, iceberg_catalog):
+    name = stock.split(".", 1)[1]
+    before = snapshot_id(iceberg_catalog, name)
+    (r,) = spark.sql(f"""MERGE INTO {stock} t USING (SELECT 100L AS id) s ON t.id = s.id
+                         WHEN MATCHED THEN DELETE""").collect()
+    assert r.num_affected_rows == 0
+    assert snapshot_id(iceberg_catalog, name) == before
+
+
+def test_merge_into_an_empty_table_inserts(spark, ns, engines):
+    table = f"lake.{ns}.empty_m"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, item STRING, qty INT)")
+    (r,) = spark.sql(f"""MERGE INTO {table} t USING changes c ON t.id = c.id
+                         WHEN NOT MATCHED THEN INSERT (id, qty) VALUES (c.id, c.qty)""").collect()
+    assert r.num_inserted_rows == 6
+    engines.assert_same(table, "id, qty", expected=[(1, 100), (2, 0), (3, None), (30, 7), (31, 8), (32, None)])
+
+
+def test_explain_merge_does_not_run(spark, stock, iceberg_catalog):
+    name = stock.split(".", 1)[1]
+    before = snapshot_id(iceberg_catalog, name)
+    text = "\n".join(r[0] for r in spark.sql(
+        f"EXPLAIN MERGE INTO {stock} t USING changes c ON t.id = c.id WHEN MATCHED THEN DELETE").collect())
+    assert "WriteMerge" in text and "WHEN MATCHED THEN DELETE" in text
+    assert snapshot_id(iceberg_catalog, name) == before
+    assert files(iceberg_catalog, name, DataFileContent.POSITION_DELETES) == []
