@@ -24,12 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import delete  # noqa: E402
 import foundation  # noqa: E402
 import scan  # noqa: E402
+import update  # noqa: E402
 from common import Report, load, machine, session  # noqa: E402
 
 MODULES = {
     "foundation": ("Foundation", foundation),
     "scan": ("Scan planning", scan),
     "delete": ("DELETE FROM", delete),
+    "update": ("UPDATE", update),
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = "# Benchmark results\n\nRatios are measured side by side in one run; absolute times are this machine's.\n"
