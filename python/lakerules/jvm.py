@@ -66,4 +66,29 @@ def empty_result(spark: SparkSession):
 
 def result_rows(spark: SparkSession, rows: list[tuple], schema: str):
     """A LocalRelation of a few result rows, e.g. DML's num_affected_rows."""
-    return analyzed(spark.createDataFrame(rows, schema))
+    columns = [tuple(part.strip().split(None, 1)) for part in schema.split(",")]
+    return analyzed(values_frame(spark, rows, [(n, t.upper()) for n, t in columns]))
+
+
+def values_frame(spark: SparkSession, rows: list[tuple], columns: list[tuple[str, str]]) -> DataFrame:
+    """A small DataFrame of driver-side rows as Spark's own VALUES (a LocalRelation): unlike
+    createDataFrame from Python objects it needs no Python worker and no job to read.
+    ``columns``: (name, SQL type) pairs; values are str, int or None."""
+    casts = ", ".join(f"CAST(col{i + 1} AS {t}) AS `{n}`" for i, (n, t) in enumerate(columns))
+    if not rows:
+        nulls = ", ".join(f"CAST(NULL AS {t}) AS `{n}`" for n, t in columns)
+        return spark.sql(f"SELECT {nulls} WHERE false")
+    body = ", ".join("(" + ", ".join(_sql_value(v) for v in r) + ")" for r in rows)
+    return spark.sql(f"SELECT {casts} FROM VALUES {body}")
+
+
+def _sql_value(v) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return f"{v}L"
+    if isinstance(v, str):
+        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    raise TypeError(f"values_frame: unsupported value {v!r}")

@@ -186,9 +186,10 @@ def _matched_positions(ctx, node, table, snapshot, planned, partial):
     names = status_names(spark, [p.file.file_path for p in partial])
     partitions = _partitions(partial)
     keys = {(spec_id, tuple(values)): i for i, (spec_id, values) in enumerate(partitions)}
-    files = spark.createDataFrame(
+    files = J.values_frame(
+        spark,
         [(names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))]) for p in partial],
-        f"__name string, file_path string, {write.PART_COL} int",
+        [("__name", "STRING"), ("file_path", "STRING"), (write.PART_COL, "INT")],
     )
     matched = (
         rows.select(FILE_COL, POS_COL)
@@ -374,9 +375,10 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
     names = status_names(spark, [p.file.file_path for p in files])
     partitions = _partitions(files)
     keys = {(spec_id, tuple(values)): i for i, (spec_id, values) in enumerate(partitions)}
-    lookup = spark.createDataFrame(
+    lookup = J.values_frame(
+        spark,
         [(names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))]) for p in files],
-        f"__name string, __lakerules_path string, {write.PART_COL} int",
+        [("__name", "STRING"), ("__lakerules_path", "STRING"), (write.PART_COL, "INT")],
     )
     rows = (updated.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"))
             .drop("__name", FILE_COL)
@@ -569,9 +571,10 @@ def run_merge(ctx, node):
     lookup_names = status_names(spark, [p.file.file_path for p in files])
     partitions = _partitions(files)
     keys = {(spec_id, tuple(v)): i for i, (spec_id, v) in enumerate(partitions)}
-    lookup = spark.createDataFrame(
+    lookup = J.values_frame(
+        spark,
         [(lookup_names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))]) for p in files],
-        f"__name string, __lakerules_path string, {write.PART_COL} int",
+        [("__name", "STRING"), ("__lakerules_path", "STRING"), (write.PART_COL, "INT")],
     )
     rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name").persist()
     written_data, written_deletes = [], []

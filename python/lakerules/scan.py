@@ -180,7 +180,7 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
         for p in files
         for d in p.position_deletes
     })
-    allowed = spark.createDataFrame(pairs, "d_file string, d_path string, d_name string, d_size long")
+    allowed = J.values_frame(spark, pairs, [("d_file", "STRING"), ("d_path", "STRING"), ("d_name", "STRING"), ("d_size", "BIGINT")])
     deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
     deletes = deletes.select(
         F.col(FILE_COL).alias("d_file"),
