@@ -424,9 +424,7 @@ def from_jvm(spark, plan) -> Node:
             jvm=plan,
         )
     if name == "UpdateTable":
-        target = plan.table()
-        while J.simple_name(target) == "SubqueryAlias":
-            target = target.child()
+        target = _unaliased(plan.table())
         if _is_lake_relation(target):
             rel = _relation(target)
             cond = plan.condition()
@@ -436,9 +434,7 @@ def from_jvm(spark, plan) -> Node:
             assignments = tuple((a.key(), a.value()) for a in J.from_seq(plan.assignments()))
             return UpdateLake(table=rel.table, relation=rel, assignments=assignments, condition=cond, jvm=plan)
     if name == "MergeIntoTable":
-        target = plan.targetTable()
-        while J.simple_name(target) == "SubqueryAlias":
-            target = target.child()
+        target = _unaliased(plan.targetTable())
         if _is_lake_relation(target):
             rel = _relation(target)
             return MergeIntoLake(
@@ -449,9 +445,7 @@ def from_jvm(spark, plan) -> Node:
                 jvm=plan,
             )
     if name == "DeleteFromTable":
-        target = plan.table()
-        while J.simple_name(target) == "SubqueryAlias":  # DELETE FROM t AS x
-            target = target.child()
+        target = _unaliased(plan.table())
         if _is_lake_relation(target):
             rel = _relation(target)
             cond = plan.condition()
@@ -480,6 +474,13 @@ def _statement(alias_plan) -> StatementCommand | None:
     if run is None:
         raise LakeError("lakerules: this statement was already run; run the SQL text again")
     return StatementCommand(table=_relation(child).table, run_fn=run)
+
+
+def _unaliased(plan):
+    """The relation under a row-level command's target alias (DELETE FROM t AS x)."""
+    while J.simple_name(plan) == "SubqueryAlias":
+        plan = plan.child()
+    return plan
 
 
 def _merge_actions(seq) -> tuple:

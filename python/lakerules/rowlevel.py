@@ -183,14 +183,7 @@ def _matched_positions(ctx, node, table, snapshot, planned, partial):
         return None, {}, []
     spark = ctx.spark
     rows = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, partial), True)
-    names = status_names(spark, [p.file.file_path for p in partial])
-    partitions = _partitions(partial)
-    keys = {(spec_id, tuple(values)): i for i, (spec_id, values) in enumerate(partitions)}
-    files = J.values_frame(
-        spark,
-        [(names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))]) for p in partial],
-        [("__name", "STRING"), ("file_path", "STRING"), (write.PART_COL, "INT")],
-    )
+    files, partitions = _file_lookup(spark, partial, "file_path")
     matched = (
         rows.select(FILE_COL, POS_COL)
         .join(F.broadcast(files), F.col(FILE_COL) == F.col("__name"))
@@ -199,6 +192,22 @@ def _matched_positions(ctx, node, table, snapshot, planned, partial):
     )
     counts = {r.file_path: r["count"] for r in matched.groupBy("file_path").count().collect()}
     return matched, counts, partitions
+
+
+def _file_lookup(spark, planned_files, path_column: str):
+    """A small VALUES frame from Spark's name of each file (``__name``, what FILE_COL holds) to
+    its manifest path (``path_column``) and its partition index (PART_COL), and the
+    partitions those indexes point into."""
+    names = status_names(spark, [p.file.file_path for p in planned_files])
+    partitions = _partitions(planned_files)
+    keys = {(spec_id, tuple(values)): i for i, (spec_id, values) in enumerate(partitions)}
+    frame = J.values_frame(
+        spark,
+        [(names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))])
+         for p in planned_files],
+        [("__name", "STRING"), (path_column, "STRING"), (write.PART_COL, "INT")],
+    )
+    return frame, partitions
 
 
 def _live_rows(ctx, table, snapshot, planned_files) -> int:
@@ -372,14 +381,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
     spark = ctx.spark
     matched_plan = J.analyzed(_rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, files), True))
     updated = J.dataframe(spark, _new_values(spark, node, matched_plan, keep_positions=True))
-    names = status_names(spark, [p.file.file_path for p in files])
-    partitions = _partitions(files)
-    keys = {(spec_id, tuple(values)): i for i, (spec_id, values) in enumerate(partitions)}
-    lookup = J.values_frame(
-        spark,
-        [(names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))]) for p in files],
-        [("__name", "STRING"), ("__lakerules_path", "STRING"), (write.PART_COL, "INT")],
-    )
+    lookup, partitions = _file_lookup(spark, files, "__lakerules_path")
     rows = (updated.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"))
             .drop("__name", FILE_COL)
             .persist())
@@ -568,14 +570,7 @@ def run_merge(ctx, node):
     rows = J.dataframe(spark, projected).where(
         (F.col(OP_COL) != KEEP) | (F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
     )
-    lookup_names = status_names(spark, [p.file.file_path for p in files])
-    partitions = _partitions(files)
-    keys = {(spec_id, tuple(v)): i for i, (spec_id, v) in enumerate(partitions)}
-    lookup = J.values_frame(
-        spark,
-        [(lookup_names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))]) for p in files],
-        [("__name", "STRING"), ("__lakerules_path", "STRING"), (write.PART_COL, "INT")],
-    )
+    lookup, partitions = _file_lookup(spark, files, "__lakerules_path")
     rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name").persist()
     written_data, written_deletes = [], []
     try:

@@ -149,13 +149,20 @@ public final class Bridge {
     while (it.hasNext()) {
       out.add(it.next());
     }
+    addAliases(out, exprs, names);
+    return new Project(scala.jdk.javaapi.CollectionConverters.asScala(out).toList(), child);
+  }
+
+  /** out += exprs(i) AS names(i), each with a fresh exprId. */
+  private static void addAliases(java.util.List<NamedExpression> out,
+      java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> exprs,
+      java.util.List<String> names) {
     scala.collection.immutable.Seq<String> none = scala.collection.immutable.List$.MODULE$.empty();
     for (int i = 0; i < exprs.size(); i++) {
       out.add(new Alias(exprs.get(i), names.get(i),
           org.apache.spark.sql.catalyst.expressions.NamedExpression$.MODULE$.newExprId(), none,
           scala.Option.empty(), none));
     }
-    return new Project(scala.jdk.javaapi.CollectionConverters.asScala(out).toList(), child);
   }
 
   /** Join(left, right, joinType ("inner", "leftouter", "rightouter", "fullouter"), condition). */
@@ -186,12 +193,7 @@ public final class Bridge {
       java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> exprs,
       java.util.List<String> names) {
     java.util.List<NamedExpression> out = new java.util.ArrayList<>();
-    scala.collection.immutable.Seq<String> none = scala.collection.immutable.List$.MODULE$.empty();
-    for (int i = 0; i < exprs.size(); i++) {
-      out.add(new Alias(exprs.get(i), names.get(i),
-          org.apache.spark.sql.catalyst.expressions.NamedExpression$.MODULE$.newExprId(), none,
-          scala.Option.empty(), none));
-    }
+    addAliases(out, exprs, names);
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(out).toList(), child);
   }
 
