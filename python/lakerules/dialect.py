@@ -18,7 +18,7 @@ opaque string); this dialect takes it back as a plain word and parses the statem
 >>> parse_optimize("OPTIMIZE t ZORDER BY")
 Traceback (most recent call last):
 ...
-lakerules.errors.LakeError: lakerules: OPTIMIZE syntax error at line 1, column 21: ZORDER BY needs at least one column
+lakerules.errors.LakeSyntaxError: lakerules: OPTIMIZE syntax error at line 1, column 21: ZORDER BY needs at least one column
   OPTIMIZE t ZORDER BY
                       ^
 """
@@ -30,7 +30,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ErrorLevel, ParseError
 from sqlglot.tokens import TokenType
 
-from lakerules.errors import LakeError
+from lakerules.errors import LakeError, LakeSyntaxError
 
 
 class Optimize(exp.Expression):
@@ -120,23 +120,24 @@ class LakeSpark(Spark):
 
 
 def parse_optimize(sql: str) -> Optimize:
-    """The OPTIMIZE statement of sql, or a LakeError that says where its syntax is wrong."""
+    """The OPTIMIZE statement of sql, or a LakeSyntaxError that says where its syntax is wrong."""
     try:
         tree = LakeSpark().parse(sql, error_level=ErrorLevel.IMMEDIATE)
     except ParseError as e:
-        raise LakeError(_syntax_message(sql, e)) from None
+        raise _syntax_error(sql, e) from None
     statements = [t for t in tree if t is not None]
     if len(statements) != 1 or not isinstance(statements[0], Optimize):
         raise LakeError("lakerules: expected one OPTIMIZE statement")
     return statements[0]
 
 
-def _syntax_message(sql: str, e: ParseError) -> str:
+def _syntax_error(sql: str, e: ParseError) -> LakeSyntaxError:
     err = e.errors[0] if e.errors else {}
-    line, col = err.get("line"), err.get("col")
+    line, col = err.get("line") or 1, err.get("col") or 1
+    near = err.get("highlight") or ""
     description = err.get("description") or str(e)
-    if line is None or col is None:
-        return f"lakerules: OPTIMIZE syntax error: {description}"
-    col = max(1, col - max(len(err.get("highlight") or ""), 1) + 1)  # sqlglot gives the token's last column
-    text = sql.splitlines()[line - 1] if sql.splitlines() else sql
-    return f"lakerules: OPTIMIZE syntax error at line {line}, column {col}: {description}\n  {text}\n  {' ' * max(col - 1, 0)}^"
+    col = max(1, col - max(len(near), 1) + 1)  # sqlglot gives the token's last column
+    lines = sql.splitlines() or [sql]
+    text = lines[min(line, len(lines)) - 1]
+    message = f"lakerules: OPTIMIZE syntax error at line {line}, column {col}: {description}\n  {text}\n  {' ' * (col - 1)}^"
+    return LakeSyntaxError(message, sql, line, col, near, f": {description}")

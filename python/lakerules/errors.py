@@ -17,3 +17,12 @@ class CatalogError(LakeError):
         self.kind = kind
         self.namespace = tuple(namespace)
         self.name = name
+
+
+class LakeSyntaxError(LakeError):
+    """A statement lakerules parses has a syntax error: ``near`` the text at 1-based ``line`` and
+    ``column`` ('' when the statement ends too early); Spark reports it as its own ParseException."""
+
+    def __init__(self, message: str, sql: str, line: int, column: int, near: str, hint: str):
+        super().__init__(message)
+        self.sql, self.line, self.column, self.near, self.hint = sql, line, column, near, hint
