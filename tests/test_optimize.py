@@ -269,24 +269,42 @@ def test_zorder_again_is_a_noop_and_new_files_recluster_by_cube(spark, ns, icebe
     assert (m.numFilesAdded, m.numFilesRemoved, m.zOrderStats.inputNumCubes) == (0, 0, 2)
     assert table_of(iceberg_catalog, table).current_snapshot().snapshot_id == snapshot
 
-    # new rows in partition p only: p's unstable cube and the new file become one new cube; q stays
+    # a few new rows in partition p: clustered on their own (they are under 10% of p's cube); q stays
+    cube = {f.file_path for f in first if f.partition[0] == "p"}
     spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, id, 'n', 0.0, 'p' FROM range(100)")
+    rows = engines.lakerules(table)
     m = run(spark, f"OPTIMIZE {table} ZORDER BY (a, b)")
-    assert (m.partitionsOptimized, m.zOrderStats.mergedNumCubes) == (1, 1)
-    now = live_files(iceberg_catalog, table)
-    assert {f.file_path for f in now if f.partition[0] == "q"} == {f.file_path for f in first if f.partition[0] == "q"}
+    assert (m.partitionsOptimized, m.numFilesRemoved, m.numFilesAdded, m.zOrderStats.mergedNumCubes) == (1, 1, 1, 0)
+    assert m.numFilesSkippedToReduceWriteAmplification == len(cube)
+    now = {f.file_path for f in live_files(iceberg_catalog, table)}
+    assert {f.file_path for f in first} <= now  # neither p's cube nor q was rewritten
+    assert engines.assert_same(table) == rows
+    m = run(spark, f"OPTIMIZE {table} ZORDER BY (a, b)")
+    assert m.numFilesAdded == 0  # the small cube is clustered already
 
-    # with a cube counted stable, new rows are clustered on their own: the cube is not rewritten
-    cube = {f.file_path for f in now if f.partition[0] == "p"}
-    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('lakerules.optimize.zorder.minCubeSize' = '1')")
+    # more new rows: they and the small cube make a new small cube; the large cube stays
     spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, id, 'n', 0.0, 'p' FROM range(100, 200)")
+    m = run(spark, f"OPTIMIZE {table} ZORDER BY (a, b)")
+    assert (m.numFilesRemoved, m.numFilesAdded, m.zOrderStats.mergedNumCubes) == (2, 1, 1)
+    assert cube <= {f.file_path for f in live_files(iceberg_catalog, table)}
+
+    # with incrementalRatio 0, p's cubes merge into one again
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('lakerules.optimize.zorder.incrementalRatio' = '0')")
+    m = run(spark, f"OPTIMIZE {table} ZORDER BY (a, b)")
+    assert (m.partitionsOptimized, m.zOrderStats.mergedNumCubes, m.zOrderStats.numOutputCubes) == (1, 2, 1)
+    assert not cube & {f.file_path for f in live_files(iceberg_catalog, table)}
+
+    # a cube of minCubeSize is never merged: new rows are clustered on their own
+    cube = {f.file_path for f in live_files(iceberg_catalog, table) if f.partition[0] == "p"}
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('lakerules.optimize.zorder.minCubeSize' = '1')")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, id, 'n', 0.0, 'p' FROM range(200, 300)")
     rows = engines.lakerules(table)
     m = run(spark, f"OPTIMIZE {table} ZORDER BY (a, b)")
     assert (m.numFilesRemoved, m.numFilesAdded, m.numFilesSkippedToReduceWriteAmplification) == (1, 1, len(cube))
     assert cube <= {f.file_path for f in live_files(iceberg_catalog, table)}
     assert engines.assert_same(table) == rows
     m = run(spark, f"OPTIMIZE {table} ZORDER BY (a, b)")
-    assert m.numFilesAdded == 0  # two stable cubes per partition at most: nothing to merge
+    assert m.numFilesAdded == 0  # two stable cubes: nothing to merge
 
     # other columns: nothing is clustered by them yet
     count = len(live_files(iceberg_catalog, table))

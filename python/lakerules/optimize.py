@@ -15,13 +15,14 @@ does: the table's location and a struct of metrics.
      or more delete files, sorted by size and packed into bins of at most targetFileSize; a bin
      of one file is rewritten only for its deletes. Files of z-order cubes are left alone unless
      they carry that many deletes.
-   - with ZORDER BY, cubes (Delta's ZCubes): the files one OPTIMIZE ZORDER BY wrote in a
-     partition form a cube, known by the snapshot that added them (its summary records the
+   - with ZORDER BY, cubes (as Databricks' ZCubes): the files one OPTIMIZE ZORDER BY wrote in
+     a partition form a cube, known by the snapshot that added them (its summary records the
      columns as field ids, ``lakerules.zorder.columns``). A partition's new files (in no cube of
-     these columns, or with deleteFileThreshold deletes) and its unstable cubes (smaller than
-     minCubeSize) are z-ordered together into one new cube of round(size / targetFileSize)
-     files; stable cubes stay. A partition with no new files and at most one unstable cube is
-     already clustered: it is skipped, so running the same OPTIMIZE again is a no-op.
+     these columns, or with deleteFileThreshold deletes) and its cubes are z-ordered together
+     into one new cube of round(size / targetFileSize) files, except cubes that stay: those of
+     at least minCubeSize, and the largest other one when the rest is at most incrementalRatio
+     of it (new rows are then clustered on their own). A partition with nothing to rewrite but
+     one cube is already clustered: running the same OPTIMIZE again is a no-op.
 4. Rewrite with Spark: the scan applies the files' deletes; lakerules.zorder clusters.
 5. Commit one "replace" snapshot (lakerules.commit.rewrite): atomic, validated against commits
    made meanwhile, delete files that no longer apply to any live data file removed.
@@ -65,6 +66,7 @@ SETTINGS = {
     "zorder.numRanges": 1000,
     "zorder.addNoise": True,
     "zorder.minCubeSize": 100 << 30,
+    "zorder.incrementalRatio": 0.1,
 }
 
 # Run between the rewrite's writes and its commit; tests put a concurrent commit here.
@@ -106,6 +108,7 @@ class Settings:
     num_ranges: int
     add_noise: bool
     min_cube_size: int
+    incremental_ratio: float
 
     @classmethod
     def of(cls, ctx, table) -> "Settings":
@@ -123,6 +126,14 @@ class Settings:
                 if raw.lower() not in ("true", "false"):
                     raise LakeError(f"lakerules: {where}={raw!r}: expected true or false")
                 return raw.lower() == "true"
+            if isinstance(default, float):
+                try:
+                    ratio = float(raw)
+                except ValueError:
+                    ratio = -1.0
+                if not ratio >= 0:
+                    raise LakeError(f"lakerules: {where}={raw!r}: expected a number >= 0")
+                return ratio
             try:
                 value = int(raw)
             except ValueError:
@@ -132,7 +143,7 @@ class Settings:
             return value
 
         s = cls(get("targetFileSize"), get("minFileSize"), get("deleteFileThreshold"), get("zorder.numRanges"),
-                get("zorder.addNoise"), get("zorder.minCubeSize"))
+                get("zorder.addNoise"), get("zorder.minCubeSize"), get("zorder.incrementalRatio"))
         if not 2 <= s.num_ranges <= zorder.MAX_RANGES:
             raise LakeError(f"lakerules: spark.lakerules.optimize.zorder.numRanges must be between 2 and {zorder.MAX_RANGES}")
         return s
@@ -358,7 +369,14 @@ def _size(files) -> int:
 
 
 def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: Settings, stats: _Stats) -> list[_Unit]:
-    """One partition's z-order: its new files and unstable cubes into one new cube, or nothing."""
+    """One partition's z-order: its new files and unstable cubes into one new cube, or nothing.
+
+    A cube of at least minCubeSize stays. So does the largest smaller one when all that would be
+    merged into it (new files, other small cubes) is at most incrementalRatio of its size: at
+    most about that share of the partition's files then lie outside its layout, so skipping
+    stays near its own, and the new rows are clustered on their own instead of rewriting it.
+    When what is left to rewrite is one cube or nothing, the partition is already clustered.
+    """
     cubes: dict[int, list[PlannedFile]] = defaultdict(list)
     new = []
     for p in files:
@@ -369,13 +387,15 @@ def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: 
     stats.cube_files += [p.file for c in cubes.values() for p in c]
     stats.other_files += [p.file for p in new]
     stats.cubes += len(cubes)
-    unstable = [c for c in cubes.values() if _size(c) < settings.min_cube_size]
-    stable = [c for c in cubes.values() if _size(c) >= settings.min_cube_size]
-    if not new and len(unstable) <= 1:
+    kept = [c for c in cubes.values() if _size(c) >= settings.min_cube_size]
+    merged = sorted((c for c in cubes.values() if _size(c) < settings.min_cube_size), key=_size)
+    if merged and _size(new) + sum(_size(c) for c in merged[:-1]) <= settings.incremental_ratio * _size(merged[-1]):
+        kept.append(merged.pop())  # the largest small cube: the rest is small beside it
+    if not new and len(merged) <= 1:
         return []  # already clustered by these columns
-    stats.skipped_to_reduce_write += [p.file for c in stable for p in c]
-    rewrite = new + [p for c in unstable for p in c]
-    return [_Unit(rewrite, max(1, round(_size(rewrite) / settings.target_file_size)), len(unstable))]
+    stats.skipped_to_reduce_write += [p.file for c in kept for p in c]
+    rewrite = new + [p for c in merged for p in c]
+    return [_Unit(rewrite, max(1, round(_size(rewrite) / settings.target_file_size)), len(merged))]
 
 
 def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settings, stats: _Stats) -> list[_Unit]:
