@@ -22,10 +22,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import foundation  # noqa: E402
+import optimize  # noqa: E402
 import scan  # noqa: E402
 from common import Report, load, machine, session  # noqa: E402
 
-MODULES = {"foundation": ("Foundation", foundation), "scan": ("Scan planning", scan)}
+MODULES = {
+    "foundation": ("Foundation", foundation),
+    "scan": ("Scan planning", scan),
+    "optimize": ("OPTIMIZE ZORDER BY", optimize),
+}
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = "# Benchmark results\n\nRatios are measured side by side in one run; absolute times are this machine's.\n"
 
