@@ -33,6 +33,7 @@ demo:
 	$(PY) examples/quickstart.py
 
 bench:
+	$(PY) -m pip install -q -e '.[test,bench]'
 	$(PY) bench/run.py
 
 clean:

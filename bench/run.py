@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import delete  # noqa: E402
 import foundation  # noqa: E402
+import optimize  # noqa: E402
 import scan  # noqa: E402
 import update  # noqa: E402
 from common import Report, load, machine, session  # noqa: E402
@@ -32,6 +33,7 @@ MODULES = {
     "scan": ("Scan planning", scan),
     "delete": ("DELETE FROM", delete),
     "update": ("UPDATE", update),
+    "optimize": ("OPTIMIZE ZORDER BY", optimize),
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = "# Benchmark results\n\nRatios are measured side by side in one run; absolute times are this machine's.\n"

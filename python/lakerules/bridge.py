@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from lakerules import plan as P, registry, statements
 from lakerules.catalogs import Catalogs
 from lakerules.context import Context
-from lakerules.errors import CatalogError, LakeError
+from lakerules.errors import CatalogError, LakeError, LakeSyntaxError
 from lakerules.scan import lower_scan
 
 log = logging.getLogger("lakerules")
@@ -45,6 +45,8 @@ class Backend:
     def parse(self, jsession, sql_text):
         try:
             return statements.parse(self.context(jsession), sql_text)
+        except LakeSyntaxError as e:  # Spark's own ParseException: the one a parser may throw
+            return self.spark._jvm.io.lakerules.Bridge.parseError(e.sql, e.line, e.column - 1, e.near, e.hint)
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
             return self.java_error(e)
 

@@ -290,3 +290,237 @@ def row_delta(table: Table, data_files: list, delete_files: list, summary: dict 
             f"lakerules: conflict on {table.name()}: {e}. Another commit changed what this statement "
             "read; nothing was committed. Run the statement again."
         ) from e
+
+
+# ---- rewrites: the same rows in other files (OPTIMIZE) ------------------------------------------
+#
+# A rewrite removes data files and adds files that hold the same rows with their deletes applied,
+# in one snapshot of operation "replace", and removes the delete files that then apply to no live
+# data file. The added files keep the data sequence number of the snapshot the rewrite read, as
+# Iceberg's RewriteFiles does with use-starting-sequence-number: an equality delete committed at
+# or before that snapshot has a sequence number <= it, so it does not apply to them (the spec
+# applies equality deletes to strictly older data, and its rows are already gone), while one
+# committed concurrently has a higher number and still applies to the rows it was meant for. A
+# position delete names files by path: one committed concurrently against a removed file would be
+# lost, so the commit fails instead, as it does when a removed file was concurrently removed.
+
+# This section's imports sit here, apart from the module's, so that it merges as one block.
+import re  # noqa: E402
+
+from pyiceberg.exceptions import ValidationException  # noqa: E402
+from pyiceberg.manifest import DataFileContent  # noqa: E402
+from pyiceberg.table import TableProperties  # noqa: E402
+from pyiceberg.table.refs import MAIN_BRANCH  # noqa: E402
+from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries  # noqa: E402
+from pyiceberg.table.update.snapshot import _SnapshotProducer  # noqa: E402
+
+
+class RewriteConflict(ValidationException):
+    """A commit since the rewrite's starting snapshot conflicts with it; nothing was committed."""
+
+
+def rewrite(table: Table, starting_snapshot_id: int, removed: list, added: list, removed_deletes: list,
+            deletes_needed: set[str], summary: dict | None = None) -> list:
+    """Replace the data files ``removed`` by ``added`` (the same rows, deletes applied), as read at
+    ``starting_snapshot_id``. ``removed_deletes`` are delete files that applied to removed files;
+    each is dropped unless still needed by a live data file: ``deletes_needed`` are the paths of
+    those needed at the starting snapshot, and after concurrent commits it is computed again.
+    Raises RewriteConflict when a concurrent commit removed a removed file or added position deletes
+    that may apply to one; pyiceberg retries a commit that lost a race, validating again.
+    Returns the delete files removed."""
+    if not removed and not added:
+        return []
+    with table.transaction() as tx:
+        producer = _RewriteFiles(
+            tx, table.io, starting_snapshot_id, removed, added, removed_deletes, deletes_needed,
+            {**LAKERULES_SUMMARY, **(summary or {})},
+        )
+        with producer:
+            pass
+    return list(producer._dropped_deletes.values())
+
+
+class _RewriteFiles(_SnapshotProducer):
+    def __init__(self, transaction, io, starting_snapshot_id: int, removed, added, removed_deletes,
+                 deletes_needed: set[str], snapshot_properties: dict):
+        super().__init__(operation=Operation.REPLACE, transaction=transaction, io=io,
+                         snapshot_properties=snapshot_properties)
+        metadata = transaction.table_metadata
+        start = metadata.snapshot_by_id(starting_snapshot_id)
+        if start is None:
+            raise RewriteConflict(f"the snapshot the rewrite read ({starting_snapshot_id}) is no longer in the table")
+        # the commit window pyiceberg validates retries against starts where the rewrite read
+        self._starting_snapshot_id = starting_snapshot_id
+        self._start_sequence_number = start.sequence_number if metadata.format_version >= 2 else None
+        self._removed = {f.file_path: f for f in removed}
+        self._added_data_files = list(added)
+        self._candidate_deletes = {f.file_path: f for f in removed_deletes}
+        self._deletes_needed_at_start = set(deletes_needed)
+        self._dropped_deletes: dict[str, object] = {}
+
+    def _validate_concurrency(self) -> None:
+        """Validation runs in _commit, on the first attempt as on every retry."""
+
+    def _commit(self):
+        metadata = self._transaction.table_metadata
+        head = metadata.snapshot_by_name(MAIN_BRANCH)
+        concurrent = self._snapshots_since_start(metadata, head)
+        for snapshot in concurrent:
+            self._validate_snapshot(snapshot)
+        self._dropped_deletes = self._deletes_to_drop(head, bool(concurrent))
+        return super()._commit()
+
+    def _snapshots_since_start(self, metadata, head) -> list:
+        out, snapshot = [], head
+        while snapshot is not None and snapshot.snapshot_id != self._starting_snapshot_id:
+            out.append(snapshot)
+            parent = snapshot.parent_snapshot_id
+            snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
+        if snapshot is None:
+            raise RewriteConflict(
+                f"the snapshot the rewrite read ({self._starting_snapshot_id}) is no longer an ancestor of the "
+                "table's current snapshot (rolled back meanwhile)"
+            )
+        return out
+
+    def _validate_snapshot(self, snapshot) -> None:
+        """A concurrent snapshot conflicts when it removed a file being rewritten, or added position
+        deletes that may apply to one (equality deletes still apply: see above)."""
+        operation = snapshot.summary.operation.value if snapshot.summary else "?"
+        for manifest in snapshot.manifests(self._io):
+            if manifest.added_snapshot_id != snapshot.snapshot_id:
+                continue
+            for entry in manifest.fetch_manifest_entry(self._io, discard_deleted=False):
+                if entry.snapshot_id != snapshot.snapshot_id:
+                    continue
+                f = entry.data_file
+                if entry.status == ManifestEntryStatus.DELETED and f.file_path in self._removed:
+                    raise RewriteConflict(
+                        f"snapshot {snapshot.snapshot_id} ({operation}) committed meanwhile removed data file "
+                        f"{f.file_path}, which this rewrite replaces"
+                    )
+                if entry.status == ManifestEntryStatus.ADDED and f.content == DataFileContent.POSITION_DELETES:
+                    hit = next((d for d in self._removed.values() if _position_delete_may_apply(f, d)), None)
+                    if hit is not None:
+                        raise RewriteConflict(
+                            f"snapshot {snapshot.snapshot_id} ({operation}) committed meanwhile deleted rows of data file "
+                            f"{hit.file_path} by position, which this rewrite replaces"
+                        )
+
+    def _deletes_to_drop(self, head, moved: bool) -> dict:
+        if not self._candidate_deletes:
+            return {}
+        if moved:
+            from lakerules.planning import plan_scan
+
+            plan = plan_scan(self._transaction._table, head.snapshot_id)
+            needed = {
+                d.file_path
+                for p in plan.files
+                if p.file.file_path not in self._removed
+                for d in (*p.position_deletes, *p.equality_deletes)
+            }
+        else:
+            needed = self._deletes_needed_at_start
+        return {path: f for path, f in self._candidate_deletes.items() if path not in needed}
+
+    def _manifests(self):
+        metadata = self._transaction.table_metadata
+        gone = set(self._removed) | set(self._dropped_deletes)
+        manifests, deleted = [], []
+        parent = metadata.snapshot_by_id(self._parent_snapshot_id)
+        for manifest in parent.manifests(self._io):
+            entries = manifest.fetch_manifest_entry(self._io, discard_deleted=True)
+            if not any(e.data_file.file_path in gone for e in entries):
+                manifests.append(manifest)
+                continue
+            kept = []
+            for e in entries:
+                (deleted if e.data_file.file_path in gone else kept).append(e)
+            if kept:
+                with self._writer(manifest.content, manifest.partition_spec_id) as writer:
+                    for e in kept:
+                        writer.existing(e)
+                manifests.append(writer.to_manifest_file())
+        missing = set(self._removed) - {e.data_file.file_path for e in deleted}
+        if missing:
+            raise RewriteConflict(f"data files this rewrite replaces are no longer in the table: {sorted(missing)}")
+        # The deletes really dropped are those still live; another commit may have dropped some.
+        live = {e.data_file.file_path for e in deleted}
+        self._dropped_deletes = {p: f for p, f in self._dropped_deletes.items() if p in live}
+        if self._added_data_files:
+            with self.new_manifest_writer(metadata.spec()) as writer:
+                for f in self._added_data_files:
+                    writer.add_entry(
+                        ManifestEntry.from_args(
+                            status=ManifestEntryStatus.ADDED,
+                            snapshot_id=self._snapshot_id,
+                            sequence_number=self._start_sequence_number,
+                            file_sequence_number=None,
+                            data_file=f,
+                        )
+                    )
+            manifests.append(writer.to_manifest_file())
+        groups = defaultdict(list)
+        for e in deleted:
+            content = ManifestContent.DATA if e.data_file.content == DataFileContent.DATA else ManifestContent.DELETES
+            groups[(content.value, e.data_file.spec_id)].append(e)
+        for (content, spec_id), entries in sorted(groups.items()):
+            with self._writer(ManifestContent(content), spec_id) as writer:
+                for e in entries:
+                    writer.delete(e)
+            manifests.append(writer.to_manifest_file())
+        return manifests
+
+    def _writer(self, content: ManifestContent, spec_id: int):
+        spec = self._transaction.table_metadata.specs()[spec_id]
+        if content == ManifestContent.DELETES:
+            return _DeleteManifestWriter(
+                spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
+                snapshot_id=self._snapshot_id, avro_compression=self._compression,
+            )
+        return self.new_manifest_writer(spec)
+
+    def _deleted_entries(self):
+        return []  # written by _manifests
+
+    def _existing_manifests(self):
+        return []  # written by _manifests
+
+    def _summary(self, snapshot_properties=EMPTY_DICT) -> Summary:
+        metadata = self._transaction.table_metadata
+        schema, specs = metadata.schema(), metadata.specs()
+        limit = int(metadata.properties.get(TableProperties.WRITE_PARTITION_SUMMARY_LIMIT,
+                                            TableProperties.WRITE_PARTITION_SUMMARY_LIMIT_DEFAULT))
+        collector = SnapshotSummaryCollector(partition_summary_limit=limit)
+        for f in self._added_data_files:
+            collector.add_file(data_file=f, schema=schema, partition_spec=metadata.spec())
+        for f in [*self._removed.values(), *self._dropped_deletes.values()]:
+            collector.remove_file(data_file=f, schema=schema, partition_spec=specs[f.spec_id])
+        parent = metadata.snapshot_by_id(self._parent_snapshot_id) if self._parent_snapshot_id is not None else None
+        # pyiceberg keeps totals for append/overwrite/delete only: count as an overwrite, then say replace
+        totals = update_snapshot_summaries(
+            Summary(operation=Operation.OVERWRITE, **collector.build(), **snapshot_properties),
+            previous_summary=parent.summary if parent is not None else None,
+        )
+        properties = {k: v for k, v in totals.model_dump().items() if k != "operation"}
+        return Summary(operation=Operation.REPLACE, **properties)
+
+
+_PATH_FIELD_ID = 2147483546
+
+
+def _position_delete_may_apply(delete_file, data_file) -> bool:
+    """As scan planning decides: same spec and partition, and the data file's path within the
+    delete file's file_path bounds (compared in the written form and in local-path normal form)."""
+    if delete_file.spec_id != data_file.spec_id or tuple(delete_file.partition or ()) != tuple(data_file.partition or ()):
+        return False
+    lower = (delete_file.lower_bounds or {}).get(_PATH_FIELD_ID)
+    upper = (delete_file.upper_bounds or {}).get(_PATH_FIELD_ID)
+    if lower is None or upper is None:
+        return True
+    def normal(p: str) -> str:
+        return re.sub(r"^file:/*", "/", p)
+
+    lo, hi, path = lower.decode("utf-8", "replace"), upper.decode("utf-8", "replace"), data_file.file_path
+    return lo <= path <= hi or normal(lo) <= normal(path) <= normal(hi)

@@ -22,3 +22,12 @@ class CatalogError(LakeError):
 class ConflictError(LakeError):
     """Another commit changed what a statement read in a way its own commit cannot go over
     (a data file it deletes from was removed, or rows it should have seen were added)."""
+
+
+class LakeSyntaxError(LakeError):
+    """A statement lakerules parses has a syntax error: ``near`` the text at 1-based ``line`` and
+    ``column`` ('' when the statement ends too early); Spark reports it as its own ParseException."""
+
+    def __init__(self, message: str, sql: str, line: int, column: int, near: str, hint: str):
+        super().__init__(message)
+        self.sql, self.line, self.column, self.near, self.hint = sql, line, column, near, hint

@@ -66,6 +66,9 @@ def empty_result(spark: SparkSession):
 
 def result_rows(spark: SparkSession, rows: list[tuple], schema: str):
     """A LocalRelation of a few result rows, e.g. DML's num_affected_rows."""
+    flat = "<" not in schema and all(v is None or isinstance(v, (bool, int, str)) for r in rows for v in r)
+    if not flat:  # nested results (OPTIMIZE's metrics struct): Spark builds them from Python objects
+        return analyzed(spark.createDataFrame(rows, schema))
     columns = [tuple(part.strip().split(None, 1)) for part in schema.split(",")]
     return analyzed(values_frame(spark, rows, [(n, t.upper()) for n, t in columns]))
 

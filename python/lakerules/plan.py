@@ -165,7 +165,7 @@ class StatementCommand(Command):
     run_fn: Callable = field(repr=False)
 
     def describe(self) -> str:
-        return f"StatementCommand {self.table}"
+        return getattr(self.run_fn, "description", None) or f"StatementCommand {self.table}"
 
     def run(self, ctx, lower):
         table = ctx.catalogs.load(self.table.catalog, self.table.namespace, self.table.name)

@@ -46,6 +46,7 @@ class PlannedFile:
     sequence_number: int
     position_deletes: tuple[DataFile, ...] = ()
     equality_deletes: tuple[DataFile, ...] = ()
+    snapshot_id: int | None = None  # the snapshot that added the file
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
                 sequence_number=seq,
                 position_deletes=tuple(sorted(positions.for_data_file(seq, f, partition_key=f.partition), key=_path)),
                 equality_deletes=tuple(sorted(equality.for_data_file(seq, f), key=_path)),
+                snapshot_id=entry.snapshot_id,
             )
         )
     used_pos = {d.file_path: d for p in planned for d in p.position_deletes}

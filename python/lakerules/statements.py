@@ -33,7 +33,8 @@ EXPLAIN_COLUMN = "__lakerules_explain__"
 
 # What the shim routes to Python: the start of each statement above, and EXPLAIN (so that
 # explaining a lake command never runs it).
-ROUTES = rf"\s*(?:ALTER\s+TABLE\s+{_IDENT}\s+(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b)"
+ROUTES = rf"\s*(?:ALTER\s+TABLE\s+{_IDENT}\s+(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b)"
+_OPTIMIZE = re.compile(r"\s*OPTIMIZE\b", re.IGNORECASE)
 
 
 MARKER = "__lakerules_command_"
@@ -51,6 +52,11 @@ def parse(ctx, sql_text: str):
     if m:
         op, rest = m.group("op").upper(), m.group("rest")
         return _marked(ctx, m.group("table"), lambda ctx, table: _partition_field(ctx, table, op, rest))
+    if _OPTIMIZE.match(sql_text):  # OPTIMIZE ... [ZORDER BY ...]: lakerules.optimize
+        from lakerules import optimize
+
+        statement = optimize.parse(sql_text)
+        return _marked(ctx, statement.table, optimize.command(statement))
     return None  # not ours: Spark's parser takes it
 
 

@@ -111,26 +111,30 @@ def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> lis
 
 def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields=None,
                 content: DataFileContent = DataFileContent.DATA, equality_ids=None,
-                cluster: bool = False) -> list[DataFile]:
+                cluster: bool = False, order_by: tuple[str, ...] = ()) -> list[DataFile]:
     """Write df as files of the table's current spec: its columns are ``fields`` (default: all the
     table's columns), in order; ``content`` and ``equality_ids`` say what kind of file it is.
     ``cluster`` shuffles rows by partition first, so each partition is one task's one file (for
-    delete files: few and small)."""
+    delete files: few and small). ``order_by`` names columns of df after those, which order the
+    rows within each written file and are not written."""
     schema, spec = table.schema(), table.spec()
     fields = fields if fields is not None else schema.as_struct().fields
-    if len(df.columns) != len(fields):
+    if len(df.columns) != len(fields) + len(order_by):
         raise LakeError(f"lakerules: writing {len(df.columns)} columns into {table.name()}, which has {len(fields)}")
     columns = []
     for i, f in enumerate(fields):
         spark_type = schemas.iceberg_type_to_spark(f.field_type, with_ids=True)
         columns.append(df[i].cast(spark_type).alias(f.name, metadata={schemas.FIELD_ID: f.field_id}))
-    part_cols = partitioning.partition_columns(spec, schema, catalog_name, {f.name for f in fields})
+    part_cols = partitioning.partition_columns(spec, schema, catalog_name, {f.name for f in fields} | set(order_by))
     # The partition columns read the source columns by their table names, so select those first.
-    out = df.select(*columns)
+    out = df.select(*columns, *[df[c] for c in order_by])
     if part_cols:
         out = out.select("*", *[p.expr for p in part_cols])
     if cluster:
         out = out.repartition(*[F.col(p.dir_name) for p in part_cols]) if part_cols else out.coalesce(1)
+    if order_by:
+        # Sorted by the partition columns first, as Spark's writer needs: it then adds no sort of its own.
+        out = out.sortWithinPartitions(*[F.col(p.dir_name) for p in part_cols], *order_by).drop(*order_by)
 
     target = _new_target(table)
     writer = (

@@ -266,6 +266,28 @@ public final class Bridge {
         scala.collection.immutable.Map$.MODULE$.empty(), new org.apache.spark.QueryContext[0]);
   }
 
+  /**
+   * Spark's own syntax error (PARSE_SYNTAX_ERROR, with the statement and a caret under the
+   * position) for a statement the Python parser rejects. The parser may throw no other checked
+   * exception: ParserInterface declares only ParseException, and the proxy would wrap it.
+   * near is the offending text, or empty at the end of the statement; position is 0-based.
+   */
+  public static org.apache.spark.sql.catalyst.parser.ParseException parseError(
+      String sql, int line, int position, String near, String hint) {
+    scala.Option<Object> none = scala.Option.empty();
+    org.apache.spark.sql.catalyst.trees.Origin origin = new org.apache.spark.sql.catalyst.trees.Origin(
+        scala.Option.apply((Object) line), scala.Option.apply((Object) position), none, none,
+        scala.Option.empty(), scala.Option.empty(), scala.Option.empty(), scala.Option.empty(),
+        scala.Option.empty(), scala.Option.empty());
+    java.util.Map<String, String> javaParams = new java.util.LinkedHashMap<>();
+    javaParams.put("error", near.isEmpty() ? "end of input" : "'" + near + "'");
+    javaParams.put("hint", hint);
+    scala.collection.immutable.Map<String, String> params = scala.collection.immutable.Map$.MODULE$
+        .from(scala.jdk.javaapi.CollectionConverters.asScala(javaParams));
+    return new org.apache.spark.sql.catalyst.parser.ParseException(
+        scala.Option.apply(sql), origin, "PARSE_SYNTAX_ERROR", params);
+  }
+
   @SuppressWarnings("unchecked")
   static <T extends Throwable> RuntimeException sneakyThrow(Throwable t) throws T {
     throw (T) t;

@@ -37,6 +37,8 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 import io.lakerules.functions.BucketFunction;
+import io.lakerules.functions.InterleaveBitsFunction;
+import io.lakerules.functions.RangeIdFunction;
 import io.lakerules.functions.TruncateFunction;
 
 /**
@@ -44,7 +46,8 @@ import io.lakerules.functions.TruncateFunction;
  * answered by Python (a pyiceberg catalog configured from spark.sql.catalog.NAME.*); this class
  * only turns Spark's arguments into JSON and the answers back into Spark's types and exceptions.
  * It also serves the Iceberg transforms that must run per row in the JVM as functions
- * NAME.system.bucket(n, col) and NAME.system.truncate(w, col).
+ * NAME.system.bucket(n, col) and NAME.system.truncate(w, col), and those OPTIMIZE ... ZORDER BY
+ * needs: NAME.system.range_id(value, bounds) and NAME.system.interleave_bits(bits, ids).
  */
 public final class LakeCatalog implements TableCatalog, SupportsNamespaces, FunctionCatalog {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -380,7 +383,9 @@ public final class LakeCatalog implements TableCatalog, SupportsNamespaces, Func
   @Override
   public Identifier[] listFunctions(String[] namespace) {
     if (Arrays.equals(namespace, SYSTEM) || namespace.length == 0) {
-      return new Identifier[] {Identifier.of(SYSTEM, "bucket"), Identifier.of(SYSTEM, "truncate")};
+      return new Identifier[] {
+        Identifier.of(SYSTEM, "bucket"), Identifier.of(SYSTEM, "truncate"),
+        Identifier.of(SYSTEM, "range_id"), Identifier.of(SYSTEM, "interleave_bits")};
     }
     return new Identifier[0];
   }
@@ -390,6 +395,9 @@ public final class LakeCatalog implements TableCatalog, SupportsNamespaces, Func
     boolean system = ident.namespace().length == 0 || Arrays.equals(ident.namespace(), SYSTEM);
     if (system && ident.name().equalsIgnoreCase("bucket")) return new BucketFunction();
     if (system && ident.name().equalsIgnoreCase("truncate")) return new TruncateFunction();
+    // OPTIMIZE ... ZORDER BY: sampled-range ids and their z-value (lakerules.zorder)
+    if (system && ident.name().equalsIgnoreCase("range_id")) return new RangeIdFunction();
+    if (system && ident.name().equalsIgnoreCase("interleave_bits")) return new InterleaveBitsFunction();
     throw new NoSuchFunctionException(ident);
   }
 }

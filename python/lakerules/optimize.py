@@ -1,0 +1,479 @@
+"""OPTIMIZE: compaction and z-order clustering of a lake table's data files (seed 001).
+
+    OPTIMIZE lake.db.t [WHERE <partition predicate>] [ZORDER BY (c1, c2, ...)]
+
+The statement runs at analysis, like lakerules' other statements, and returns one row as Delta's
+does: the table's location and a struct of metrics.
+
+1. Validate, before anything is read or written: the WHERE names only partition source columns
+   and translates exactly into an Iceberg predicate; each ZORDER BY column exists, is primitive,
+   is not an identity partition column (constant within a partition) and has min/max metrics.
+2. Plan the current snapshot's data files with their deletes (lakerules.planning); keep the
+   partitions of the current spec the WHERE's inclusive projection selects.
+3. Choose what to rewrite, per partition:
+   - without ZORDER BY, bin-packing: files smaller than minFileSize, or with deleteFileThreshold
+     or more delete files, sorted by size and packed into bins of at most targetFileSize; a bin
+     of one file is rewritten only for its deletes. Files of z-order cubes are left alone unless
+     they carry that many deletes.
+   - with ZORDER BY, cubes (as Databricks' ZCubes): the files one OPTIMIZE ZORDER BY wrote in
+     a partition form a cube, known by the snapshot that added them (its summary records the
+     columns as field ids, ``lakerules.zorder.columns``). A partition's new files (in no cube of
+     these columns, or with deleteFileThreshold deletes) and its cubes are z-ordered together
+     into one new cube of round(size / targetFileSize) files, except cubes that stay: those of
+     at least minCubeSize, and the largest other one when the rest is at most incrementalRatio
+     of it (new rows are then clustered on their own). A partition with nothing to rewrite but
+     one cube is already clustered: running the same OPTIMIZE again is a no-op.
+4. Rewrite with Spark: the scan applies the files' deletes; lakerules.zorder clusters.
+5. Commit one "replace" snapshot (lakerules.commit.rewrite): atomic, validated against commits
+   made meanwhile, delete files that no longer apply to any live data file removed.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from pyiceberg.exceptions import CommitFailedException, ValidationException
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions.visitors import expression_evaluator, inclusive_projection
+from pyiceberg.io.pyarrow import MetricModeTypes, compute_statistics_plan
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import StructType
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lakerules import commit, dialect, jvm as J, schema as schemas, zorder
+from lakerules.errors import LakeError
+from lakerules.expressions import to_iceberg
+from lakerules.plan import LakeScan, TableRef
+from lakerules.planning import PlannedFile, ScanPlan, plan_scan
+from lakerules.scan import scan_dataframe
+from lakerules.write import delete_files, write_files
+
+ZORDER_COLUMNS = "lakerules.zorder.columns"  # snapshot summary: the field ids a cube is z-ordered by
+_BIN = "__lakerules_bin"
+
+# Settings: spark.lakerules.optimize.<name> for the session, lakerules.optimize.<name> as a table
+# property (which wins). Defaults as Delta's (files) and Iceberg's (deletes); minCubeSize as
+# Databricks' ZCube merge strategy.
+SETTINGS = {
+    "targetFileSize": 1 << 30,
+    "minFileSize": 1 << 30,
+    "deleteFileThreshold": 2**31 - 1,
+    "zorder.numRanges": 1000,
+    "zorder.addNoise": True,
+    "zorder.minCubeSize": 100 << 30,
+    "zorder.incrementalRatio": 0.1,
+}
+
+# Run between the rewrite's writes and its commit; tests put a concurrent commit here.
+_before_commit = None
+
+
+@dataclass(frozen=True)
+class Statement:
+    table: str  # the table name, as Spark SQL
+    where: str | None  # the WHERE predicate as written
+    zorder: tuple[tuple[str, ...], ...]  # column paths
+    text: str  # the statement, normalized
+
+
+def parse(sql_text: str) -> Statement:
+    """The statement, or a LakeError giving the position of a syntax error."""
+    tree = dialect.parse_optimize(sql_text)
+    columns = tuple(tuple(p.name for p in c.parts) for c in tree.args.get("zorder") or ())
+    return Statement(
+        table=tree.this.sql(dialect=dialect.LakeSpark),
+        where=tree.args.get("where_text"),
+        zorder=columns,
+        text=tree.sql(dialect=dialect.LakeSpark),
+    )
+
+
+def command(statement: Statement):
+    """The function the statement's marker runs, fn(ctx, table); EXPLAIN shows its description."""
+    run_fn = functools.partial(run, statement=statement)
+    run_fn.description = statement.text
+    return run_fn
+
+
+@dataclass(frozen=True)
+class Settings:
+    target_file_size: int
+    min_file_size: int
+    delete_file_threshold: int
+    num_ranges: int
+    add_noise: bool
+    min_cube_size: int
+    incremental_ratio: float
+
+    @classmethod
+    def of(cls, ctx, table) -> "Settings":
+        def get(name: str):
+            default = SETTINGS[name]
+            raw = table.properties.get(f"lakerules.optimize.{name}")
+            where = f"table property lakerules.optimize.{name}"
+            if raw is None:
+                raw = ctx.conf(f"spark.lakerules.optimize.{name}", None)
+                where = f"spark.lakerules.optimize.{name}"
+            if raw is None:
+                return default
+            raw = str(raw).strip()
+            if isinstance(default, bool):
+                if raw.lower() not in ("true", "false"):
+                    raise LakeError(f"lakerules: {where}={raw!r}: expected true or false")
+                return raw.lower() == "true"
+            if isinstance(default, float):
+                try:
+                    ratio = float(raw)
+                except ValueError:
+                    ratio = -1.0
+                if not ratio >= 0:
+                    raise LakeError(f"lakerules: {where}={raw!r}: expected a number >= 0")
+                return ratio
+            try:
+                value = int(raw)
+            except ValueError:
+                value = 0
+            if value < 1:
+                raise LakeError(f"lakerules: {where}={raw!r}: expected a positive integer")
+            return value
+
+        s = cls(get("targetFileSize"), get("minFileSize"), get("deleteFileThreshold"), get("zorder.numRanges"),
+                get("zorder.addNoise"), get("zorder.minCubeSize"), get("zorder.incrementalRatio"))
+        if not 2 <= s.num_ranges <= zorder.MAX_RANGES:
+            raise LakeError(f"lakerules: spark.lakerules.optimize.zorder.numRanges must be between 2 and {zorder.MAX_RANGES}")
+        return s
+
+
+@dataclass
+class _Unit:
+    """Files rewritten together: a bin (one output file) or a partition's z-order cube."""
+
+    files: list[PlannedFile]
+    num_files: int
+    merged_cubes: int = 0
+
+
+@dataclass
+class _Stats:
+    considered: int = 0
+    skipped_to_reduce_write: list = field(default_factory=list)  # DataFiles left alone
+    other_spec: int = 0
+    cube_files: list = field(default_factory=list)
+    other_files: list = field(default_factory=list)
+    cubes: int = 0
+
+
+# ---- the statement ------------------------------------------------------------------------------
+
+
+def run(ctx, table, statement: Statement):
+    started = int(time.time() * 1000)
+    spark = ctx.spark
+    settings = Settings.of(ctx, table)
+    ref = TableRef(table.catalog.name, tuple(table.name()[:-1]), table.name()[-1])
+    schema, spec = table.schema(), table.spec()
+    # 1. validate
+    columns = _zorder_columns(table, ref, statement.zorder)
+    predicate = _partition_predicate(ctx, table, ref, statement.where)
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return _result(ctx, table, settings, statement, [], [], [], [], _Stats(), started, columns)
+    # 2. plan: every live data file with its deletes; the partitions the WHERE selects
+    scan = plan_scan(table, snapshot.snapshot_id)
+    selected = expression_evaluator(
+        Schema(*spec.partition_type(schema).fields), inclusive_projection(schema, spec)(predicate), True
+    )
+    partitions: dict[tuple, list[PlannedFile]] = defaultdict(list)
+    stats = _Stats()
+    for p in scan.files:
+        if p.file.spec_id != spec.spec_id:
+            stats.other_spec += 1  # written under an earlier partition spec: not rewritten
+        elif selected(p.file.partition):
+            partitions[tuple(p.file.partition)].append(p)
+    stats.considered = sum(len(files) for files in partitions.values())
+    # 3. choose
+    cubes_of = _cube_columns(table)
+    if columns:
+        ids = ",".join(str(f.field_id) for _, f in columns)
+        units = [u for files in partitions.values() for u in _zorder_units(files, ids, cubes_of, settings, stats)]
+    else:
+        units = [u for files in partitions.values() for u in _compaction_units(files, cubes_of, settings, stats)]
+    if not units:
+        return _result(ctx, table, settings, statement, units, [], [], [], stats, started, columns)
+    # 4. rewrite
+    if columns:
+        groups = [zorder.Group(_read(ctx, table, ref, snapshot.snapshot_id, u.files),
+                               sum(p.file.record_count for p in u.files), u.num_files) for u in units]
+        df = zorder.cluster(spark, ref.catalog, groups, [(path, f.field_type) for path, f in columns],
+                            settings.num_ranges, settings.add_noise)
+        order_by = (zorder.ZKEY,)
+    else:
+        # one task (one file) a bin; not coalesce(1) a bin: Spark would run a union of
+        # single-partition children as one task
+        frames = [_read(ctx, table, ref, snapshot.snapshot_id, u.files).select("*", F.lit(i).alias(_BIN))
+                  for i, u in enumerate(units)]
+        df = functools.reduce(DataFrame.unionByName, frames).repartitionById(len(units), F.col(_BIN)).drop(_BIN)
+        order_by = ()
+    written = write_files(spark, ref.catalog, table, df, order_by=order_by)
+    # 5. commit
+    removed = [p.file for u in units for p in u.files]
+    removed_paths = {f.file_path for f in removed}
+    candidates = {d.file_path: d for u in units for p in u.files for d in (*p.position_deletes, *p.equality_deletes)}
+    needed = {
+        d.file_path for p in scan.files if p.file.file_path not in removed_paths
+        for d in (*p.position_deletes, *p.equality_deletes)
+    }
+    summary = {"lakerules.operation": "optimize"}
+    if columns:
+        summary[ZORDER_COLUMNS] = ",".join(str(f.field_id) for _, f in columns)
+        summary["lakerules.zorder.column-names"] = ",".join(".".join(path) for path, _ in columns)
+    try:
+        if _before_commit is not None:
+            _before_commit(table)
+        table.refresh()
+    except BaseException:
+        delete_files(table, written)
+        raise
+    try:
+        dropped = commit.rewrite(table, snapshot.snapshot_id, removed, written, list(candidates.values()), needed, summary)
+    except (ValidationException, CommitFailedException) as e:
+        # certain not to have landed: the new files go; on any other error they stay (orphans,
+        # harmless), as the commit may have landed without saying so
+        delete_files(table, written)
+        raise LakeError(
+            f"lakerules: OPTIMIZE {ref} conflicts with a commit made while it ran, so nothing was committed "
+            f"(run OPTIMIZE again): {e}"
+        ) from None
+    return _result(ctx, table, settings, statement, units, removed, written, dropped, stats, started, columns)
+
+
+def _read(ctx, table, ref: TableRef, snapshot_id: int, files: list[PlannedFile]) -> DataFrame:
+    """The rows of these files, their deletes applied (the table's current schema)."""
+    plan = ScanPlan(files=tuple(files), total_data_files=len(files))
+    scan = LakeScan(table=ref, snapshot_id=snapshot_id, output=(), iceberg=table, schema=table.schema(), plan=plan)
+    return scan_dataframe(ctx, scan)
+
+
+# ---- validation ---------------------------------------------------------------------------------
+
+
+def _zorder_columns(table, ref: TableRef, paths) -> list:
+    """[(path, NestedField)] of the ZORDER BY columns, or a LakeError saying what is wrong."""
+    schema = table.schema()
+    identity_sources = {f.source_id for f in table.spec().fields if isinstance(f.transform, IdentityTransform)}
+    metrics = compute_statistics_plan(schema, table.properties)
+    out, seen = [], set()
+    for path in paths:
+        name = ".".join(path)
+        field = _find(schema, path)
+        if field is None:
+            top = ", ".join(f.name for f in schema.fields)
+            raise LakeError(f"lakerules: ZORDER BY column {name} does not exist in {ref}; its columns are {top}")
+        canonical = tuple(schema.find_column_name(field.field_id).split("."))
+        if field.field_id in seen:
+            raise LakeError(f"lakerules: ZORDER BY names column {name} twice")
+        seen.add(field.field_id)
+        if not field.field_type.is_primitive:
+            spark_type = schemas.iceberg_type_to_spark(field.field_type).simpleString()
+            raise LakeError(f"lakerules: ZORDER BY column {name} is of type {spark_type}; z-ordering needs a primitive column")
+        if field.field_id in identity_sources:
+            raise LakeError(
+                f"lakerules: ZORDER BY column {name} is a partition column of {ref} (identity): it has one value per "
+                "partition, so z-ordering by it does nothing; z-order by data columns"
+            )
+        mode = metrics.get(field.field_id)
+        if mode is None or mode.mode.type in (MetricModeTypes.NONE, MetricModeTypes.COUNTS):
+            kind = "none" if mode is None else mode.mode.type.value
+            raise LakeError(
+                f"lakerules: ZORDER BY column {name} has no min/max statistics in {ref} (metrics mode {kind}), so "
+                f"z-ordering by it cannot help skip files; set table property write.metadata.metrics.column.{name} "
+                "to truncate(16) or full first"
+            )
+        out.append((canonical, field))
+    return out
+
+
+def _find(schema, path: tuple[str, ...]):
+    """The field at a path of names (case-insensitive), through structs only."""
+    fields = schema.fields
+    field = None
+    for i, name in enumerate(path):
+        matches = [f for f in fields if f.name.lower() == name.lower()]
+        exact = [f for f in matches if f.name == name]
+        if not matches:
+            return None
+        field = (exact or matches)[0]
+        if i < len(path) - 1:
+            if not isinstance(field.field_type, StructType):
+                return None
+            fields = field.field_type.fields
+    return field
+
+
+def _partition_predicate(ctx, table, ref: TableRef, where: str | None):
+    """The WHERE as an Iceberg predicate over the table's partition source columns."""
+    if where is None:
+        return AlwaysTrue()
+    spec, schema = table.spec(), table.schema()
+    sources = {schema.find_field(f.source_id).name.lower(): schema.find_column_name(f.source_id) for f in spec.fields}
+    df = ctx.spark.table(_sql_name(ref)).where(where)  # Spark resolves names and types, and says when it cannot
+    plan = J.analyzed(df)
+    if J.simple_name(plan) != "Filter":
+        raise LakeError(f"lakerules: OPTIMIZE {ref} WHERE {where}: not a predicate on the table's rows")
+    condition = plan.condition()
+    names = sorted({a.name() for a in J.from_seq(condition.references().toSeq())})
+    outside = [n for n in names if n.lower() not in sources]
+    if outside or not names and spec.is_unpartitioned():
+        partitioned = ", ".join(sorted(sources.values())) or "nothing: it is not partitioned"
+        raise LakeError(
+            f"lakerules: OPTIMIZE WHERE may name only partition columns; {', '.join(outside) or where} "
+            f"is not one ({ref} is partitioned by {partitioned})"
+        )
+    expr, exact = to_iceberg(condition)
+    if not exact:
+        raise LakeError(
+            f"lakerules: OPTIMIZE {ref} WHERE {where}: the predicate must be comparisons of partition columns with "
+            "constants (=, <, <=, >, >=, IN, IS NULL, AND, OR, NOT)"
+        )
+    return expr
+
+
+def _sql_name(ref: TableRef) -> str:
+    return ".".join("`" + p.replace("`", "``") + "`" for p in (ref.catalog, *ref.namespace, ref.name))
+
+
+# ---- choosing files -----------------------------------------------------------------------------
+
+
+def _cube_columns(table) -> dict[int, str]:
+    """snapshot id -> the z-order columns (field ids) of the files it added, for OPTIMIZE ZORDER BY's."""
+    out = {}
+    for s in table.metadata.snapshots:
+        columns = s.summary.get(ZORDER_COLUMNS) if s.summary is not None else None
+        if columns:
+            out[s.snapshot_id] = columns
+    return out
+
+
+def _deletes(p: PlannedFile) -> int:
+    return len(p.position_deletes) + len(p.equality_deletes)
+
+
+def _size(files) -> int:
+    return sum(p.file.file_size_in_bytes for p in files)
+
+
+def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: Settings, stats: _Stats) -> list[_Unit]:
+    """One partition's z-order: its new files and unstable cubes into one new cube, or nothing.
+
+    A cube of at least minCubeSize stays. So does the largest smaller one when all that would be
+    merged into it (new files, other small cubes) is at most incrementalRatio of its size: at
+    most about that share of the partition's files then lie outside its layout, so skipping
+    stays near its own, and the new rows are clustered on their own instead of rewriting it.
+    When what is left to rewrite is one cube or nothing, the partition is already clustered.
+    """
+    cubes: dict[int, list[PlannedFile]] = defaultdict(list)
+    new = []
+    for p in files:
+        if cubes_of.get(p.snapshot_id) == ids and _deletes(p) < settings.delete_file_threshold:
+            cubes[p.snapshot_id].append(p)
+        else:
+            new.append(p)
+    stats.cube_files += [p.file for c in cubes.values() for p in c]
+    stats.other_files += [p.file for p in new]
+    stats.cubes += len(cubes)
+    kept = [c for c in cubes.values() if _size(c) >= settings.min_cube_size]
+    merged = sorted((c for c in cubes.values() if _size(c) < settings.min_cube_size), key=_size)
+    if merged and _size(new) + sum(_size(c) for c in merged[:-1]) <= settings.incremental_ratio * _size(merged[-1]):
+        kept.append(merged.pop())  # the largest small cube: the rest is small beside it
+    if not new and len(merged) <= 1:
+        return []  # already clustered by these columns
+    stats.skipped_to_reduce_write += [p.file for c in kept for p in c]
+    rewrite = new + [p for c in merged for p in c]
+    return [_Unit(rewrite, max(1, round(_size(rewrite) / settings.target_file_size)), len(merged))]
+
+
+def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settings, stats: _Stats) -> list[_Unit]:
+    """One partition's bin-packing: small files and files with many deletes, into target-size bins."""
+    candidates = []
+    for p in files:
+        heavy = _deletes(p) >= settings.delete_file_threshold
+        if p.snapshot_id in cubes_of and not heavy:
+            stats.skipped_to_reduce_write.append(p.file)  # a z-order cube keeps its layout
+        elif heavy or p.file.file_size_in_bytes < settings.min_file_size:
+            candidates.append(p)
+    bins, current, size = [], [], 0
+    for p in sorted(candidates, key=lambda p: (p.file.file_size_in_bytes, p.file.file_path)):
+        if current and size + p.file.file_size_in_bytes > settings.target_file_size:
+            bins.append(current)
+            current, size = [], 0
+        current.append(p)
+        size += p.file.file_size_in_bytes
+    if current:
+        bins.append(current)
+    # a bin of one file gains nothing, unless the rewrite drops its deletes
+    return [
+        _Unit(b, 1) for b in bins
+        if len(b) > 1 or _deletes(b[0]) >= settings.delete_file_threshold
+    ]
+
+
+# ---- the result row -----------------------------------------------------------------------------
+
+_SIZES = "STRUCT<min: BIGINT, max: BIGINT, avg: DOUBLE, totalFiles: BIGINT, totalSize: BIGINT>"
+_FILES = "STRUCT<num: BIGINT, size: BIGINT>"
+RESULT_SCHEMA = (
+    "path STRING, metrics STRUCT<"
+    f"numFilesAdded: BIGINT, numFilesRemoved: BIGINT, filesAdded: {_SIZES}, filesRemoved: {_SIZES}, "
+    "partitionsOptimized: BIGINT, "
+    f"zOrderStats: STRUCT<strategyName: STRING, inputCubeFiles: {_FILES}, inputOtherFiles: {_FILES}, "
+    f"inputNumCubes: BIGINT, mergedFiles: {_FILES}, numOutputCubes: BIGINT, mergedNumCubes: BIGINT>, "
+    "numBins: BIGINT, numBatches: BIGINT, totalConsideredFiles: BIGINT, totalFilesSkipped: BIGINT, "
+    "preserveInsertionOrder: BOOLEAN, numFilesSkippedToReduceWriteAmplification: BIGINT, "
+    "numBytesSkippedToReduceWriteAmplification: BIGINT, startTimeMs: BIGINT, endTimeMs: BIGINT, "
+    "totalClusterParallelism: BIGINT, totalScheduledTasks: BIGINT, "
+    "deleteFileStats: STRUCT<numDeleteFilesRemoved: BIGINT, numDeletedRowsRemoved: BIGINT>, "
+    "numFilesInOtherPartitionSpecs: BIGINT, numTableColumns: BIGINT, numTableColumnsWithStats: BIGINT>"
+)
+
+
+def _sizes(files) -> tuple:
+    sizes = [f.file_size_in_bytes for f in files]
+    if not sizes:
+        return (None, None, 0.0, 0, 0)
+    return (min(sizes), max(sizes), sum(sizes) / len(sizes), len(sizes), sum(sizes))
+
+
+def _files(files) -> tuple:
+    return (len(files), sum(f.file_size_in_bytes for f in files))
+
+
+def _result(ctx, table, settings: Settings, statement, units, removed, written, dropped, stats: _Stats,
+            started: int, columns):
+    partitions = {tuple(p.file.partition) for u in units for p in u.files}
+    zorder_stats = None
+    if columns:
+        merged = [p.file for u in units for p in u.files]
+        zorder_stats = (
+            f"minCubeSize({settings.min_cube_size})",
+            _files(stats.cube_files), _files(stats.other_files), stats.cubes, _files(merged), len(units),
+            sum(u.merged_cubes for u in units),
+        )
+    metrics_plan = compute_statistics_plan(table.schema(), table.properties)
+    with_stats = sum(1 for c in metrics_plan.values() if c.mode.type not in (MetricModeTypes.NONE, MetricModeTypes.COUNTS))
+    skipped = stats.skipped_to_reduce_write
+    metrics = (
+        len(written), len(removed), _sizes(written), _sizes(removed), len(partitions), zorder_stats,
+        len(units), 1 if removed or written else 0, stats.considered, stats.considered - len(removed),
+        False, len(skipped), sum(f.file_size_in_bytes for f in skipped),
+        started, int(time.time() * 1000), ctx.spark.sparkContext.defaultParallelism,
+        sum(u.num_files for u in units),
+        (len(dropped), sum(f.record_count for f in removed) - sum(f.record_count for f in written)),
+        stats.other_spec, len(table.schema().columns), with_stats,
+    )
+    return J.result_rows(ctx.spark, [(table.location(), metrics)], RESULT_SCHEMA)
