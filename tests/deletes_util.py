@@ -26,16 +26,22 @@ def _write(table, arrow: pa.Table, name: str) -> tuple[str, int, pq.FileMetaData
     return path, table.io.new_input(path).__len__(), meta
 
 
-def position_delete_file(table, rows: list[tuple[str, int]], partition, spec_id: int = 0) -> DataFile:
+def position_delete_file(table, rows: list[tuple[str, int]], partition, spec_id: int = 0,
+                         path_bounds: bool = False) -> DataFile:
     rows = sorted(rows)
     arrow = pa.table(
         [pa.array([r[0] for r in rows], pa.string()), pa.array([r[1] for r in rows], pa.int64())],
         schema=pa.schema([_field("file_path", pa.string(), 2147483546, False), _field("pos", pa.int64(), 2147483545, False)]),
     )
     path, size, meta = _write(table, arrow, "pos-deletes")
+    bounds = {}
+    if path_bounds:  # full file_path bounds, as Iceberg's Java writer records them
+        bounds = {"lower_bounds": {2147483546: min(r[0] for r in rows).encode()},
+                  "upper_bounds": {2147483546: max(r[0] for r in rows).encode()}}
     f = DataFile.from_args(
         content=DataFileContent.POSITION_DELETES, file_path=path, file_format=FileFormat.PARQUET,
         partition=partition, record_count=meta.num_rows, file_size_in_bytes=size, spec_id=spec_id,
+        **bounds,
     )
     f.spec_id = spec_id
     return f

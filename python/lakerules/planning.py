@@ -15,10 +15,12 @@ Deletion vectors (Iceberg v3, Puffin files) are refused with a clear error: neve
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
+from types import SimpleNamespace
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import (
@@ -126,7 +128,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
             PlannedFile(
                 file=f,
                 sequence_number=seq,
-                position_deletes=tuple(sorted(positions.for_data_file(seq, f, partition_key=f.partition), key=_path)),
+                position_deletes=tuple(sorted(_position_deletes_for(positions, seq, f), key=_path)),
                 equality_deletes=tuple(sorted(equality.for_data_file(seq, f), key=_path)),
                 snapshot_id=entry.snapshot_id,
             )
@@ -139,6 +141,24 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
         position_delete_files=tuple(used_pos.values()),
         equality_delete_files=tuple(used_eq.values()),
     )
+
+
+def _position_deletes_for(index: DeleteFileIndex, seq: int, f: DataFile) -> set:
+    """The position delete files for a data file, matching its path in every URI form a writer
+    may have used for a local file (file:/x, file:///x, /x): pyiceberg's index compares a
+    delete file's path bounds with the exact string."""
+    out = set()
+    for form in _path_forms(f.file_path):
+        stand_in = f if form == f.file_path else SimpleNamespace(spec_id=f.spec_id, file_path=form)
+        out |= index.for_data_file(seq, stand_in, partition_key=f.partition)
+    return out
+
+
+def _path_forms(path: str) -> list[str]:
+    bare = re.sub(r"^file:/*", "/", path)
+    if bare == path and not path.startswith("/"):
+        return [path]  # another scheme (s3://...): one form
+    return list(dict.fromkeys([path, bare, "file:" + bare, "file://" + bare]))
 
 
 def _path(f: DataFile) -> str:
