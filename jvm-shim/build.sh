@@ -10,6 +10,11 @@ classes=$(mktemp -d)
 trap 'rm -rf "$classes"' EXIT
 javac --release 17 -nowarn -Xlint:-options -encoding UTF-8 -d "$classes" -cp "$jars/*" \
   $(find "$here/src/main/java" -name '*.java')
+# What the parser may route to Python before a JVM driver's registry is attached: the
+# statements.ROUTES of the lakerules source next to this shim.
+PYTHONPATH="$here/../python${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \
+  'import sys; from lakerules.statements import ROUTES; sys.stdout.write(ROUTES)' \
+  > "$classes/io/lakerules/routes.regex"
 mkdir -p "$(dirname "$OUT")"
 jar --create --file "$OUT" -C "$classes" .
 echo "built $OUT"

@@ -23,6 +23,8 @@ def main(argv=None) -> int:
         else:
             settings = lakerules.spark_conf(args.warehouse, args.catalog)
             jar = settings.pop("spark.jars")
+            # The interpreter a JVM driver (spark-sql, a Java app) starts the rule registry with.
+            settings["spark.lakerules.python"] = sys.executable
             flags = ["--jars", jar] + [f"--conf {shlex.quote(f'{k}={v}')}" for k, v in settings.items()]
             print(" ".join(flags))
     except lakerules.LakeError as e:

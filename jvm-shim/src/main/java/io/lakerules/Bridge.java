@@ -23,6 +23,13 @@ public final class Bridge {
   public static final String COMMAND_MARKER = "__lakerules_command_";
   private static volatile LakeBackend backend;
   private static volatile Pattern routes;
+  private static volatile boolean detached;
+  /**
+   * statements.ROUTES as the jar was built with it (jvm-shim/build.sh writes it): what the
+   * parser may route before any registry is attached, so that the first statement of a JVM
+   * driver can start one.
+   */
+  private static final Pattern BUILT_ROUTES = builtRoutes();
   private static final Map<String, Map<String, String>> catalogOptions = new ConcurrentHashMap<>();
   /** Set while an EXPLAIN analyzes its statement: commands are described, never run. */
   private static final ThreadLocal<Boolean> explaining = ThreadLocal.withInitial(() -> false);
@@ -30,31 +37,59 @@ public final class Bridge {
   private Bridge() {}
 
   /** Called by lakerules.attach(): the Python registry and the statements its parser takes. */
-  public static void register(LakeBackend b, String routePattern) {
+  public static synchronized void register(LakeBackend b, String routePattern) {
     routes = routePattern == null || routePattern.isEmpty()
         ? null : Pattern.compile(routePattern, Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
     backend = b;
+    detached = false;
   }
 
-  public static void unregister() {
+  /** Called by lakerules.detach(): lake statements fail until attach() is called again. */
+  public static synchronized void unregister() {
     backend = null;
     routes = null;
+    detached = true;
   }
 
   public static boolean attached() {
     return backend != null;
   }
 
-  /** The backend, or an error that says how to attach one. */
-  static LakeBackend backend() {
-    LakeBackend b = backend;
-    if (b == null) {
-      throw sneakyThrow(analysisError(
-          "lakerules: this statement uses a lake table, but no lakerules rule registry is attached "
-              + "to this JVM. In PySpark call lakerules.attach(spark) (or build the session with "
-              + "lakerules.session(...)) before using lake tables."));
+  static LakeBackend current() {
+    return backend;
+  }
+
+  /** Replace expected by replacement, if expected is still the registry. */
+  static synchronized void replace(LakeBackend expected, LakeBackend replacement) {
+    if (backend == expected) {
+      backend = replacement;
     }
-    return b;
+  }
+
+  /** Forget b (a registry whose process ended), if it is still the registry. */
+  static synchronized void unregisterIf(LakeBackend b) {
+    if (backend == b) {
+      backend = null;
+      routes = null;
+    }
+  }
+
+  /**
+   * The registry for a statement of session (null: the active session). With none attached, a
+   * JVM driver starts one in a Python process (PythonBackend), unless lakerules.detach() said not to.
+   */
+  static LakeBackend backend(org.apache.spark.sql.SparkSession session) {
+    LakeBackend b = backend;
+    if (b != null && !PythonBackend.stale(b)) {
+      return b;
+    }
+    if (detached) {
+      throw sneakyThrow(analysisError(
+          "lakerules: this statement uses a lake table, but the lakerules rule registry was "
+              + "detached from this JVM (lakerules.detach). Call lakerules.attach(spark) to attach "
+              + "it again."));
+    }
+    return PythonBackend.ensure(session);
   }
 
   /** Called from Python on the thread that parses an EXPLAIN, around the analysis of its statement. */
@@ -69,6 +104,23 @@ public final class Bridge {
   static boolean routed(String sql) {
     Pattern p = routes;
     return p != null && sql != null && p.matcher(sql).lookingAt();
+  }
+
+  /** Whether, with no registry attached yet, sql may be a statement the registry routes. */
+  static boolean routedBeforeAttach(String sql) {
+    return BUILT_ROUTES != null && sql != null && BUILT_ROUTES.matcher(sql).lookingAt();
+  }
+
+  private static Pattern builtRoutes() {
+    try (java.io.InputStream in = Bridge.class.getResourceAsStream("routes.regex")) {
+      if (in == null) {
+        return null;
+      }
+      String p = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
+      return p.isEmpty() ? null : Pattern.compile(p, Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("lakerules: cannot read routes.regex from the shim jar", e);
+    }
   }
 
   static void putCatalogOptions(String name, Map<String, String> options) {

@@ -68,7 +68,7 @@ public final class LakeCatalog implements TableCatalog, SupportsNamespaces, Func
 
   private JsonNode call(String op, ObjectNode args) {
     try {
-      String out = Bridge.backend().catalog(name, op, JSON.writeValueAsString(args));
+      String out = Bridge.backend(null).catalog(name, op, JSON.writeValueAsString(args));
       JsonNode result = JSON.readTree(out);
       if (result.has("error")) {
         throw error(result);

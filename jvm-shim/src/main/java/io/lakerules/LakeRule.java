@@ -31,7 +31,7 @@ final class LakeRule extends Rule<LogicalPlan> {
       return plan;
     }
     String phase = optimizer ? "optimizer" : Bridge.explaining() ? "explain" : "analysis";
-    Object out = Bridge.unwrap(Bridge.backend().rewrite(session, plan, phase));
+    Object out = Bridge.unwrap(Bridge.backend(session).rewrite(session, plan, phase));
     return out == null ? plan : (LogicalPlan) out;
   }
 

@@ -1,0 +1,277 @@
+"""JVM drivers: spark-sql, a Java application and spark-submit get the registry from the
+configuration alone (the shim starts `python -m lakerules.jvm_driver`), and read and write the
+same tables as the Python API."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import pyspark
+import pytest
+
+import lakerules
+from lakerules import statements
+
+SPARK_HOME = Path(pyspark.__file__).parent
+JARS = SPARK_HOME / "jars"
+APP_SOURCE = Path(__file__).parent / "LakeApp.java"
+TIMEOUT = 600
+
+
+def lake_flags(warehouse) -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "lakerules", "conf", "--warehouse", str(warehouse)],
+                         capture_output=True, text=True, check=True).stdout
+    return shlex.split(out)
+
+
+def conf_pairs(flags: list[str]) -> dict[str, str]:
+    """The --conf settings of spark-submit flags."""
+    return dict(flags[i + 1].split("=", 1) for i, f in enumerate(flags) if f == "--conf")
+
+
+def jvm_env() -> dict[str, str]:
+    """This environment without anything that would name an interpreter or a gateway for the JVM."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")}
+    env["SPARK_HOME"] = str(SPARK_HOME)
+    return env
+
+
+def lake_statements(ns: str) -> list[str]:
+    t = f"lake.{ns}.ev"
+    return [
+        f"CREATE NAMESPACE lake.{ns}",
+        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP, kind STRING) PARTITIONED BY (days(ts), kind)",
+        f"""INSERT INTO {t} VALUES (1, TIMESTAMP'2026-01-01 10:00:00', 'a'),
+            (2, TIMESTAMP'2026-01-02 11:00:00', 'b'), (3, TIMESTAMP'2026-01-02 12:00:00', NULL)""",
+        f"ALTER TABLE {t} ADD PARTITION FIELD bucket(4, id)",
+        f"INSERT INTO {t} VALUES (4, TIMESTAMP'2026-01-03 00:00:00', 'a')",
+        SELECT.format(t=t),
+    ]
+
+
+SELECT = "SELECT 'row', id, CAST(ts AS STRING), kind FROM {t} ORDER BY id"
+EXPECTED = [
+    ("row", "1", "2026-01-01 10:00:00", "a"),
+    ("row", "2", "2026-01-02 11:00:00", "b"),
+    ("row", "3", "2026-01-02 12:00:00", None),
+    ("row", "4", "2026-01-03 00:00:00", "a"),
+]
+
+
+def python_api_rows(spark, table: str) -> list[tuple]:
+    return [tuple(None if v is None else str(v) for v in r) for r in spark.sql(SELECT.format(t=table)).collect()]
+
+
+def check_table(spark, iceberg_catalog, ns: str) -> None:
+    """What the JVM driver wrote, as the Python API and pyiceberg read it."""
+    assert python_api_rows(spark, f"lake.{ns}.ev") == EXPECTED
+    t = iceberg_catalog.load_table(f"{ns}.ev")
+    assert [str(f.transform) for f in t.spec().fields] == ["day", "identity", "bucket[4]"]
+    assert sorted(t.inspect.files().column("spec_id").to_pylist()) == [0, 0, 0, 1]
+    assert t.current_snapshot().summary["engine-name"] == "lakerules"
+    assert t.scan().to_arrow().num_rows == 4
+
+
+def gone(pid: int, wait: float = 15.0) -> bool:
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return True
+        if "\nState:\tZ" in state:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+# ---- a PySpark driver that attached in-process starts nothing ------------------------------------
+
+
+def test_pyspark_driver_starts_no_second_process(spark, ns):
+    spark.sql(f"CREATE TABLE lake.{ns}.t (id BIGINT)")
+    spark.sql(f"INSERT INTO lake.{ns}.t VALUES (1)")
+    assert spark.table(f"lake.{ns}.t").count() == 1
+    assert spark._jvm.io.lakerules.PythonBackend.pid() == -1
+
+
+def test_jar_routes_are_the_registrys():
+    """The parser routes a JVM driver's first statement with the ROUTES the jar was built with."""
+    with zipfile.ZipFile(lakerules.jar_path()) as jar:
+        built = jar.read("io/lakerules/routes.regex").decode()
+    assert built == statements.ROUTES, "the shim jar is stale: rebuild it with `make shim`"
+
+
+def test_jvm_driver_by_hand_says_what_it_is():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
+    r = subprocess.run([sys.executable, "-m", "lakerules.jvm_driver"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 2 and "PYSPARK_GATEWAY_PORT" in r.stderr
+
+
+# ---- spark-sql --------------------------------------------------------------------------------------
+
+
+def test_spark_sql_cli(spark, warehouse, iceberg_catalog, tmp_path):
+    ns = f"cli_{uuid.uuid4().hex[:8]}"
+    flags = lake_flags(warehouse)
+    assert f"spark.lakerules.python={sys.executable}" in flags
+    cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[2]", *flags,
+           "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.session.timeZone=UTC",
+           "--conf", "spark.sql.shuffle.partitions=2",
+           # the session catalog is not what is tested: no Derby metastore in the working folder
+           "--conf", "spark.sql.catalogImplementation=in-memory",
+           "-e", "; ".join(lake_statements(ns)) + ";"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=jvm_env(), cwd=tmp_path, timeout=TIMEOUT)
+        assert r.returncode == 0, r.stderr[-4000:]
+        rows = [tuple(None if v == "NULL" else v for v in line.split("\t"))
+                for line in r.stdout.splitlines() if line.startswith("row\t")]
+        assert rows == EXPECTED
+        check_table(spark, iceberg_catalog, ns)
+    finally:
+        spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
+
+
+# ---- a Java application ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory) -> Path:
+    """LakeApp compiled with javac against pyspark's jars and the shim jar; returns its jar."""
+    out = tmp_path_factory.mktemp("app")
+    classes = out / "classes"
+    cp = f"{JARS}/*{os.pathsep}{lakerules.jar_path()}"
+    subprocess.run(["javac", "-d", str(classes), "-cp", cp, str(APP_SOURCE)], check=True, timeout=TIMEOUT)
+    jar = out / "lake-app.jar"
+    subprocess.run(["jar", "--create", "--file", str(jar), "-C", str(classes), "."], check=True, timeout=TIMEOUT)
+    return jar
+
+
+def results(stdout: str) -> dict[int, dict]:
+    """LakeApp's report: per statement, its rows, or its error, or the pid it printed."""
+    out: dict[int, dict] = {}
+    for line in stdout.splitlines():
+        head, _, rest = line.partition("\t")
+        kind, _, n = head.partition(" ")
+        if kind not in ("ROW", "OK", "ERROR", "PID") or not n.isdigit():
+            continue
+        r = out.setdefault(int(n), {"rows": []})
+        if kind == "ROW":
+            r["rows"].append(tuple(None if v == "null" else v for v in rest.split("\t")))
+        elif kind == "OK":
+            r["ok"] = True
+        elif kind == "ERROR":
+            r["error"] = rest.replace("\\n", "\n")
+        else:
+            r["pid"] = int(rest)
+    return out
+
+
+@pytest.fixture
+def pre(spark):
+    """A table that exists before the JVM driver starts."""
+    ns = f"pre_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE NAMESPACE lake.{ns}")
+    spark.sql(f"CREATE TABLE lake.{ns}.t (id BIGINT)")
+    yield f"lake.{ns}.t"
+    spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
+
+
+def test_java_application(spark, warehouse, iceberg_catalog, app, pre, tmp_path):
+    ns = f"app_{uuid.uuid4().hex[:8]}"
+    conf = {**conf_pairs(lake_flags(warehouse)), "spark.master": "local[2]", "spark.ui.enabled": "false",
+            "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "2"}
+    steps = [
+        "!pid",
+        # the first lake statement is an EXPLAIN of a write: the registry starts, and nothing runs
+        f"EXPLAIN INSERT INTO {pre} VALUES (9)",
+        "!pid",
+        *lake_statements(ns),
+        # the registry process dies in the middle of a statement: that statement fails clearly...
+        f"""!kill-during INSERT INTO lake.{ns}.ev SELECT id + 100, TIMESTAMP'2026-01-05 00:00:00', 'slow'
+            FROM range(1) WHERE java_method('java.lang.Thread', 'sleep', 3000L) IS NULL""",
+        # ...and the next one starts a new process
+        f"SELECT count(*) FROM lake.{ns}.ev",
+        "!pid",
+    ]
+    # A plain JVM embedding Spark: the JVM options spark-submit would add, from Spark itself.
+    jvm_options = spark._jvm.org.apache.spark.launcher.JavaModuleOptions.defaultModuleOptions().split()
+    cp = os.pathsep.join([f"{JARS}/*", lakerules.jar_path(), str(app)])
+    cmd = ["java", *jvm_options, "-cp", cp, "LakeApp", *(f"{k}={v}" for k, v in conf.items()), "--", *steps]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=jvm_env(), cwd=tmp_path, timeout=TIMEOUT)
+        assert r.returncode == 0, r.stderr[-4000:]
+        res = results(r.stdout)
+        assert res[0]["pid"] == -1  # nothing started before a lake statement
+        assert "lakerules plan (not run)" in res[1]["rows"][0][0], res[1]
+        assert iceberg_catalog.load_table(pre.split(".", 1)[1]).current_snapshot() is None
+        first = res[2]["pid"]
+        assert first > 0
+        for i in range(3, 9):
+            assert res[i].get("ok"), res[i]
+        assert res[8]["rows"] == EXPECTED
+        killed = res[9]["error"]
+        assert f"'{sys.executable} -m lakerules.jvm_driver', pid {first}) exited" in killed, killed
+        assert "spark.lakerules.python" in killed
+        assert res[10]["rows"] == [("4",)]  # the killed statement committed nothing
+        second = res[11]["pid"]
+        assert second > 0 and second != first
+        check_table(spark, iceberg_catalog, ns)
+        # the Python process ends with the JVM
+        assert gone(second), f"the registry process {second} outlived its JVM"
+    finally:
+        spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
+
+
+# ---- spark-submit of a JVM application, with a wrong interpreter ------------------------------------------
+
+
+def test_missing_interpreter_is_a_clear_error(warehouse, app, pre, iceberg_catalog, tmp_path):
+    missing = str(tmp_path / "no-such-python")
+    no_lakerules = tmp_path / "python-without-site-packages"
+    no_lakerules.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n')
+    no_lakerules.chmod(0o755)
+    conf = {**conf_pairs(lake_flags(warehouse)), "spark.ui.enabled": "false", "spark.lakerules.python": missing}
+    steps = [
+        "SELECT 42",
+        "EXPLAIN SELECT 42",
+        "EXPLAIN SELEC 42",  # a syntax error of a routed statement that names no lake catalog
+        f"SELECT * FROM {pre}",
+        f"ALTER TABLE {pre} ADD PARTITION FIELD bucket(2, id)",
+        "!pid",
+        "SELECT 43",
+        f"SET spark.lakerules.python={no_lakerules}",
+        f"SELECT * FROM {pre}",
+        # fixed: the next lake statement starts the registry (a failed start is not remembered)
+        f"SET spark.lakerules.python={sys.executable}",
+        f"SELECT count(*) FROM {pre}",
+    ]
+    cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]", "--jars", lakerules.jar_path(),
+           *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")), "--class", "LakeApp", str(app), "--", *steps]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=jvm_env(), cwd=tmp_path, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr[-4000:]
+    res = results(r.stdout)
+    # non-lake statements: Spark's answers and errors, no process started for them
+    assert res[0]["rows"] == [("42",)]
+    assert "Physical Plan" in res[1]["rows"][0][0]
+    assert "PARSE_SYNTAX_ERROR" in res[2]["error"] and "lakerules" not in res[2]["error"], res[2]
+    for i in (3, 4):  # a query, and a statement only lakerules parses
+        error = res[i]["error"]
+        assert f"could not run the Python interpreter '{missing}'" in error, error
+        assert "--conf spark.lakerules.python=" in error
+    assert res[5]["pid"] == -1
+    assert res[6]["rows"] == [("43",)]
+    error = res[8]["error"]
+    assert f"'{no_lakerules} -m lakerules.jvm_driver' exited with code 1" in error, error
+    assert "No module named 'lakerules'" in error and "spark.lakerules.python" in error
+    assert res[10]["rows"] == [("0",)]
+    assert not iceberg_catalog.load_table(pre.split(".", 1)[1]).spec().fields
