@@ -10,7 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestWriterV2
-from pyiceberg.table import Table
+from pyiceberg.table import Table, TableProperties
+from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.exceptions import ValidationException
 from pyiceberg.expressions import BooleanExpression
@@ -204,14 +205,10 @@ class _RowDelta(_OverwriteFiles):
         return manifests
 
     def _summary(self, snapshot_properties=EMPTY_DICT):
-        # the summary counts what _added_data_files / _deleted_data_files hold
-        added, deleted = self._added_data_files, self._deleted_data_files
-        self._added_data_files = added + self._added_delete_files
-        self._deleted_data_files = deleted | self._removed_delete_files
-        try:
-            return super()._summary(snapshot_properties)
-        finally:
-            self._added_data_files, self._deleted_data_files = added, deleted
+        metadata = self._transaction.table_metadata
+        return snapshot_summary(metadata, self._operation, self._parent_snapshot_id, snapshot_properties,
+                                added=[*self._added_data_files, *self._added_delete_files],
+                                removed=[*self._deleted_data_files, *self._removed_delete_files])
 
     def _validate_concurrency(self) -> None:
         window = self._commit_window
@@ -251,6 +248,26 @@ def _validate_no_matching_data_added(table: Table, head, row_filter: BooleanExpr
         raise ValidationException(
             f"data files that may hold rows this statement had to see were added meanwhile: {sorted(conflicts)[:5]}"
         )
+
+
+def snapshot_summary(metadata, operation: Operation, parent_snapshot_id, snapshot_properties, *,
+                     added, removed) -> Summary:
+    """The snapshot summary (counts and totals) of a commit adding and removing data and delete
+    files. Each file is counted under its own partition spec: pyiceberg's producers count added
+    files under the current spec, which fails for delete files against an older spec's files."""
+    schema, specs = metadata.schema(), metadata.specs()
+    limit = int(metadata.properties.get(TableProperties.WRITE_PARTITION_SUMMARY_LIMIT,
+                                        TableProperties.WRITE_PARTITION_SUMMARY_LIMIT_DEFAULT))
+    collector = SnapshotSummaryCollector(partition_summary_limit=limit)
+    for f in added:
+        collector.add_file(data_file=f, schema=schema, partition_spec=specs[f.spec_id])
+    for f in removed:
+        collector.remove_file(data_file=f, schema=schema, partition_spec=specs[f.spec_id])
+    parent = metadata.snapshot_by_id(parent_snapshot_id) if parent_snapshot_id is not None else None
+    return update_snapshot_summaries(
+        Summary(operation=operation, **collector.build(), **snapshot_properties),
+        previous_summary=parent.summary if parent is not None else None,
+    )
 
 
 def row_delta(table: Table, data_files: list, delete_files: list, summary: dict | None = None, *,
@@ -488,21 +505,10 @@ class _RewriteFiles(_SnapshotProducer):
         return []  # written by _manifests
 
     def _summary(self, snapshot_properties=EMPTY_DICT) -> Summary:
-        metadata = self._transaction.table_metadata
-        schema, specs = metadata.schema(), metadata.specs()
-        limit = int(metadata.properties.get(TableProperties.WRITE_PARTITION_SUMMARY_LIMIT,
-                                            TableProperties.WRITE_PARTITION_SUMMARY_LIMIT_DEFAULT))
-        collector = SnapshotSummaryCollector(partition_summary_limit=limit)
-        for f in self._added_data_files:
-            collector.add_file(data_file=f, schema=schema, partition_spec=metadata.spec())
-        for f in [*self._removed.values(), *self._dropped_deletes.values()]:
-            collector.remove_file(data_file=f, schema=schema, partition_spec=specs[f.spec_id])
-        parent = metadata.snapshot_by_id(self._parent_snapshot_id) if self._parent_snapshot_id is not None else None
         # pyiceberg keeps totals for append/overwrite/delete only: count as an overwrite, then say replace
-        totals = update_snapshot_summaries(
-            Summary(operation=Operation.OVERWRITE, **collector.build(), **snapshot_properties),
-            previous_summary=parent.summary if parent is not None else None,
-        )
+        totals = snapshot_summary(self._transaction.table_metadata, Operation.OVERWRITE, self._parent_snapshot_id,
+                                  snapshot_properties, added=self._added_data_files,
+                                  removed=[*self._removed.values(), *self._dropped_deletes.values()])
         properties = {k: v for k, v in totals.model_dump().items() if k != "operation"}
         return Summary(operation=Operation.REPLACE, **properties)
 
