@@ -45,14 +45,25 @@ def jvm_env() -> dict[str, str]:
 
 
 def lake_statements(ns: str) -> list[str]:
+    """Every kind of lake statement, ending with the SELECT whose rows are compared."""
     t = f"lake.{ns}.ev"
     return [
         f"CREATE NAMESPACE lake.{ns}",
-        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP, kind STRING) PARTITIONED BY (days(ts), kind)",
+        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP, kind STRING) PARTITIONED BY (days(ts))",
         f"""INSERT INTO {t} VALUES (1, TIMESTAMP'2026-01-01 10:00:00', 'a'),
-            (2, TIMESTAMP'2026-01-02 11:00:00', 'b'), (3, TIMESTAMP'2026-01-02 12:00:00', NULL)""",
+            (2, TIMESTAMP'2026-01-02 11:00:00', 'b'), (3, TIMESTAMP'2026-01-02 12:00:00', NULL),
+            (5, TIMESTAMP'2026-01-02 13:00:00', 'spam'), (6, TIMESTAMP'2026-01-01 14:00:00', 'c')""",
         f"ALTER TABLE {t} ADD PARTITION FIELD bucket(4, id)",
-        f"INSERT INTO {t} VALUES (4, TIMESTAMP'2026-01-03 00:00:00', 'a')",
+        f"""INSERT INTO {t} VALUES (4, TIMESTAMP'2026-01-03 00:00:00', 'a'),
+            (7, TIMESTAMP'2026-01-03 01:00:00', 'spam'), (8, TIMESTAMP'2026-01-03 02:00:00', 'd')""",
+        f"INSERT INTO {t} VALUES (9, TIMESTAMP'2026-01-03 03:00:00', 'e')",
+        f"DELETE FROM {t} WHERE kind = 'spam'",
+        f"UPDATE {t} SET kind = upper(kind) WHERE id IN (2, 8)",
+        f"""MERGE INTO {t} AS x USING (SELECT 9 AS id, 'merged' AS kind UNION ALL
+            SELECT 10, 'new') AS s ON x.id = s.id
+            WHEN MATCHED THEN UPDATE SET kind = s.kind
+            WHEN NOT MATCHED THEN INSERT (id, ts, kind) VALUES (s.id, TIMESTAMP'2026-01-03 04:00:00', s.kind)""",
+        f"OPTIMIZE {t} ZORDER BY (id, kind)",
         SELECT.format(t=t),
     ]
 
@@ -60,9 +71,13 @@ def lake_statements(ns: str) -> list[str]:
 SELECT = "SELECT 'row', id, CAST(ts AS STRING), kind FROM {t} ORDER BY id"
 EXPECTED = [
     ("row", "1", "2026-01-01 10:00:00", "a"),
-    ("row", "2", "2026-01-02 11:00:00", "b"),
+    ("row", "2", "2026-01-02 11:00:00", "B"),
     ("row", "3", "2026-01-02 12:00:00", None),
     ("row", "4", "2026-01-03 00:00:00", "a"),
+    ("row", "6", "2026-01-01 14:00:00", "c"),
+    ("row", "8", "2026-01-03 02:00:00", "D"),
+    ("row", "9", "2026-01-03 03:00:00", "merged"),
+    ("row", "10", "2026-01-03 04:00:00", "new"),
 ]
 
 
@@ -70,14 +85,26 @@ def python_api_rows(spark, table: str) -> list[tuple]:
     return [tuple(None if v is None else str(v) for v in r) for r in spark.sql(SELECT.format(t=table)).collect()]
 
 
+@pytest.fixture(scope="module")
+def python_api(spark):
+    """The same statements run by the Python API in this process: what a JVM driver must match."""
+    ns = f"py_{uuid.uuid4().hex[:8]}"
+    for sql in lake_statements(ns):
+        spark.sql(sql).collect()
+    rows = python_api_rows(spark, f"lake.{ns}.ev")
+    assert rows == EXPECTED
+    yield rows
+    spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
+
+
 def check_table(spark, iceberg_catalog, ns: str) -> None:
     """What the JVM driver wrote, as the Python API and pyiceberg read it."""
     assert python_api_rows(spark, f"lake.{ns}.ev") == EXPECTED
     t = iceberg_catalog.load_table(f"{ns}.ev")
-    assert [str(f.transform) for f in t.spec().fields] == ["day", "identity", "bucket[4]"]
-    assert sorted(t.inspect.files().column("spec_id").to_pylist()) == [0, 0, 0, 1]
+    assert [str(f.transform) for f in t.spec().fields] == ["day", "bucket[4]"]
     assert t.current_snapshot().summary["engine-name"] == "lakerules"
-    assert t.scan().to_arrow().num_rows == 4
+    assert t.current_snapshot().summary.operation.value == "replace"  # the OPTIMIZE
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [int(r[1]) for r in EXPECTED]
 
 
 def gone(pid: int, wait: float = 15.0) -> bool:
@@ -120,7 +147,7 @@ def test_jvm_driver_by_hand_says_what_it_is():
 # ---- spark-sql --------------------------------------------------------------------------------------
 
 
-def test_spark_sql_cli(spark, warehouse, iceberg_catalog, tmp_path):
+def test_spark_sql_cli(spark, warehouse, iceberg_catalog, python_api, tmp_path):
     ns = f"cli_{uuid.uuid4().hex[:8]}"
     flags = lake_flags(warehouse)
     assert f"spark.lakerules.python={sys.executable}" in flags
@@ -135,7 +162,7 @@ def test_spark_sql_cli(spark, warehouse, iceberg_catalog, tmp_path):
         assert r.returncode == 0, r.stderr[-4000:]
         rows = [tuple(None if v == "NULL" else v for v in line.split("\t"))
                 for line in r.stdout.splitlines() if line.startswith("row\t")]
-        assert rows == EXPECTED
+        assert rows == python_api
         check_table(spark, iceberg_catalog, ns)
     finally:
         spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
@@ -186,10 +213,12 @@ def pre(spark):
     spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
 
 
-def test_java_application(spark, warehouse, iceberg_catalog, app, pre, tmp_path):
+def test_java_application(spark, warehouse, iceberg_catalog, python_api, app, pre, tmp_path):
     ns = f"app_{uuid.uuid4().hex[:8]}"
     conf = {**conf_pairs(lake_flags(warehouse)), "spark.master": "local[2]", "spark.ui.enabled": "false",
-            "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "2"}
+            "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "2",
+            # executors need no Python for lakerules: a Python worker would fail every statement
+            "spark.pyspark.python": str(tmp_path / "no-python-on-executors")}
     steps = [
         "!pid",
         # the first lake statement is an EXPLAIN of a write: the registry starts, and nothing runs
@@ -216,14 +245,15 @@ def test_java_application(spark, warehouse, iceberg_catalog, app, pre, tmp_path)
         assert iceberg_catalog.load_table(pre.split(".", 1)[1]).current_snapshot() is None
         first = res[2]["pid"]
         assert first > 0
-        for i in range(3, 9):
+        n = len(lake_statements(ns))
+        for i in range(3, 3 + n):
             assert res[i].get("ok"), res[i]
-        assert res[8]["rows"] == EXPECTED
-        killed = res[9]["error"]
+        assert res[2 + n]["rows"] == python_api
+        killed = res[3 + n]["error"]
         assert f"'{sys.executable} -m lakerules.jvm_driver', pid {first}) exited" in killed, killed
         assert "spark.lakerules.python" in killed
-        assert res[10]["rows"] == [("4",)]  # the killed statement committed nothing
-        second = res[11]["pid"]
+        assert res[4 + n]["rows"] == [(str(len(EXPECTED)),)]  # the killed statement committed nothing
+        second = res[5 + n]["pid"]
         assert second > 0 and second != first
         check_table(spark, iceberg_catalog, ns)
         # the Python process ends with the JVM

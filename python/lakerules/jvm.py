@@ -61,21 +61,38 @@ def empty_result(spark: SparkSession):
     """The plan a command returns when it has no rows to show (what Spark's v2 writes return)."""
     from pyspark.sql.types import StructType
 
-    return analyzed(spark.createDataFrame([], StructType([])))
+    return analyzed(local_frame(spark, [], StructType([])))
 
 
 def result_rows(spark: SparkSession, rows: list[tuple], schema: str):
     """A LocalRelation of a few result rows, e.g. DML's num_affected_rows."""
     flat = "<" not in schema and all(v is None or isinstance(v, (bool, int, str)) for r in rows for v in r)
-    if not flat:  # nested results (OPTIMIZE's metrics struct): Spark builds them from Python objects
-        return analyzed(spark.createDataFrame(rows, schema))
+    if not flat:  # nested results (OPTIMIZE's metrics struct)
+        from pyspark.sql.types import StructType
+
+        return analyzed(local_frame(spark, rows, StructType.fromDDL(schema)))
     columns = [tuple(part.strip().split(None, 1)) for part in schema.split(",")]
     return analyzed(values_frame(spark, rows, [(n, t.upper()) for n, t in columns]))
 
 
+def local_frame(spark: SparkSession, rows: list, schema) -> DataFrame:
+    """A DataFrame of driver-side Python rows (tuples in ``schema``'s column order, any types) as
+    a LocalRelation built in the JVM from Arrow batches. ``spark.createDataFrame(rows)`` makes a
+    Python RDD instead, which runs Python workers on the executors: lakerules needs none."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    columns = list(zip(*rows)) if rows else [[] for _ in schema.fields]
+    table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema)],
+                                 schema=arrow_schema)
+    return spark.createDataFrame(table, schema)
+
+
 def values_frame(spark: SparkSession, rows: list[tuple], columns: list[tuple[str, str]]) -> DataFrame:
     """A small DataFrame of driver-side rows as Spark's own VALUES (a LocalRelation): unlike
-    createDataFrame from Python objects it needs no Python worker and no job to read.
+    createDataFrame from Python objects it needs no Python worker and no job to read; and the
+    values appear in EXPLAIN and in the plan's text, which suits a few flat values.
     ``columns``: (name, SQL type) pairs; values are str, int or None."""
     casts = ", ".join(f"CAST(col{i + 1} AS {t}) AS `{n}`" for i, (n, t) in enumerate(columns))
     if not rows:

@@ -45,9 +45,9 @@ def connect():
             "pyspark matches (spark.lakerules.python)", pyspark.__version__, jvm_version
         )
     conf = SparkConf(_jconf=jsc.getConf())  # a copy of the JVM context's: nothing is set on it
-    # Python workers (some small DataFrames lakerules builds are Python RDDs) run the interpreter
-    # this process names: spark.pyspark.python as spark-submit does, else PYSPARK_PYTHON, else
-    # this interpreter, which has pyspark.
+    # lakerules itself starts no Python worker (its small DataFrames are LocalRelations); Python
+    # UDFs that rules or users register run the interpreter this process names, as spark-submit
+    # does: spark.pyspark.python, else PYSPARK_PYTHON, else this interpreter, which has pyspark.
     worker = conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable
     os.environ["PYSPARK_PYTHON"] = worker
     sc = SparkContext(gateway=gateway, jsc=jsc, conf=conf)

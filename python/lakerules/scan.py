@@ -69,7 +69,7 @@ def read_files(spark, schema: Schema, paths: list[str], with_positions: bool = F
     and the file's length."""
     read_schema = iceberg_to_spark(schema, with_ids=True)
     if not paths:
-        df = spark.createDataFrame([], read_schema)
+        df = J.local_frame(spark, [], read_schema)
         if with_positions:
             df = df.select(
                 "*",
@@ -321,7 +321,7 @@ def _anti_join(ctx, scan: LakeScan, data: DataFrame, ids, cols, values) -> DataF
     fields = [_field(scan, scan.iceberg.schema(), i) for i in ids]
     schema = iceberg_to_spark(Schema(*fields))
     renamed = [f"__lakerules_eq_{k}" for k in range(len(ids))]
-    deletes = ctx.spark.createDataFrame(sorted(values, key=repr), schema).toDF(*renamed)
+    deletes = J.local_frame(ctx.spark, sorted(values, key=repr), schema).toDF(*renamed)
     condition = reduce(
         lambda a, b: a & b,
         [(data[_quote(c)] if c else F.lit(None)).eqNullSafe(deletes[r]) for c, r in zip(cols, renamed)],

@@ -48,6 +48,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from lakerules import jvm as J
 from lakerules.errors import NotSupported
 
 ZKEY = "__lakerules_zkey"
@@ -91,7 +92,7 @@ def cluster(spark, catalog: str, groups: list[Group], columns: list[tuple[tuple[
         zkeys = sample_zkeys(columns, bounds, bits, ranges, add_noise, SEED + gid)
         plan_rows.append((gid, offset, *bounds, aligned_bounds(np.sort(zkeys).tolist(), g.num_files)))
         offset += g.num_files
-    plan = spark.createDataFrame(plan_rows, _plan_schema([t for _, t in keys]))
+    plan = J.local_frame(spark, plan_rows, _plan_schema([t for _, t in keys]))
 
     # 3. and 4. the rows: z-key, then file, then the shuffle that gives each file its own task
     data = reduce(DataFrame.unionByName,
