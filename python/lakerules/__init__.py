@@ -134,10 +134,3 @@ def detach(spark) -> None:
     global _backend
     spark._jvm.io.lakerules.Bridge.unregister()
     _backend = None
-
-
-def delete_by_key(spark, table: str, keys, on: list[str]) -> int:
-    """Delete rows by key with equality delete files (see lakerules.cdc)."""
-    from lakerules.cdc import delete_by_key as run
-
-    return run(spark, table, keys, on)
