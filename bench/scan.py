@@ -76,10 +76,19 @@ def position_deletes(spark, runs, report):
     deleted = sum(f.record_count for f in written)
     base = spark.table("lake.bench.t").count()
     assert spark.table("lake.bench.pos").count() == base - deleted
-    t = side_by_side(runs, deletes=lambda: _agg(spark, "lake.bench.pos"), none=lambda: _agg(spark, "lake.bench.t"))
+    def cold():
+        # the deleted positions are collected and broadcast again, as in a new process
+        with lakerules.scan._cache_lock:
+            lakerules.scan._position_sets.clear()
+        return _agg(spark, "lake.bench.pos")
+
+    t = side_by_side(runs, deletes=lambda: _agg(spark, "lake.bench.pos"), none=lambda: _agg(spark, "lake.bench.t"),
+                     cold=cold)
     ratio = t["deletes"] / t["none"]
     report.add(f"scan with 1% of rows ({deleted:,}) deleted by {len(written)} position delete files vs no deletes",
-               f"{t['deletes']:.2f} s vs {t['none']:.2f} s = {ratio:.2f}x", "<= 1.2x", verdict(ratio <= 1.2))
+               f"{t['deletes']:.2f} s vs {t['none']:.2f} s = {ratio:.2f}x (delete positions read by an "
+               f"earlier query; read in the query: {t['cold']:.2f} s = {t['cold'] / t['none']:.2f}x)",
+               "<= 1.2x", verdict(ratio <= 1.2))
 
 
 def equality_deletes(spark, runs, report, rows):

@@ -117,34 +117,49 @@ def test_position_deletes_respect_sequence_numbers(spark, ns, iceberg_catalog):
     assert len(scan.plan.position_delete_files) == 1
 
 
-def test_position_deletes_keyed_by_file_length_or_by_path(spark, ns, iceberg_catalog):
-    """Data files told apart by length join deletes on one long key (length * M + position);
-    files of equal length fall back to (path, position). Either way exactly the listed rows go,
+@pytest.mark.parametrize("path", ["filter", "join"])
+def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path):
+    """Up to positionDeleteBroadcastRows delete rows, a per-row filter walks each file's sorted
+    positions; past it, an anti-join: on one long key (length * M + position) where data files
+    are told apart by length, else on (path, position). Either way exactly the listed rows go,
     and a position past a file's last row deletes nothing (nor a row of another file)."""
-    table = f"lake.{ns}.keys"
+    table = f"lake.{ns}.keys_{path}"
     spark.sql(f"CREATE TABLE {table} (id BIGINT)")
     for values in ["(1), (2), (3)", "(1), (2), (3)", "(10), (20), (30), (40)", "(100), (200), (300), (400), (500)"]:
         spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES {values}")
-    files = data_files(iceberg_catalog, f"{ns}.keys")
+    files = data_files(iceberg_catalog, f"{ns}.keys_{path}")
     by_count = {}
     for f in files:
         by_count.setdefault(f.record_count, []).append(f)
     (a, b), (c,), (d,) = by_count[3], by_count[4], by_count[5]
-    assert a.file_size_in_bytes == b.file_size_in_bytes  # the fallback case
-    t = iceberg_catalog.load_table(f"{ns}.keys")
+    assert a.file_size_in_bytes == b.file_size_in_bytes  # the (path, position) join
+    t = iceberg_catalog.load_table(f"{ns}.keys_{path}")
     rest_of_a = [r.id for r in spark.read.parquet(a.file_path).collect()][1:]
-    rows = [(a.file_path, 0), (a.file_path, 3), (c.file_path, 3), (c.file_path, 4), (d.file_path, 1), (d.file_path, 7)]
-    commit_deletes(iceberg_catalog, f"{ns}.keys", [position_delete_file(t, rows, Record())])
+    # unsorted, with a duplicate and positions out of range, as other writers may leave them
+    rows = [(d.file_path, 7), (a.file_path, 3), (a.file_path, 0), (c.file_path, 4), (c.file_path, 3),
+            (d.file_path, 1), (d.file_path, 1), (c.file_path, -1)]
+    commit_deletes(iceberg_catalog, f"{ns}.keys_{path}", [position_delete_file(t, rows, Record())])
 
     def plan_text(sql):
         return spark.sql(sql)._jdf.queryExecution().optimizedPlan().toString()
 
-    everything = sorted(r.id for r in spark.sql(f"SELECT id FROM {table}").collect())
-    assert everything == sorted(rest_of_a + [1, 2, 3] + [10, 20, 30] + [100, 300, 400, 500])
-    assert "__lakerules_key" not in plan_text(f"SELECT id FROM {table}")
-    big = f"SELECT id FROM {table} WHERE id >= 10"  # files c and d only: lengths differ
-    assert sorted(r.id for r in spark.sql(big).collect()) == [10, 20, 30, 100, 300, 400, 500]
-    assert "__lakerules_key" in plan_text(big)
+    if path == "join":
+        spark.conf.set("spark.lakerules.read.positionDeleteBroadcastRows", "0")
+    try:
+        everything = sorted(r.id for r in spark.sql(f"SELECT id FROM {table}").collect())
+        assert everything == sorted(rest_of_a + [1, 2, 3] + [10, 20, 30] + [100, 300, 400, 500])
+        big = f"SELECT id FROM {table} WHERE id >= 10"  # files c and d only: lengths differ
+        assert sorted(r.id for r in spark.sql(big).collect()) == [10, 20, 30, 100, 300, 400, 500]
+        # a row-level read sees the same rows, with their positions
+        assert sorted(r.id for r in spark.sql(f"SELECT id FROM {table} WHERE id % 2 = 0").collect()) == \
+            sorted(i for i in everything if i % 2 == 0)
+        if path == "join":
+            assert "__lakerules_key" not in plan_text(f"SELECT id FROM {table}")
+            assert "__lakerules_key" in plan_text(big)
+        else:
+            assert "position deletes: 6 rows in 2 data files" in plan_text(big)
+    finally:
+        spark.conf.unset("spark.lakerules.read.positionDeleteBroadcastRows")
 
 
 # ---- equality deletes (seed 000: every example table is a case) --------------------------------

@@ -155,17 +155,65 @@ def lower_scan(ctx, scan: LakeScan, lower):
 
 
 def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
-    """Anti-join on (file, position). The data rows carry Spark's own name of their file (free:
-    a per-file constant); the delete rows' paths, in whatever URI form their writer used, are
-    normalized and mapped to those names through the (delete file, data file) pairs planning
-    allowed (sequence numbers, partitions).
+    """The data rows no applicable position delete removes. The data rows carry Spark's own name
+    of their file (free: a per-file constant) and their row index; the delete rows' paths, in
+    whatever URI form their writer used, are normalized and mapped to those names through the
+    (delete file, data file) pairs planning allowed (sequence numbers, partitions).
 
-    Where the data files' lengths tell them apart, the join key is one long instead of
-    (path, position): length * M + position, with M above every file's record count, so Spark
-    probes a long hash map and no row hashes a path."""
+    Up to spark.lakerules.read.positionDeleteBroadcastRows delete rows, the deleted positions of
+    each data file are collected once (cached per set of delete files), broadcast as sorted
+    arrays, and applied by a per-row filter in the JVM (io.lakerules.functions.PositionDeleteSet)
+    that walks a file's positions as its rows go by, as Iceberg's readers do with a position
+    bitmap. Past that, an anti-join on (file, position)."""
     spark = ctx.spark
     delete_files = sorted({d.file_path for p in files for d in p.position_deletes})
     names = status_names(spark, sorted({p.file.file_path for p in files} | set(delete_files)))
+    rows = sum(f.record_count for f in {d.file_path: d for p in files for d in p.position_deletes}.values())
+    if rows <= int(ctx.conf(POS_BROADCAST_KEY, str(POS_BROADCAST_DEFAULT))):
+        pairs = sorted({(names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path])
+                        for p in files for d in p.position_deletes})
+        deleted = _position_set(spark, pairs)
+        plan = J.analyzed(data)
+        output = {a.name(): a for a in J.from_seq(plan.output())}
+        return J.dataframe(spark, deleted.filterLive(plan, output[FILE_COL], output[POS_COL]))
+    return _position_anti_join(spark, data, files, delete_files, names)
+
+
+_position_sets: OrderedDict = OrderedDict()  # (application, pairs) -> JVM PositionDeleteSet
+_POSITION_SET_ROWS = 20_000_000  # cached delete rows at most (8 bytes each on the driver)
+
+
+def _position_set(spark, pairs: list[tuple[str, str, str]]):
+    """The JVM PositionDeleteSet of (delete file name, data file path, data file name) pairs:
+    the rows of those delete files that point at those data files, by data file name. Delete
+    files never change, so a set is built once per process and application."""
+    key = (spark.sparkContext.applicationId, tuple(pairs))
+    with _cache_lock:
+        if key in _position_sets:
+            _position_sets.move_to_end(key)
+            return _position_sets[key]
+    allowed = J.values_frame(spark, pairs, [("d_file", "STRING"), ("d_path", "STRING"), ("d_name", "STRING")])
+    deletes = read_files(spark, POSITION_DELETE_SCHEMA, sorted({d for d, _, _ in pairs}), with_positions=True)
+    grouped = (
+        deletes.select(F.col(FILE_COL).alias("d_file"), normal_path_col(F.col("file_path")).alias("d_path"),
+                       F.col("pos").alias("d_pos"))
+        .join(F.broadcast(allowed), ["d_file", "d_path"])
+        .groupBy("d_name")
+        .agg(F.collect_list("d_pos").alias("d_pos"))
+    )
+    deleted = spark._jvm.io.lakerules.functions.PositionDeleteSet.collect(spark._jsparkSession, J.analyzed(grouped))
+    with _cache_lock:
+        _position_sets[key] = deleted
+        while len(_position_sets) > 1 and sum(s.rows() for s in _position_sets.values()) > _POSITION_SET_ROWS:
+            _, evicted = _position_sets.popitem(last=False)
+            evicted.release()
+    return deleted
+
+
+def _position_anti_join(spark, data: DataFrame, files: list, delete_files: list[str], names: dict) -> DataFrame:
+    """Anti-join on (file, position), for delete sets too large to broadcast. Where the data
+    files' lengths tell them apart, the join key is one long instead of (path, position):
+    length * M + position, with M above every file's record count, so no row hashes a path."""
     width = max(p.file.record_count for p in files) + 1
     lengths = _file_lengths(spark, data)
     sizes = {p.file.file_path: lengths.get(normal_path(names[p.file.file_path])) for p in files}
@@ -200,11 +248,6 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
     else:
         deletes = deletes.select(F.col("d_name").alias("d_path"), "d_pos")
         condition = (data[FILE_COL] == F.col("d_path")) & (data[POS_COL] == F.col("d_pos"))
-    # Spark cannot size the delete rows that survive the join above, and would shuffle every data
-    # row for a sort-merge join; the delete files' record counts say whether a broadcast fits.
-    rows = sum(f.record_count for f in {d.file_path: d for p in files for d in p.position_deletes}.values())
-    if rows <= int(ctx.conf(POS_BROADCAST_KEY, str(POS_BROADCAST_DEFAULT))):
-        deletes = F.broadcast(deletes)
     return data.join(deletes, condition, "left_anti")
 
 

@@ -1,0 +1,157 @@
+package io.lakerules.functions;
+
+import java.io.Serializable;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.objects.Invoke;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.ObjectType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * The position deletes of a scan, as a sorted array of deleted row positions per data file,
+ * broadcast once to the executors; {@link #isLive} is the per-row test of a Filter over the data
+ * files' rows (their file name and row index). Rows of a file arrive in position order, so a row
+ * costs one comparison of its file name with the previous row's and one step of a cursor through
+ * that file's positions: no hash join, no per-row hashing.
+ *
+ * <p>Spark deserializes a plan's objects for each task, so the cursor state is per task; the
+ * broadcast arrays are shared and never written.
+ */
+public final class PositionDeleteSet implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  private final Broadcast<HashMap<String, long[]>> positions;
+  private final long rows;
+  private final int files;
+
+  private transient Map<String, long[]> byFile;
+  private transient UTF8String file;  // a private copy of the current file's name
+  private transient long[] current;   // its deleted positions, sorted; null: none
+  private transient int cursor;       // first index of current whose position is >= the last row's
+  private transient long last;        // the last row's position
+
+  private PositionDeleteSet(Broadcast<HashMap<String, long[]>> positions, long rows, int files) {
+    this.positions = positions;
+    this.rows = rows;
+    this.files = files;
+  }
+
+  /**
+   * Runs {@code grouped}, a plan of (file name STRING, positions ARRAY&lt;BIGINT&gt;) rows (a data
+   * file may have several rows), and broadcasts the positions of each file, sorted.
+   */
+  public static PositionDeleteSet collect(org.apache.spark.sql.classic.SparkSession session, LogicalPlan grouped) {
+    org.apache.spark.sql.classic.Dataset<?> ds = org.apache.spark.sql.classic.Dataset.ofRows(session, grouped);
+    InternalRow[] collected = (InternalRow[]) ds.queryExecution().executedPlan().executeCollect();
+    Map<String, long[][]> parts = new HashMap<>();
+    for (InternalRow r : collected) {
+      if (r.isNullAt(0) || r.isNullAt(1)) {
+        continue;
+      }
+      String name = r.getUTF8String(0).toString();
+      long[] ps = r.getArray(1).toLongArray();
+      long[][] prev = parts.get(name);
+      long[][] next = prev == null ? new long[1][] : Arrays.copyOf(prev, prev.length + 1);
+      next[next.length - 1] = ps;
+      parts.put(name, next);
+    }
+    HashMap<String, long[]> merged = new HashMap<>();
+    long total = 0;
+    for (Map.Entry<String, long[][]> e : parts.entrySet()) {
+      int n = 0;
+      for (long[] p : e.getValue()) {
+        n += p.length;
+      }
+      long[] all = new long[n];
+      int at = 0;
+      for (long[] p : e.getValue()) {
+        System.arraycopy(p, 0, all, at, p.length);
+        at += p.length;
+      }
+      Arrays.sort(all);
+      merged.put(e.getKey(), all);
+      total += all.length;
+    }
+    Broadcast<HashMap<String, long[]>> b = session.sparkContext().broadcast(merged,
+        scala.reflect.ClassTag$.MODULE$.apply(HashMap.class));
+    return new PositionDeleteSet(b, total, merged.size());
+  }
+
+  /** Filter(isLive(file, pos)) over data: its rows that no position delete of this set removes. */
+  public LogicalPlan filterLive(LogicalPlan data, Attribute fileName, Attribute position) {
+    Expression target = Literal.create(this, new ObjectType(PositionDeleteSet.class));
+    scala.collection.immutable.Seq<Expression> args =
+        scala.jdk.javaapi.CollectionConverters.asScala(java.util.List.<Expression>of(fileName, position)).toList();
+    scala.collection.immutable.Seq<org.apache.spark.sql.types.AbstractDataType> none =
+        scala.collection.immutable.List$.MODULE$.empty();
+    Expression live = new Invoke(target, "isLive", DataTypes.BooleanType, args, none, false, false, true);
+    return new Filter(live, data);
+  }
+
+  /** Whether the row at position pos of the file Spark names fileName is not deleted. */
+  public boolean isLive(UTF8String fileName, long pos) {
+    if (fileName == null) {
+      return true;
+    }
+    if (file == null || !file.equals(fileName)) {
+      if (byFile == null) {
+        byFile = positions.value();
+      }
+      file = fileName.clone();
+      current = byFile.get(file.toString());
+      cursor = current == null ? 0 : lowerBound(current, pos);
+    } else if (current != null) {
+      if (pos < last) {
+        cursor = lowerBound(current, pos);
+      } else {
+        while (cursor < current.length && current[cursor] < pos) {
+          cursor++;
+        }
+      }
+    }
+    last = pos;
+    return current == null || cursor >= current.length || current[cursor] != pos;
+  }
+
+  private static int lowerBound(long[] a, long v) {
+    int lo = 0;
+    int hi = a.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (a[mid] < v) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
+  public long rows() {
+    return rows;
+  }
+
+  public int files() {
+    return files;
+  }
+
+  /** Drops the executors' copies (the driver keeps its own: a later use fetches it again). */
+  public void release() {
+    positions.unpersist(false);
+  }
+
+  @Override
+  public String toString() {
+    return "position deletes: " + rows + " rows in " + files + " data files";
+  }
+}
