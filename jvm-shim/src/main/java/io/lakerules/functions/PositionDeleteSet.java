@@ -36,6 +36,7 @@ public final class PositionDeleteSet implements Serializable {
 
   private transient Map<String, long[]> byFile;
   private transient UTF8String file;  // a private copy of the current file's name
+  private transient UTF8String seen;  // the object the caller passed for it
   private transient long[] current;   // its deleted positions, sorted; null: none
   private transient int cursor;       // first index of current whose position is >= the last row's
   private transient long last;        // the last row's position
@@ -103,12 +104,17 @@ public final class PositionDeleteSet implements Serializable {
     if (fileName == null) {
       return true;
     }
-    if (file == null || !file.equals(fileName)) {
+    // A reader passes one object for all the rows of a file (a constant column); comparing the
+    // bytes of a long path for every row would cost more than the rest of this test. Any other
+    // object is compared by its bytes with a private copy (the caller's may point into a reused
+    // buffer).
+    if (fileName != seen && (file == null || !file.equals(fileName))) {
       if (byFile == null) {
         byFile = positions.value();
       }
       file = fileName.clone();
       current = byFile.get(file.toString());
+      last = Long.MIN_VALUE;
       cursor = current == null ? 0 : lowerBound(current, pos);
     } else if (current != null) {
       if (pos < last) {
@@ -119,6 +125,7 @@ public final class PositionDeleteSet implements Serializable {
         }
       }
     }
+    seen = fileName;
     last = pos;
     return current == null || cursor >= current.length || current[cursor] != pos;
   }
