@@ -38,8 +38,13 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def side_by_side(runs: int, **contenders) -> dict[str, float]:
-    """Median seconds of each contender, run in turns (a, b, a, b, ...) so noise hits all alike."""
+def side_by_side(runs: int, warmup: int = 1, **contenders) -> dict[str, float]:
+    """Median seconds of each contender, run in turns (a, b, a, b, ...) so noise hits all alike,
+    after `warmup` untimed turns (the first runs in a JVM compile code and fill caches, which
+    would otherwise count against whichever contender goes first)."""
+    for _ in range(warmup):
+        for fn in contenders.values():
+            fn()
     times = {name: [] for name in contenders}
     for _ in range(runs):
         for name, fn in contenders.items():
