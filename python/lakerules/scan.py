@@ -194,14 +194,13 @@ def _position_set(spark, pairs: list[tuple[str, str, str]]):
             return _position_sets[key]
     allowed = J.values_frame(spark, pairs, [("d_file", "STRING"), ("d_path", "STRING"), ("d_name", "STRING")])
     deletes = read_files(spark, POSITION_DELETE_SCHEMA, sorted({d for d, _, _ in pairs}), with_positions=True)
-    grouped = (
+    rows = (
         deletes.select(F.col(FILE_COL).alias("d_file"), normal_path_col(F.col("file_path")).alias("d_path"),
                        F.col("pos").alias("d_pos"))
         .join(F.broadcast(allowed), ["d_file", "d_path"])
-        .groupBy("d_name")
-        .agg(F.collect_list("d_pos").alias("d_pos"))
+        .select("d_name", "d_pos")
     )
-    deleted = spark._jvm.io.lakerules.functions.PositionDeleteSet.collect(spark._jsparkSession, J.analyzed(grouped))
+    deleted = spark._jvm.io.lakerules.functions.PositionDeleteSet.collect(spark._jsparkSession, J.analyzed(rows))
     with _cache_lock:
         _position_sets[key] = deleted
         while len(_position_sets) > 1 and sum(s.rows() for s in _position_sets.values()) > _POSITION_SET_ROWS:
