@@ -33,7 +33,7 @@ other column to read late). ``auto`` splits only when, from what is known before
   sizes of the planned files, from the manifests), so the worst case, phase one wasted, costs at
   most a quarter more;
 - the scan reads at least 4 data files (so that the first pass below can sample);
-- a cheap first pass, phase one over an evenly spaced sample of 1/16 of the files (at least 2),
+- a cheap first pass, phase one over an evenly spaced sample of 1/16 of the files (at least 1),
   finds matches in at most half of the sampled files' row groups: a filter that matches
   everywhere (or whose matches are spread over every row group) gains nothing from a second read.
 
@@ -62,7 +62,7 @@ MAX_ROWS_KEY = "spark.lakerules.read.lateMaterialization.maxRows"
 MAX_ROWS_DEFAULT = 100_000
 PREDICATE_SHARE = 0.25  # auto: the filter's columns are at most this share of the bytes read
 MIN_FILES = 4  # auto: at least this many data files
-SAMPLE_FRACTION = 1 / 16  # auto: the first pass reads this share of the files (at least 2)
+SAMPLE_FRACTION = 1 / 16  # auto: the first pass reads this share of the files (at least 1)
 MATCHED_SHARE = 0.5  # auto: the first pass finds matches in at most this share of its files
 # a conjunct with one of these cannot run on its own in phase one
 _NOT_ALONE = {"ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery", "OuterReference"}
@@ -238,7 +238,7 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     footers: dict[str, tuple] = {}
     rest, found = files, []
     if scan.mode == "auto":
-        k = min(len(files), max(2, math.ceil(len(files) * SAMPLE_FRACTION)))
+        k = min(len(files), max(1, math.ceil(len(files) * SAMPLE_FRACTION)))
         sample = [files[(i * len(files)) // k] for i in range(k)]
         # a sample holding a tenth of maxRows predicts more than maxRows in all (16 times as many files)
         cap = max(1, limit // 10)
