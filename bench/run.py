@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import delete  # noqa: E402
 import foundation  # noqa: E402
+import latemat  # noqa: E402
 import optimize  # noqa: E402
 import scan  # noqa: E402
 import update  # noqa: E402
@@ -34,6 +35,7 @@ MODULES = {
     "delete": ("DELETE FROM", delete),
     "update": ("UPDATE", update),
     "optimize": ("OPTIMIZE ZORDER BY", optimize),
+    "latemat": ("Late materialization", latemat),
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = "# Benchmark results\n\nRatios are measured side by side in one run; absolute times are this machine's.\n"

@@ -19,6 +19,7 @@ from lakerules import plan as P, registry, statements
 from lakerules.catalogs import Catalogs
 from lakerules.context import Context
 from lakerules.errors import CatalogError, LakeError, LakeSyntaxError
+from lakerules.latemat import LateScan, lower_late_scan
 from lakerules.scan import lower_scan
 
 log = logging.getLogger("lakerules")
@@ -79,7 +80,7 @@ class Backend:
     # ---- helpers -------------------------------------------------------------------------
 
     def context(self, jsession) -> Context:
-        return Context(spark=self.session(jsession), catalogs=self.catalogs, lowerings={P.LakeScan: lower_scan})
+        return Context(spark=self.session(jsession), catalogs=self.catalogs, lowerings={P.LakeScan: lower_scan, LateScan: lower_late_scan})
 
     def session(self, jsession) -> SparkSession:
         if jsession is None or jsession.equals(self.spark._jsparkSession):

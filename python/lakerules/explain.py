@@ -31,9 +31,12 @@ def _key(attributes) -> tuple:
     return tuple(a.exprId().id() for a in attributes)
 
 
-def remember(scan) -> None:
+def remember(scan, note: str | None = None) -> None:
+    """Remember a planned scan's label; ``note`` (e.g. late materialization's decision) is
+    shown on its own line under it."""
+    label = scan_label(scan) + (f"\n  {note}" if note else "")
     with _lock:
-        _labels[_key(a.jvm for a in scan.output)] = scan_label(scan)
+        _labels[_key(a.jvm for a in scan.output)] = label
         while len(_labels) > _KEEP:
             _labels.popitem(last=False)
 

@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
+from lakerules.latemat import late_materialize
 from lakerules.plan import Node, transform_up
 from lakerules.rules.push_filters import push_filters
 from lakerules.rules.rewrite_delete import rewrite_delete
@@ -46,6 +47,10 @@ def _default_batches() -> list[Batch]:
         # In the optimizer, filters next to lake relations are handed to them, then every lake
         # relation becomes a scan of the data files of its snapshot that can hold matching rows.
         Batch("scans", "optimizer", "lake relations become planned, pruned file scans", [push_filters, resolve_scans]),
+        # A filtered scan may be read in two phases: the filter's columns first, the rest only
+        # where rows match (seed 004; spark.lakerules.read.lateMaterialization).
+        Batch("late-materialization", "optimizer", "filtered scans read the filter columns first, the rest late",
+              [late_materialize]),
         # Users' rules see planned scans.
         Batch("user", "optimizer", "rules added with lakerules.register_rule"),
     ]

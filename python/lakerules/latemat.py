@@ -1,0 +1,377 @@
+"""Late materialization (seed 004): read the filter columns first, the rest only where rows match.
+
+The needle-in-a-haystack query: a selective filter on a few columns that are neither partition
+nor sort keys, many other columns selected. The plain scan decodes every selected column of
+every file it could not prune. The rule ``late_materialize`` (registry batch
+``late-materialization``, right after scans are planned) rewrites
+
+    Filter (k1 = 7 AND k2 = 13 AND k3 = 'x')
+      [Project (the columns the query reads)]
+        LakeScan lake.db.t files=40/40
+
+into a ``LateScan`` (a LakeScan that also carries the filter), read in two phases:
+
+1. **phase one** reads only the filter's columns, with the file and row index of each row
+   (``_metadata.file_path`` / ``_metadata.row_index``), through lakerules.scan, so position and
+   equality deletes are applied there, once. The filter is the query's own conjunction, never
+   rewritten into a normal form (the seed measured CNF costing up to 40x); Spark pushes it into
+   the Parquet reader (row groups skipped by statistics) and evaluates it on the vectorized
+   reader's batches. Phase one runs when the scan is planned and yields the matches' (file,
+   row index) pairs, at most ``spark.lakerules.read.lateMaterialization.maxRows`` of them.
+2. **phase two** reads the columns the query needs from the row groups that hold a match, of
+   the files that hold one (io.lakerules.RowGroupParquetFormat: Spark's Parquet reader, handed
+   each such row group's byte span, from the footers read on the driver), and keeps only the
+   matched rows: a broadcast left-semi join on (file, row index) with phase one's pairs.
+   Those rows are live (phase one applied the deletes), so no delete is applied again. The
+   Filter stays above, so the result is the plain scan's, row for row.
+
+``spark.lakerules.read.lateMaterialization`` = ``auto`` (default) | ``on`` | ``off``. ``on`` splits
+every scan it can (deterministic filter without subqueries, on columns of the scan, and some
+other column to read late). ``auto`` splits only when, from what is known before reading:
+
+- the filter's columns are at most 25% of the bytes the scan would read (the Iceberg column
+  sizes of the planned files, from the manifests), so the worst case, phase one wasted, costs at
+  most a quarter more;
+- the scan reads at least 4 data files (so that the first pass below can sample);
+- a cheap first pass, phase one over an evenly spaced sample of 1/16 of the files (at least 1),
+  finds matches in at most half of the sampled files' row groups: a filter that matches
+  everywhere (or whose matches are spread over every row group) gains nothing from a second read.
+
+``EXPLAIN`` shows, under ``== lakerules scans ==``, whether each filtered scan was split and why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import reduce
+
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from lakerules import jvm as J
+from lakerules.errors import LakeError
+from lakerules.explain import remember
+from lakerules.plan import Filter, LakeScan, Node, SparkNode
+from lakerules.scan import FILE_COL, POS_COL, lower_scan, read_files, scan_dataframe, spark_path, status_names
+from lakerules.schema import iceberg_to_spark
+
+SETTING = "spark.lakerules.read.lateMaterialization"
+MODES = ("auto", "on", "off")
+MAX_ROWS_KEY = "spark.lakerules.read.lateMaterialization.maxRows"
+MAX_ROWS_DEFAULT = 100_000
+PREDICATE_SHARE = 0.25  # auto: the filter's columns are at most this share of the bytes read
+MIN_FILES = 4  # auto: at least this many data files
+SAMPLE_FRACTION = 1 / 16  # auto: the first pass reads this share of the files (at least 1)
+MATCHED_SHARE = 0.5  # auto: the first pass finds matches in at most this share of its files
+# a conjunct with one of these cannot run on its own in phase one
+_NOT_ALONE = {"ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery", "OuterReference"}
+
+
+@dataclass(frozen=True, eq=False)
+class LateScan(LakeScan):
+    """A LakeScan read in two phases (``split``), or read plainly for the ``reason`` given."""
+
+    conjuncts: tuple = field(default=(), repr=False)  # JVM expressions over ``output``
+    predicate_columns: tuple[str, ...] = ()
+    needed_columns: tuple[str, ...] = ()
+    mode: str = "auto"
+    split: bool = True
+    reason: str = ""
+
+    def describe(self) -> str:
+        verdict = "split" if self.split else "not split"
+        return f"{super().describe()} late_materialization={self.mode}: {verdict} ({self.reason})"
+
+
+def mode(ctx) -> str:
+    value = (ctx.conf(SETTING, "auto") or "auto").strip().lower()
+    if value not in MODES:
+        raise LakeError(f"lakerules: {SETTING} must be one of {', '.join(MODES)}, not {value!r}")
+    return value
+
+
+# ---- the rule ------------------------------------------------------------------------------------
+
+
+def late_materialize(plan: Node, ctx) -> Node:
+    match plan:
+        case Filter(kids=(child,)) if (found := _scan_below(child)) is not None:
+            scan, project = found
+            m = mode(ctx)
+            if m == "off":
+                return plan
+            late = decide(scan, plan.conjuncts, project, m)
+            return plan.with_children((late if project is None else project.with_children((late,)),))
+        # A Project or Aggregate right over such a Filter (no column-pruning Project below it
+        # yet): its output is its expressions, so it tells which columns the scan must read.
+        case SparkNode(kids=(Filter(kids=(LateScan() as late,)) as filt,)) if (
+                late.needed_columns == tuple(a.name for a in late.output)
+                and J.simple_name(plan.jvm) in ("Project", "Aggregate")):
+            ids = {a.exprId().id() for a in J.from_seq(plan.jvm.references().toSeq())}
+            narrowed = decide(late, filt.conjuncts, None, late.mode, needed_ids=ids)
+            if narrowed.needed_columns == late.needed_columns:
+                return plan
+            return plan.with_children((filt.with_children((narrowed,)),))
+        case _:
+            return plan
+
+
+def _scan_below(node: Node):
+    """(LakeScan, the column-pruning Project between it and the Filter or None)."""
+    if isinstance(node, LakeScan):
+        return None if isinstance(node, LateScan) else (node, None)
+    if (isinstance(node, SparkNode) and not isinstance(node, Filter) and len(node.kids) == 1
+            and J.simple_name(node.jvm) == "Project"
+            and isinstance(node.kids[0], LakeScan) and not isinstance(node.kids[0], LateScan)
+            and all(J.simple_name(e) == "AttributeReference" for e in J.from_seq(node.jvm.projectList()))):
+        return node.kids[0], node
+    return None
+
+
+def _has_subquery(expr) -> bool:
+    """A subquery, or a correlated subquery's reference to its outer query."""
+    if J.simple_name(expr) in _NOT_ALONE:
+        return True
+    return any(_has_subquery(c) for c in J.from_seq(expr.children()))
+
+
+def decide(scan: LakeScan, conjuncts: tuple, project, m: str, needed_ids: set | None = None) -> LateScan:
+    """The static part of the decision: what the filter reads, against what the scan reads
+    (the columns under ``project``, or ``needed_ids`` plus the filter's, or all)."""
+    by_id = {a.jvm.exprId().id(): a.name for a in scan.output}
+    if project is not None:
+        needed = [by_id[a.exprId().id()] for a in J.from_seq(project.jvm.output()) if a.exprId().id() in by_id]
+    else:
+        needed = [a.name for a in scan.output]
+    predicate: list[str] = []
+    for c in conjuncts:
+        for a in J.from_seq(c.references().toSeq()):
+            name = by_id.get(a.exprId().id())
+            if name is not None and name not in predicate:
+                predicate.append(name)
+    order = {a.name: i for i, a in enumerate(scan.output)}
+    predicate.sort(key=order.get)
+    if needed_ids is not None:
+        needed = [a.name for a in scan.output if a.jvm.exprId().id() in needed_ids or a.name in predicate]
+    late = LateScan(**{f: getattr(scan, f) for f in LakeScan.__dataclass_fields__},
+                    conjuncts=tuple(conjuncts), predicate_columns=tuple(predicate),
+                    needed_columns=tuple(needed), mode=m)
+
+    def plain(reason: str) -> LateScan:
+        return replace(late, split=False, reason=reason)
+
+    if any(not c.deterministic() or _has_subquery(c) for c in conjuncts):
+        return plain("the filter is not deterministic, has a subquery or is correlated")
+    if not predicate:
+        return plain("the filter reads no column")
+    rest = [n for n in needed if n not in predicate]
+    if not rest:
+        return plain("every column read is a filter column: nothing to read late")
+    files = scan.plan.files
+    sizes = _column_bytes(scan, predicate, rest)
+    shown = f"filter columns {', '.join(predicate)}: {len(predicate)} of {len(needed)} columns read"
+    if sizes is not None:
+        p, r = sizes
+        shown += f", {p / max(p + r, 1):.1%} of {_size(p + r)}"
+    if m == "on":
+        return replace(late, reason=shown)
+    if len(files) < MIN_FILES:
+        return plain(f"{len(files)} data file(s), auto needs {MIN_FILES} to sample")
+    if sizes is None:
+        return plain("the manifests have no column sizes for these files")
+    p, r = sizes
+    if p > PREDICATE_SHARE * (p + r):
+        return plain(f"{shown}; auto needs at most {PREDICATE_SHARE:.0%}")
+    return replace(late, reason=shown)
+
+
+def _column_bytes(scan: LakeScan, predicate: list[str], rest: list[str]) -> tuple[int, int] | None:
+    """Bytes of the filter's columns and of the other columns read, over the planned files,
+    from the Iceberg column sizes (a nested column: the sum of its leaves)."""
+    ids = {}
+    for f in scan.schema.as_struct().fields:
+        ids[f.name] = _leaf_ids(f)
+    totals = [0, 0]
+    for planned in scan.plan.files:
+        sizes = planned.file.column_sizes
+        if not sizes:
+            return None
+        for k, names in enumerate((predicate, rest)):
+            totals[k] += sum(sizes.get(i, 0) for n in names for i in ids.get(n, ()))
+    return totals[0], totals[1]
+
+
+def _leaf_ids(f) -> list[int]:
+    out = [f.field_id]
+    t = f.field_type
+    for sub in getattr(t, "fields", ()) or ():
+        out += _leaf_ids(sub)
+    for attr in ("element_field", "key_field", "value_field"):
+        sub = getattr(t, attr, None)
+        if sub is not None:
+            out += _leaf_ids(sub)
+    return out
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+# ---- lowering: the two phases ---------------------------------------------------------------------
+
+
+def lower_late_scan(ctx, scan: LateScan, lower):
+    """LateScan -> the JVM plan reading it: phase two's rows (aliased to the scan's output), or
+    the plain scan when the decision (static, or auto's first pass, or maxRows) says so."""
+    spark = ctx.spark
+    head = f"late materialization ({scan.mode}):"
+    if not scan.split:
+        return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}")
+    files = list(scan.plan.files)
+    limit = int(ctx.conf(MAX_ROWS_KEY, str(MAX_ROWS_DEFAULT)))
+    names = status_names(spark, [p.file.file_path for p in files])
+    footers: dict[str, tuple] = {}
+    rest, found = files, []
+    if scan.mode == "auto":
+        k = min(len(files), max(1, math.ceil(len(files) * SAMPLE_FRACTION)))
+        sample = [files[(i * len(files)) // k] for i in range(k)]
+        # a sample holding a tenth of maxRows predicts more than maxRows in all (16 times as many files)
+        cap = max(1, limit // 10)
+        found = _phase_one(ctx, scan, sample).limit(cap + 1).collect()
+        if len(found) > cap:
+            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found more than "
+                                            f"{cap} matches in {k} sampled files")
+        hit, groups = _groups_hit(scan, [p.file for p in sample], names, _by_name(found), footers)
+        if hit > MATCHED_SHARE * groups:
+            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found matches in "
+                                            f"{hit} of {groups} row group(s) of {k} sampled files (auto needs at "
+                                            f"most {MATCHED_SHARE:.0%})")
+        why = f"{scan.reason}; first pass: matches in {hit} of {groups} row group(s) of {k} sampled files"
+        rest = [p for p in files if all(p is not q for q in sample)]  # the sample's matches are known
+    else:
+        why = scan.reason
+    rows = found + (_phase_one(ctx, scan, rest).limit(limit + 1 - len(found)).collect() if rest else [])
+    if len(rows) > limit:
+        return _plain(ctx, scan, lower, f"{head} not split: phase one matched more than {MAX_ROWS_KEY}={limit} rows")
+    by_name = _by_name(rows)
+    keep = [p.file for p in files if names[p.file.file_path] in by_name]
+    spans = _spans(scan, keep, names, by_name, footers)
+    groups, total_groups = _groups_hit(scan, keep, names, by_name, footers)
+    positions = J.local_frame(spark, [(r[0], r[1]) for r in rows],
+                              StructType([StructField(FILE_COL, StringType()), StructField(POS_COL, LongType())]))
+    data = _read_row_groups(spark, scan, [f.file_path for f in keep], spans)
+    data = data.join(F.broadcast(positions), [FILE_COL, POS_COL], "left_semi")
+    plan = _aliased(ctx, scan, data)
+    remember(scan, f"{head} split ({why}); phase one read {len(scan.predicate_columns)} column(s) of "
+                   f"{len(files)} file(s): {len(rows)} row(s) matched in {len(keep)} file(s); phase two read "
+                   f"those rows from {len(keep)} of {len(files)} file(s), {groups} of their {total_groups} row group(s)")
+    return plan
+
+
+def _by_name(rows) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for name, pos in rows:
+        out.setdefault(name, []).append(pos)
+    return out
+
+
+def _row_groups(scan: LakeScan, f, footers: dict) -> tuple[list[int], list[int], list[int]]:
+    """(start, end, first row) of each row group of a data file, from its footer (read once per
+    lowering, on the driver): a row group's byte span runs to the next one's start (the last
+    one's to the footer), so it holds the row group's midpoint, which is what Parquet's range
+    filter selects by."""
+    import pyarrow.parquet as pq
+
+    if f.file_path not in footers:
+        with scan.iceberg.io.new_input(f.file_path).open() as stream:
+            meta = pq.read_metadata(stream)
+        starts, firsts, row = [], [], 0
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            c0 = rg.column(0)
+            start = c0.data_page_offset
+            if c0.has_dictionary_page and 0 < (c0.dictionary_page_offset or 0) < start:
+                start = c0.dictionary_page_offset
+            starts.append(start)
+            firsts.append(row)
+            row += rg.num_rows
+        last = max(f.file_size_in_bytes - meta.serialized_size - 8, starts[-1] + 1) if starts else 0
+        footers[f.file_path] = (starts, starts[1:] + [last] if starts else [], firsts)
+    return footers[f.file_path]
+
+
+def _wanted(scan, f, positions, footers) -> list[int]:
+    import bisect
+
+    starts, _, firsts = _row_groups(scan, f, footers)
+    return sorted({i for i in (bisect.bisect_right(firsts, p) - 1 for p in positions) if 0 <= i < len(starts)})
+
+
+def _groups_hit(scan, files, names, by_name, footers) -> tuple[int, int]:
+    """(row groups of ``files`` holding a matched position, row groups of ``files``)."""
+    hit = total = 0
+    for f in files:
+        total += len(_row_groups(scan, f, footers)[0])
+        hit += len(_wanted(scan, f, by_name.get(names[f.file_path], ()), footers))
+    return hit, total
+
+
+def _spans(scan, keep, names, by_name, footers) -> str:
+    """What io.lakerules.RowGroupParquetFormat takes: per file (Spark's name for it), the byte
+    spans of the row groups holding matched positions."""
+    lines = []
+    for f in keep:
+        starts, ends, _ = _row_groups(scan, f, footers)
+        wanted = _wanted(scan, f, by_name[names[f.file_path]], footers)
+        lines.append(names[f.file_path] + "\t" + ",".join(f"{starts[i]}:{ends[i]}" for i in wanted))
+    return "\n".join(lines)
+
+
+def _read_row_groups(spark, scan: LakeScan, paths: list[str], spans: str):
+    """read_files with positions, reading only the row groups ``spans`` lists."""
+    if not paths:
+        return read_files(spark, scan.schema, [], with_positions=True)
+    df = (spark.read.format("io.lakerules.RowGroupParquetFormat").schema(iceberg_to_spark(scan.schema, with_ids=True))
+          .option("lakerules.rowgroups", spans).load([spark_path(p) for p in paths]))
+    return df.select("*", F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL))
+
+
+def _plain(ctx, scan: LateScan, lower, note: str):
+    plan = lower_scan(ctx, scan, lower)
+    remember(scan, note)
+    return plan
+
+
+def _phase_one(ctx, scan: LateScan, files: list):
+    """(file, row index) of the live rows of ``files`` (PlannedFiles) the filter keeps: the scan's own read
+    (deletes applied) under the query's filter, as one compact conjunction."""
+    spark = ctx.spark
+    part = replace(scan, plan=replace(scan.plan, files=tuple(files)))
+    df = scan_dataframe(ctx, part, positions=True)
+    aliased = _aliased(ctx, scan, df, extra=[FILE_COL, POS_COL])
+    jvm = spark._jvm.org.apache.spark.sql.catalyst
+    condition = reduce(lambda a, b: jvm.expressions.And(a, b), scan.conjuncts)
+    filtered = jvm.plans.logical.Filter(condition, aliased)
+    return J.dataframe(spark, filtered).select(FILE_COL, POS_COL)
+
+
+def _aliased(ctx, scan: LakeScan, df, extra: list[str] = ()):
+    """df's columns as the scan's output attributes (same exprIds), then ``extra`` as they are."""
+    spark = ctx.spark
+    names = [a.name for a in scan.output]
+    missing = [n for n in names if n not in df.columns]
+    if missing:
+        raise LakeError(
+            f"lakerules: column(s) {missing} of {scan.table} are not in the schema the scan was planned "
+            "with; the table changed while the query was planned, run it again"
+        )
+    plan = df.select(*[F.col(f"`{n}`") for n in [*names, *extra]])._jdf.queryExecution().optimizedPlan()
+    targets = spark._jvm.java.util.ArrayList()
+    for attr in scan.output:
+        targets.add(attr.jvm)
+    return spark._jvm.io.lakerules.Bridge.renameProject(plan, targets)

@@ -1,0 +1,140 @@
+"""Late materialization (seed 004): filter columns first, the rest only from files with matches."""
+
+from __future__ import annotations
+
+import pytest
+
+import lakerules
+from lakerules.latemat import SETTING
+
+# id 112 is the only row with k1 = 0 AND c % 1000 = 232 (c = 11 * id, ids 0..599)
+NEEDLE = "k1 = 0 AND c % 1000 = 232"
+
+
+@pytest.fixture
+def wide(spark, ns):
+    """6 files of 100 rows; `a` is wide, so the filter columns are a small share of the bytes."""
+    table = f"lake.{ns}.w"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, k1 INT, k2 STRING, a STRING, b DOUBLE, c BIGINT)")
+    for i in range(6):
+        spark.sql(f"""INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, CAST(id % 7 AS INT), concat('k', id % 5),
+                      concat(sha2(CAST(id AS STRING), 256), sha2(CAST(-id AS STRING), 256)), id / 4, id * 11
+                      FROM range({i * 100}, {(i + 1) * 100})""")
+    return table
+
+
+def rows(spark, sql: str, mode: str) -> list[tuple]:
+    spark.conf.set(SETTING, mode)
+    try:
+        return sorted(tuple(r) for r in spark.sql(sql).collect())
+    finally:
+        spark.conf.unset(SETTING)
+
+
+def note(spark, sql: str, mode: str) -> str:
+    spark.conf.set(SETTING, mode)
+    try:
+        text = spark.sql(f"EXPLAIN {sql}").collect()[0].plan
+    finally:
+        spark.conf.unset(SETTING)
+    return "\n".join(line.strip() for line in text.splitlines() if "late materialization" in line)
+
+
+def test_split_scan_reads_the_same_rows_with_deletes_applied_once(spark, wide):
+    spark.sql(f"DELETE FROM {wide} WHERE id IN (7, 77, 300)")  # position deletes
+    lakerules.delete_by_key(spark, wide, spark.range(42, 43), on=["id"])  # an equality delete
+    for sql in (f"SELECT * FROM {wide} WHERE k1 = 0 AND k2 = 'k2'",
+                f"SELECT b, id FROM {wide} WHERE k1 = 0 AND (k2 = 'k2' OR k2 = 'k4') AND b > 10",
+                f"SELECT * FROM {wide} WHERE {NEEDLE}",
+                f"SELECT count(*), max(a) FROM {wide} WHERE k1 = 0 AND k2 <> 'k9'"):
+        plain, late = rows(spark, sql, "off"), rows(spark, sql, "on")
+        assert late == plain, sql
+        assert "split (" in note(spark, sql, "on"), sql
+    ids = [r[0] for r in rows(spark, f"SELECT id FROM {wide} WHERE k1 = 0 AND k2 = 'k2'", "on")]
+    assert ids == [i for i in range(600) if i % 35 == 7 and i not in (7, 77, 42)]
+    # a DataFrame chain is split as SQL is
+    spark.conf.set(SETTING, "on")
+    try:
+        got = sorted(tuple(r) for r in spark.table(wide).where("k1 = 0").where("c % 1000 = 232").select("a", "id").collect())
+    finally:
+        spark.conf.unset(SETTING)
+    assert [r[1] for r in got] == [112]
+
+
+def test_phase_two_reads_only_the_files_with_matches(spark, wide):
+    sql = f"SELECT * FROM {wide} WHERE {NEEDLE}"
+    assert [r[0] for r in rows(spark, sql, "on")] == [112]
+    text = note(spark, sql, "on")
+    assert "1 row(s) matched in 1 file(s)" in text and "from 1 of 6 file(s)" in text, text
+    # no match: phase two reads nothing
+    text = note(spark, f"SELECT * FROM {wide} WHERE k1 = 0 AND c = 1", "on")
+    assert "0 row(s) matched in 0 file(s)" in text, text
+    assert rows(spark, f"SELECT * FROM {wide} WHERE k1 = 0 AND c = 1", "on") == []
+
+
+def test_auto_splits_only_when_it_pays(spark, wide):
+    # a needle on narrow columns while a wide column is read: split after a first pass
+    text = note(spark, f"SELECT * FROM {wide} WHERE {NEEDLE}", "auto")
+    assert "late materialization (auto): split" in text and "sampled files" in text, text
+    # matches in every file: the first pass sees it, plain scan
+    text = note(spark, f"SELECT * FROM {wide} WHERE k1 = 0 AND k2 = 'k2'", "auto")
+    assert "not split" in text and "the first pass found matches in 1 of 1 row group(s) of 1 sampled files" in text, text
+    # the filter reads the wide column: its bytes are most of the scan's
+    text = note(spark, f"SELECT * FROM {wide} WHERE length(a) = 3 AND k1 = 0", "auto")
+    assert "not split" in text and "auto needs at most 25%" in text, text
+    # nothing to read late, a nondeterministic filter, off
+    assert "nothing to read late" in note(spark, f"SELECT k1, c FROM {wide} WHERE {NEEDLE}", "on")
+    assert "not deterministic" in note(spark, f"SELECT * FROM {wide} WHERE k1 = 0 AND rand() < 2", "on")
+    assert note(spark, f"SELECT * FROM {wide} WHERE {NEEDLE}", "off") == ""
+    assert rows(spark, f"SELECT id FROM {wide} WHERE k1 = 0 AND rand() < 2", "on") == [(i,) for i in range(0, 600, 7)]
+
+
+def test_bad_setting_is_named(spark, wide):
+    spark.conf.set(SETTING, "sometimes")
+    try:
+        with pytest.raises(Exception, match="spark.lakerules.read.lateMaterialization must be one of auto, on, off"):
+            spark.sql(f"SELECT * FROM {wide} WHERE k1 = 0").collect()
+    finally:
+        spark.conf.unset(SETTING)
+
+
+def test_phase_two_reads_only_the_row_groups_with_matches(spark, ns):
+    table = f"lake.{ns}.rg"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, k INT, a STRING)")
+    spark.conf.set("parquet.block.size", "1")  # a row group every 100 rows (parquet-mr's smallest check)
+    try:
+        spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, CAST(id % 13 AS INT), sha2(CAST(id AS STRING), 256) FROM range(1000)")
+    finally:
+        spark.conf.unset("parquet.block.size")
+    spark.sql(f"DELETE FROM {table} WHERE id = 650")
+    sql = f"SELECT * FROM {table} WHERE k = 0 AND id % 100 BETWEEN 48 AND 52"  # ids 52, 351, 650 (deleted), 949
+    assert rows(spark, sql, "on") == rows(spark, sql, "off")
+    assert [r[0] for r in rows(spark, sql, "on")] == [52, 351, 949]
+    text = note(spark, sql, "on")
+    assert "3 row(s) matched in 1 file(s)" in text and "3 of their 10 row group(s)" in text, text
+
+
+def test_row_group_reader_reads_the_listed_row_groups(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(pa.table({"x": list(range(400))}), path, row_group_size=100)
+    meta = pq.read_metadata(path)
+    starts = [meta.row_group(i).column(0).data_page_offset for i in range(4)]
+    for i in range(4):
+        c = meta.row_group(i).column(0)
+        if c.has_dictionary_page and c.dictionary_page_offset:
+            starts[i] = min(starts[i], c.dictionary_page_offset)
+    name = spark.read.parquet(path).select("_metadata.file_path").first()[0]
+    import os
+
+    end = os.path.getsize(path) - meta.serialized_size - 8  # where the footer starts
+    spans = f"{name}\t{starts[1]}:{starts[2]},{starts[3]}:{end}"
+    df = (spark.read.format("io.lakerules.RowGroupParquetFormat").option("lakerules.rowgroups", spans).load(path)
+          .select("x", "_metadata.row_index"))
+    got = sorted(tuple(r) for r in df.collect())
+    assert got == [(i, i) for i in [*range(100, 200), *range(300, 400)]]
+    # a file not listed is read whole
+    df = spark.read.format("io.lakerules.RowGroupParquetFormat").option("lakerules.rowgroups", "other\t0:1").load(path)
+    assert df.count() == 400
