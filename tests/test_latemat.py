@@ -73,6 +73,17 @@ def test_phase_two_reads_only_the_files_with_matches(spark, wide):
 
 
 def test_auto_splits_only_when_it_pays(spark, wide):
+    # by default, a table this small is not worth the extra jobs
+    text = note(spark, f"SELECT * FROM {wide} WHERE {NEEDLE}", "auto")
+    assert "not split" in text and "auto needs at least 64.0 MiB" in text, text
+    spark.conf.set("spark.lakerules.read.lateMaterialization.minBytes", "0")
+    try:
+        _auto_decisions(spark, wide)
+    finally:
+        spark.conf.unset("spark.lakerules.read.lateMaterialization.minBytes")
+
+
+def _auto_decisions(spark, wide):
     # a needle on narrow columns while a wide column is read: split after a first pass
     text = note(spark, f"SELECT * FROM {wide} WHERE {NEEDLE}", "auto")
     assert "late materialization (auto): split" in text and "sampled files" in text, text
@@ -96,6 +107,12 @@ def test_bad_setting_is_named(spark, wide):
             spark.sql(f"SELECT * FROM {wide} WHERE k1 = 0").collect()
     finally:
         spark.conf.unset(SETTING)
+    spark.conf.set("spark.lakerules.read.lateMaterialization.minBytes", "64m")
+    try:
+        with pytest.raises(Exception, match="minBytes must be a number of bytes >= 0, not '64m'"):
+            spark.sql(f"SELECT * FROM {wide} WHERE k1 = 0").collect()
+    finally:
+        spark.conf.unset("spark.lakerules.read.lateMaterialization.minBytes")
 
 
 def test_phase_two_reads_only_the_row_groups_with_matches(spark, ns):

@@ -32,6 +32,9 @@ other column to read late). ``auto`` splits only when, from what is known before
 - the filter's columns are at most 25% of the bytes the scan would read (the Iceberg column
   sizes of the planned files, from the manifests), so the worst case, phase one wasted, costs at
   most a quarter more;
+- the columns read late are at least ``spark.lakerules.read.lateMaterialization.minBytes``
+  (default 64 MiB, again from the manifests' column sizes): below that, the extra Spark jobs of
+  the first pass and of phase one cost about what the split could save;
 - the scan reads at least 4 data files (so that the first pass below can sample);
 - a cheap first pass, phase one over an evenly spaced sample of 1/16 of the files (at least 1),
   finds matches in at most half of the sampled files' row groups: a filter that matches
@@ -62,6 +65,8 @@ MAX_ROWS_KEY = "spark.lakerules.read.lateMaterialization.maxRows"
 MAX_ROWS_DEFAULT = 100_000
 PREDICATE_SHARE = 0.25  # auto: the filter's columns are at most this share of the bytes read
 MIN_FILES = 4  # auto: at least this many data files
+MIN_BYTES_KEY = "spark.lakerules.read.lateMaterialization.minBytes"
+MIN_BYTES_DEFAULT = 64 * 2**20  # auto: at least this many bytes of columns read late
 SAMPLE_FRACTION = 1 / 16  # auto: the first pass reads this share of the files (at least 1)
 MATCHED_SHARE = 0.5  # auto: the first pass finds matches in at most this share of its files
 # a conjunct with one of these cannot run on its own in phase one
@@ -101,7 +106,7 @@ def late_materialize(plan: Node, ctx) -> Node:
             m = mode(ctx)
             if m == "off":
                 return plan
-            late = decide(scan, plan.conjuncts, project, m)
+            late = decide(scan, plan.conjuncts, project, m, min_bytes=min_bytes(ctx))
             return plan.with_children((late if project is None else project.with_children((late,)),))
         # A Project or Aggregate right over such a Filter (no column-pruning Project below it
         # yet): its output is its expressions, so it tells which columns the scan must read.
@@ -109,7 +114,7 @@ def late_materialize(plan: Node, ctx) -> Node:
                 late.needed_columns == tuple(a.name for a in late.output)
                 and J.simple_name(plan.jvm) in ("Project", "Aggregate")):
             ids = {a.exprId().id() for a in J.from_seq(plan.jvm.references().toSeq())}
-            narrowed = decide(late, filt.conjuncts, None, late.mode, needed_ids=ids)
+            narrowed = decide(late, filt.conjuncts, None, late.mode, needed_ids=ids, min_bytes=min_bytes(ctx))
             if narrowed.needed_columns == late.needed_columns:
                 return plan
             return plan.with_children((filt.with_children((narrowed,)),))
@@ -136,7 +141,19 @@ def _has_subquery(expr) -> bool:
     return any(_has_subquery(c) for c in J.from_seq(expr.children()))
 
 
-def decide(scan: LakeScan, conjuncts: tuple, project, m: str, needed_ids: set | None = None) -> LateScan:
+def min_bytes(ctx) -> int:
+    value = ctx.conf(MIN_BYTES_KEY, str(MIN_BYTES_DEFAULT))
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = -1
+    if n < 0:
+        raise LakeError(f"lakerules: {MIN_BYTES_KEY} must be a number of bytes >= 0, not {value!r}")
+    return n
+
+
+def decide(scan: LakeScan, conjuncts: tuple, project, m: str, needed_ids: set | None = None,
+           min_bytes: int = MIN_BYTES_DEFAULT) -> LateScan:
     """The static part of the decision: what the filter reads, against what the scan reads
     (the columns under ``project``, or ``needed_ids`` plus the filter's, or all)."""
     by_id = {a.jvm.exprId().id(): a.name for a in scan.output}
@@ -183,6 +200,8 @@ def decide(scan: LakeScan, conjuncts: tuple, project, m: str, needed_ids: set | 
     p, r = sizes
     if p > PREDICATE_SHARE * (p + r):
         return plain(f"{shown}; auto needs at most {PREDICATE_SHARE:.0%}")
+    if r < min_bytes:
+        return plain(f"{shown}; {_size(r)} to read late, auto needs at least {_size(min_bytes)} ({MIN_BYTES_KEY})")
     return replace(late, reason=shown)
 
 
