@@ -84,7 +84,8 @@ def test_auto_splits_only_when_it_pays(spark, wide):
 
 
 def _auto_decisions(spark, wide):
-    # a needle on narrow columns while a wide column is read: split after a first pass
+    # a needle on narrow columns while a wide column is read: split after a first pass (over
+    # the oldest file, ids 0..99; the needle is in the second)
     text = note(spark, f"SELECT * FROM {wide} WHERE {NEEDLE}", "auto")
     assert "late materialization (auto): split" in text and "sampled files" in text, text
     # matches in every file: the first pass sees it, plain scan

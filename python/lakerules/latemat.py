@@ -258,7 +258,9 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     rest, found = files, []
     if scan.mode == "auto":
         k = min(len(files), max(1, math.ceil(len(files) * SAMPLE_FRACTION)))
-        sample = [files[(i * len(files)) // k] for i in range(k)]
+        # oldest first, so the sample does not depend on the order the manifests list files in
+        pool = sorted(files, key=lambda p: (p.sequence_number, p.file.file_path))
+        sample = [pool[(i * len(pool)) // k] for i in range(k)]
         # a sample holding a tenth of maxRows predicts more than maxRows in all (16 times as many files)
         cap = max(1, limit // 10)
         found = _phase_one(ctx, scan, sample).limit(cap + 1).collect()
