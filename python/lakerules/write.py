@@ -60,8 +60,8 @@ def run_write(ctx, node, query_plan):
             commit.overwrite(table, _files_in_partitions(table, written), written)
         else:
             raise NotSupported(f"lakerules: write mode {node.mode} is not supported")
-    except BaseException:
-        delete_files(table, written)
+    except BaseException as e:
+        discard(table, written, e)
         raise
     return J.empty_result(ctx.spark)
 
@@ -94,9 +94,11 @@ def run_ctas(ctx, node, query_plan):
     try:
         written = write_data_files(ctx, t.catalog, table, df)
         commit.append(table, written)
-    except BaseException:
-        # CTAS is atomic for the user: no table is left behind when its rows could not be written.
-        catalog.purge_table(t.identifier)
+    except BaseException as e:
+        # CTAS is atomic for the user: no table is left behind when its rows could not be written
+        # (unless the commit may have landed: then the table may hold them, and stays)
+        if not commit.commit_may_have_landed(e):
+            catalog.purge_table(t.identifier)
         raise
     return J.empty_result(ctx.spark)
 
@@ -288,11 +290,21 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
 
 
 def delete_files(table: Table, files: list[DataFile]) -> None:
+    from lakerules.maintenance import delete_checksum
+
     for f in files:
         try:
             table.io.delete(f.file_path)
+            delete_checksum(table.io, f.file_path)
         except Exception:  # noqa: BLE001 - best effort; orphan removal finds what is left
             pass
+
+
+def discard(table: Table, files: list[DataFile], error: BaseException) -> None:
+    """After a statement failed with error: delete the files it wrote, unless its commit may have
+    landed (the table may name them; CALL ...remove_orphan_files removes them if it does not)."""
+    if not commit.commit_may_have_landed(error):
+        delete_files(table, files)
 
 
 def _delete_dir(spark, target: str) -> None:

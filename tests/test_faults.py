@@ -1,0 +1,243 @@
+"""Faults at each step of each write path (INSERT, DELETE, UPDATE, MERGE, OPTIMIZE, delete_by_key)
+leave the table at its previous snapshot with every row readable by lakerules, pyiceberg and
+DuckDB; the files a failed statement leaves are exactly what remove_orphan_files lists, and
+removes, touching nothing live.
+
+In this process: an error after the files are written and before the commit, the catalog
+rejecting the commit, and a commit whose outcome the catalog does not report (landed or not).
+In a process of its own (fault_driver.py): task attempts failing after writing their files
+(retried by Spark), and the process killed before its commit and inside the catalog's commit.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyspark
+import pytest
+from pyiceberg.exceptions import CommitStateUnknownException
+from pyiceberg.manifest import DataFileContent
+
+import faults_util as fu
+import lakerules
+from lakerules import commit
+
+HERE = Path(__file__).parent
+FUTURE = "TIMESTAMP '2999-01-01 00:00:00'"
+
+
+class InjectedFault(RuntimeError):
+    pass
+
+
+@pytest.fixture
+def recent_orphans(spark):
+    """remove_orphan_files may remove files of any age (the tests run nothing concurrently)."""
+    spark.conf.set("spark.lakerules.removeOrphanFiles.minAge", "0")
+    yield
+    spark.conf.unset("spark.lakerules.removeOrphanFiles.minAge")
+
+
+def orphans(spark, name: str, dry_run: bool = True) -> set[str]:
+    rows = spark.sql(f"CALL lake.system.remove_orphan_files(table => '{name}', older_than => {FUTURE}, "
+                     f"dry_run => {str(dry_run).lower()})").collect()
+    return {str(fu.local(r.orphan_file_location)) for r in rows}
+
+
+def state(catalog, name: str):
+    t = catalog.load_table(name)
+    return t.metadata_location, t.current_snapshot().snapshot_id, t.location()
+
+
+@contextmanager
+def catalog_rejects(warehouse, ns: str, name: str):
+    """The SQL catalog's optimistic UPDATE of this table's row changes nothing (a SQLite trigger
+    ignores it), as when another process committed first: the catalog raises CommitFailedException."""
+    db = sqlite3.connect(Path(warehouse) / "catalog.db")
+    db.execute(f"""CREATE TRIGGER lakerules_test_reject BEFORE UPDATE ON iceberg_tables
+                   WHEN OLD.table_namespace = '{ns}' AND OLD.table_name = '{name}'
+                   BEGIN SELECT RAISE(IGNORE); END""")
+    db.commit()
+    try:
+        yield
+    finally:
+        db.execute("DROP TRIGGER lakerules_test_reject")
+        db.commit()
+        db.close()
+
+
+@contextmanager
+def outcome_unknown(landed: bool):
+    """The catalog's commit raises CommitStateUnknownException, after committing (landed) or not."""
+    catalog = lakerules._backend.catalogs.get("lake")
+    original = catalog.commit_table
+
+    def commit_table(table, requirements, updates):
+        if landed:
+            original(table, requirements, updates)
+        raise CommitStateUnknownException("injected: the catalog's response was lost")
+
+    catalog.commit_table = commit_table
+    try:
+        yield
+    finally:
+        del catalog.commit_table
+
+
+@contextmanager
+def error_before_commit():
+    def fail(table):
+        raise InjectedFault("injected: an error after the files were written, before the commit")
+
+    commit.before_commit = fail
+    try:
+        yield
+    finally:
+        commit.before_commit = None
+
+
+def same_rows(engines, table: str, rows) -> None:
+    """Every engine reads exactly rows; pyiceberg cannot read equality deletes (delete_by_key)."""
+    cat = engines.catalog.load_table(table.split(".", 1)[1])
+    eq = any(e.data_file.content == DataFileContent.EQUALITY_DELETES
+             for m in cat.current_snapshot().manifests(cat.io) for e in m.fetch_manifest_entry(cat.io))
+    if eq:
+        ours = engines.lakerules(table, "id, v, p")
+        assert ours == sorted(rows, key=lambda r: tuple((v is None, str(v)) for v in r))
+        assert engines.duckdb(table, "id, v, p") == ours, "DuckDB reads differently"
+    else:
+        engines.assert_same(table, "id, v, p", expected=rows)
+
+
+def check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left: bool):
+    """The table is as before, every row readable; remove_orphan_files lists exactly the files
+    the failed statement left and removes them, and the table is still whole."""
+    full = f"lake.{ns}.{name}"
+    assert state(iceberg_catalog, f"{ns}.{name}") == before
+    left = fu.visible_files(before[2]) - files_before
+    assert bool(left) == expect_left, left
+    assert orphans(spark, f"{ns}.{name}") == left
+    assert orphans(spark, f"{ns}.{name}", dry_run=False) == left
+    assert fu.visible_files(before[2]) == files_before
+    assert fu.temporary_dirs(before[2]) == []
+    same_rows(engines, full, rows)
+    return len(left)
+
+
+@pytest.mark.parametrize("path", fu.PATHS)
+def test_failed_commits_leave_the_table_and_only_orphans(spark, ns, warehouse, iceberg_catalog, engines,
+                                                         recent_orphans, path):
+    name = "t"
+    full = f"lake.{ns}.{name}"
+    rows = fu.create(spark, full)
+    before = state(iceberg_catalog, f"{ns}.{name}")
+    files_before = fu.visible_files(before[2])
+    assert orphans(spark, f"{ns}.{name}") == set()
+
+    # 1. an error after the files were written: they are deleted, nothing is left
+    with error_before_commit(), pytest.raises(Exception, match="injected: an error after the files"):
+        fu.run(spark, path, full)
+    check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=False)
+
+    # 2. the catalog rejects the commit (after pyiceberg's retry): the data files and manifests are
+    # deleted; the metadata JSON files the SQL catalog wrote for each attempt are left
+    with catalog_rejects(warehouse, ns, name), pytest.raises(Exception, match="the catalog rejected the commit"):
+        fu.run(spark, path, full)
+    check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=True)
+
+    # 3. the catalog's answer is lost and the commit did not land: everything written is kept
+    # (the table might name it), and remove_orphan_files removes it
+    with outcome_unknown(landed=False), pytest.raises(Exception, match="does not say whether it landed"):
+        fu.run(spark, path, full)
+    check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=True)
+
+    # 4. the same, but the commit landed: the files it names must still be there (before the fix,
+    # the statement deleted them and the table could not be read)
+    with outcome_unknown(landed=True), pytest.raises(Exception, match="does not say whether it landed"):
+        fu.run(spark, path, full)
+    assert state(iceberg_catalog, f"{ns}.{name}")[1] != before[1]
+    same_rows(engines, full, fu.expected(path, rows))
+    assert orphans(spark, f"{ns}.{name}") == set()
+
+
+# ---- in a process of its own ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def test_classes(tmp_path_factory):
+    """FailFirstCommit compiled against pyspark's jars."""
+    out = tmp_path_factory.mktemp("fault-classes")
+    jars = Path(pyspark.__file__).parent / "jars"
+    subprocess.run(["javac", "--release", "17", "-nowarn", "-d", str(out), "-cp", f"{jars}/*",
+                    str(HERE / "FailFirstCommit.java")], check=True, timeout=300, capture_output=True)
+    return out
+
+
+def _driver(warehouse, mode: str, ns: str, paths, log: Path, env=None):
+    """The driver process (its own session: killed with its JVM); stderr goes to log, which a
+    pipe nobody reads would fill and block."""
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "fault_driver.py"), str(warehouse), mode, ns, *paths],
+        stdout=subprocess.PIPE, stderr=log.open("w"), text=True, env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
+
+
+def _tables(spark, iceberg_catalog, ns):
+    made = {}
+    for path in fu.PATHS:
+        rows = fu.create(spark, f"lake.{ns}.{path}")
+        before = state(iceberg_catalog, f"{ns}.{path}")
+        made[path] = (rows, before, fu.visible_files(before[2]))
+    return made
+
+
+def test_retried_write_tasks_write_each_row_once(spark, ns, warehouse, iceberg_catalog, engines, recent_orphans,
+                                                 test_classes, tmp_path):
+    made = _tables(spark, iceberg_catalog, ns)
+    log = tmp_path / "faults.log"
+    stderr = tmp_path / "driver.err"
+    proc = _driver(warehouse, "retry", ns, fu.PATHS, stderr,
+                   env={"LAKERULES_TEST_CLASSES": str(test_classes), "LAKERULES_TEST_FAULT_LOG": str(log)})
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0 and "DONE" in out, stderr.read_text()[-3000:]
+    failures = log.read_text().splitlines()
+    for path, (rows, before, _) in made.items():
+        # every write of the statement had its tasks fail once, and Spark ran them again
+        assert any(fu.local(line.split()[0]).is_relative_to(fu.local(before[2])) for line in failures), path
+        same_rows(engines, f"lake.{ns}.{path}", fu.expected(path, rows))
+        assert fu.duplicate_deletes(iceberg_catalog.load_table(f"{ns}.{path}")) == []
+        assert orphans(spark, f"{ns}.{path}") == set(), path
+        assert fu.temporary_dirs(before[2]) == [], path
+
+
+@pytest.mark.parametrize("mode", ["kill-before", "kill-in-commit"])
+def test_killed_before_commit(spark, ns, warehouse, iceberg_catalog, engines, recent_orphans, mode, tmp_path):
+    made = _tables(spark, iceberg_catalog, ns)
+    stderr = tmp_path / "driver.err"
+    proc = _driver(warehouse, mode, ns, fu.PATHS, stderr)
+    try:
+        line = ""
+        deadline = time.time() + 600
+        while time.time() < deadline and not line.startswith(("READY", "FAILED")):
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                break
+        assert line.startswith("READY"), (line, stderr.read_text()[-3000:])
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, at once
+        proc.wait(timeout=60)
+    for path, (rows, before, files_before) in made.items():
+        left = fu.visible_files(before[2]) - files_before
+        assert left, path  # the files of the statement that never committed
+        if mode == "kill-in-commit":
+            assert any("/metadata/" in p for p in left) and any("/data/" in p for p in left), left
+        check_failed(spark, engines, iceberg_catalog, ns, path, before, rows, files_before, expect_left=True)
