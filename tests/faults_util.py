@@ -17,8 +17,9 @@ def create(spark, table: str) -> list[tuple]:
     """Create and fill the table; returns its rows."""
     spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING, p INT) PARTITIONED BY (p) "
               f"TBLPROPERTIES ({TABLE_PROPERTIES})")
-    for lo, hi in ((0, 12), (12, 24)):
-        spark.sql(f"INSERT INTO {table} SELECT id, concat('v', id), CAST(id % 3 AS INT) FROM range({lo}, {hi})")
+    # two tasks: two files per partition
+    spark.sql(f"INSERT INTO {table} SELECT /*+ REPARTITION(2) */ id, concat('v', id), CAST(id % 3 AS INT) "
+              "FROM range(0, 24)")
     spark.sql(f"DELETE FROM {table} WHERE id = 7")
     return [(i, f"v{i}", i % 3) for i in range(24) if i != 7]
 
