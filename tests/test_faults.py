@@ -244,3 +244,17 @@ def test_killed_before_and_during_commit(spark, ns, warehouse, iceberg_catalog, 
         if name.endswith("_commit"):  # manifests and the manifest list were written too
             assert any("/metadata/" in p for p in left), (name, left)
         check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=True)
+
+
+def test_files_of_abandoned_task_attempts_are_never_committed(spark, tmp_path):
+    """A write lists its files with every hidden part of their path skipped: files a task attempt
+    Spark abandoned leaves under _temporary/ (after the job committed) would be rows twice."""
+    from lakerules import write
+
+    for rel in ["p=1/part-0.parquet", "__lakerules_part=2/part-1.parquet", "_SUCCESS", "p=1/.part-0.parquet.crc",
+                "_temporary/0/_temporary/attempt_1/p=1/part-0.parquet", ".staging/p=1/part-2.parquet"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"x")
+    expected = [("__lakerules_part=2/part-1.parquet", 1), ("p=1/part-0.parquet", 1)]
+    assert write._list_files(spark, f"file://{tmp_path}") == expected
+    assert write._list_files_hadoop(spark, f"file://{tmp_path}") == expected

@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 from lakerules import commit, jvm as J, partitioning, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
+from lakerules.maintenance import hidden
 
 CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4_raw", "uncompressed": "none", "none": "none", "brotli": "brotli"}
 FOOTER_THREADS = 8
@@ -217,7 +218,10 @@ def _codec(table: Table) -> str:
 
 def _list_files(spark, target: str) -> list[tuple[str, int]]:
     """(path relative to target, size) of every Parquet file under target: one listing call
-    through pyarrow's filesystem where it knows the scheme, else through Hadoop's."""
+    through pyarrow's filesystem where it knows the scheme, else through Hadoop's. Hidden paths
+    are skipped at every level, not only in the file's name: a task attempt that Spark gave up on
+    (a speculative copy, a zombie after its executor was lost) may still write its files under
+    _temporary/ after the job committed, and they must not be committed a second time."""
     try:
         from pyarrow import fs as pafs
 
@@ -227,10 +231,10 @@ def _list_files(spark, target: str) -> list[tuple[str, int]]:
     root = root.rstrip("/")
     out = []
     for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
-        name = info.base_name
-        if info.type != pafs.FileType.File or name.startswith((".", "_")) or not name.endswith(".parquet"):
+        relative = info.path[len(root) + 1:]
+        if info.type != pafs.FileType.File or hidden(relative) or not relative.endswith(".parquet"):
             continue
-        out.append((info.path[len(root) + 1:], info.size))
+        out.append((relative, info.size))
     return sorted(out)
 
 
@@ -243,11 +247,11 @@ def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
     out = []
     while it.hasNext():
         status = it.next()
-        name = status.getPath().getName()
-        if name.startswith(".") or name.startswith("_") or not name.endswith(".parquet"):
-            continue
         full = status.getPath().toUri().getPath()
-        out.append((full[len(root) + 1:], status.getLen()))
+        relative = full[len(root) + 1:]
+        if hidden(relative) or not relative.endswith(".parquet"):
+            continue
+        out.append((relative, status.getLen()))
     return sorted(out)
 
 
