@@ -14,13 +14,31 @@ TABLE_PROPERTIES = ("'commit.retry.num-retries'='1', 'commit.retry.min-wait-ms'=
 
 
 def create(spark, table: str) -> list[tuple]:
-    """Create and fill the table; returns its rows."""
+    """Create and fill the table; returns its rows. The rows are appended by pyiceberg, a writer
+    as good as any (and much quicker than Spark jobs), the position delete of id 7 written as
+    another engine would (deletes_util) and committed by lakerules."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import lakerules
+    from deletes_util import position_delete_file
+    from lakerules import commit
+
     spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING, p INT) PARTITIONED BY (p) "
               f"TBLPROPERTIES ({TABLE_PROPERTIES})")
-    # two tasks: two files per partition
-    spark.sql(f"INSERT INTO {table} SELECT /*+ REPARTITION(2) */ id, concat('v', id), CAST(id % 3 AS INT) "
-              "FROM range(0, 24)")
-    spark.sql(f"DELETE FROM {table} WHERE id = 7")
+    ident = table.split(".", 1)[1]
+    catalog = lakerules._backend.catalogs.get(table.split(".", 1)[0])
+    t = catalog.load_table(ident)
+    for lo, hi in ((0, 12), (12, 24)):  # two files per partition
+        ids = list(range(lo, hi))
+        t.append(pa.table({"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids],
+                           "p": pa.array([i % 3 for i in ids], pa.int32())}, schema=t.schema().as_arrow()))
+    first = t.snapshots()[0]
+    f = next(e.data_file for m in first.manifests(t.io) for e in m.fetch_manifest_entry(t.io)
+             if e.data_file.partition[0] == 1)
+    with t.io.new_input(f.file_path).open() as fh:
+        pos = pq.read_table(fh).column("id").to_pylist().index(7)
+    commit.row_delta(t, [], [position_delete_file(t, [(f.file_path, pos)], f.partition)])
     return [(i, f"v{i}", i % 3) for i in range(24) if i != 7]
 
 
