@@ -1,16 +1,16 @@
 """Runs write paths on tables the test made, in a process of its own (test_faults.py).
 
-    python fault_driver.py WAREHOUSE MODE NAMESPACE TABLE...
+    python fault_driver.py WAREHOUSE NAMESPACE TABLE...
 
-Table NAMESPACE.TABLE, named <path> or <path>_<point>, gets its write path (faults_util.run).
-Modes:
-  retry:  Spark may run a task twice (local[2,2]) and the first attempt of every write task
-          fails after writing its files (FailFirstCommit, on spark.driver.extraClassPath from
-          env LAKERULES_TEST_CLASSES); the statements run one after another; prints DONE.
-  kill:   the statements run at once, each stopping at its point: "before" where its files are
-          written and its commit would start (lakerules.commit.before_commit), "commit" inside
-          the catalog's commit (manifests and manifest list written); once all have, prints
-          READY and waits to be killed.
+Spark may run a task twice (local[2,2]) and the first attempt of every write task fails after
+writing its files (FailFirstCommit, on spark.driver.extraClassPath from env
+LAKERULES_TEST_CLASSES). Table NAMESPACE.TABLE, named <path>_<point>, gets write path <path>
+(faults_util.run):
+  <path>_retry:   run one after another, to their commit; then prints RETRIED.
+  <path>_before:  then all of these and the next run at once, each stopping where its files are
+                  written and its commit would start (lakerules.commit.before_commit);
+  <path>_commit:  inside the catalog's commit (manifests and manifest list written);
+once all have stopped, prints READY and waits to be killed.
 """
 
 from __future__ import annotations
@@ -25,38 +25,36 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import faults_util  # noqa: E402
 import lakerules  # noqa: E402
+from lakerules import commit  # noqa: E402
 
 
 def main() -> None:
-    warehouse, mode, ns, *tables = sys.argv[1:]
+    warehouse, ns, *tables = sys.argv[1:]
     os.environ["TZ"] = "UTC"
-    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2",
-            "spark.sql.session.timeZone": "UTC"}
-    master = "local[2]"
-    if mode == "retry":
-        master = "local[2,2]"
-        conf["spark.driver.extraClassPath"] = os.environ["LAKERULES_TEST_CLASSES"]
-        conf["spark.sql.sources.commitProtocolClass"] = "lakerules.testing.FailFirstCommit"
-    spark = lakerules.session(warehouse=warehouse, master=master, app_name="lakerules-faults", conf=conf)
+    spark = lakerules.session(warehouse=warehouse, master="local[2,2]", app_name="lakerules-faults", conf={
+        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraClassPath": os.environ["LAKERULES_TEST_CLASSES"],
+        "spark.sql.sources.commitProtocolClass": "lakerules.testing.FailFirstCommit",
+    })
     spark.sparkContext.setLogLevel("OFF")
-    if mode == "retry":
-        for table in tables:
-            faults_util.run(spark, table, f"lake.{ns}.{table}")
-        print("DONE", flush=True)
-        return
 
-    reached, lock = [], threading.Lock()
-    stop = threading.Event()
+    def path_of(table: str) -> str:
+        return table.rsplit("_", 1)[0]
 
-    def hold(*_args):
+    for table in tables:
+        if table.endswith("_retry"):
+            faults_util.run(spark, path_of(table), f"lake.{ns}.{table}")
+    print("RETRIED", flush=True)
+
+    held = [t for t in tables if t.endswith(("_before", "_commit"))]
+    reached, lock, stop = [], threading.Lock(), threading.Event()
+
+    def hold():
         with lock:
             reached.append(1)
         stop.wait()  # until killed
-
-    if mode != "kill":
-        raise SystemExit(f"unknown mode {mode}")
-    from lakerules import commit
 
     spark._jsparkSession.sessionState().catalogManager().catalog("lake")  # initialized: its options known
     catalog = lakerules._backend.catalogs.get("lake")
@@ -77,18 +75,17 @@ def main() -> None:
 
     def one(table):
         try:
-            faults_util.run(spark, table.rsplit("_", 1)[0], f"lake.{ns}.{table}")
+            faults_util.run(spark, path_of(table), f"lake.{ns}.{table}")
             errors.append(f"{table}: committed")
         except Exception as e:  # noqa: BLE001
             errors.append(f"{table}: {e}")
 
-    threads = [threading.Thread(target=one, args=(t,), daemon=True) for t in tables]
-    for t in threads:
-        t.start()
-    deadline = time.time() + 300
+    for t in held:
+        threading.Thread(target=one, args=(t,), daemon=True).start()
+    deadline = time.time() + 600
     while time.time() < deadline:
         with lock:
-            if len(reached) == len(tables):
+            if len(reached) == len(held):
                 print("READY", flush=True)
                 break
         if errors:

@@ -180,16 +180,6 @@ def test_classes(tmp_path_factory):
     return out
 
 
-def _driver(warehouse, mode: str, ns: str, paths, log: Path, env=None):
-    """The driver process (its own session: killed with its JVM); stderr goes to log, which a
-    pipe nobody reads would fill and block."""
-    return subprocess.Popen(
-        [sys.executable, str(HERE / "fault_driver.py"), str(warehouse), mode, ns, *paths],
-        stdout=subprocess.PIPE, stderr=log.open("w"), text=True, env={**os.environ, **(env or {})},
-        start_new_session=True,
-    )
-
-
 def _tables(spark, iceberg_catalog, ns, names):
     made = {}
     for name in names:
@@ -199,51 +189,69 @@ def _tables(spark, iceberg_catalog, ns, names):
     return made
 
 
-def test_retried_write_tasks_write_each_row_once(spark, ns, warehouse, iceberg_catalog, engines, recent_orphans,
-                                                 test_classes, tmp_path):
-    made = _tables(spark, iceberg_catalog, ns, fu.PATHS)
-    log = tmp_path / "faults.log"
-    stderr = tmp_path / "driver.err"
-    proc = _driver(warehouse, "retry", ns, fu.PATHS, stderr,
-                   env={"LAKERULES_TEST_CLASSES": str(test_classes), "LAKERULES_TEST_FAULT_LOG": str(log)})
-    out, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 0 and "DONE" in out, stderr.read_text()[-3000:]
-    failures = log.read_text().splitlines()
-    for path, (rows, before, _) in made.items():
-        # every write of the statement had its tasks fail once, and Spark ran them again
-        assert any(fu.local(line.split()[0]).is_relative_to(fu.local(before[2])) for line in failures), path
-        same_rows(engines, f"lake.{ns}.{path}", fu.expected(path, rows))
-        assert fu.duplicate_deletes(iceberg_catalog.load_table(f"{ns}.{path}")) == []
-        assert orphans(spark, f"{ns}.{path}") == set(), path
-        assert fu.temporary_dirs(before[2]) == [], path
+@pytest.fixture(scope="module")
+def driver_run(spark, warehouse, test_classes, tmp_path_factory):
+    """One process (fault_driver.py) runs every write path three times, each on a table of its
+    own: once to its commit, with every write task's first attempt failing after it wrote its
+    files; then once stopped before its commit and once inside the catalog's commit, all at
+    once, and the process is killed with its JVM."""
+    from pyiceberg.catalog import load_catalog
 
-
-def test_killed_before_and_during_commit(spark, ns, warehouse, iceberg_catalog, engines, recent_orphans, tmp_path):
-    """One process runs every write path twice at once: one stops before its commit, one inside
-    the catalog's commit; then the process and its JVM are killed."""
-    names = [f"{path}_{point}" for point in ("before", "commit") for path in fu.PATHS]
-    made = _tables(spark, iceberg_catalog, ns, names)
-    stderr = tmp_path / "driver.err"
-    proc = _driver(warehouse, "kill", ns, names, stderr)
+    ns = "faults_driver"
+    spark.sql(f"CREATE NAMESPACE lake.{ns}")
+    catalog = load_catalog("lake", **lakerules.embedded_catalog(warehouse))
+    names = [f"{path}_{point}" for point in ("retry", "before", "commit") for path in fu.PATHS]
+    made = _tables(spark, catalog, ns, names)
+    work = tmp_path_factory.mktemp("fault-driver")
+    log, stderr = work / "faults.log", work / "driver.err"
+    proc = subprocess.Popen(  # a session of its own: killed with its JVM
+        [sys.executable, str(HERE / "fault_driver.py"), str(warehouse), ns, *names],
+        stdout=subprocess.PIPE, stderr=stderr.open("w"), text=True, start_new_session=True,
+        env={**os.environ, "LAKERULES_TEST_CLASSES": str(test_classes), "LAKERULES_TEST_FAULT_LOG": str(log)},
+    )
+    lines = []
     try:
-        line = ""
-        deadline = time.time() + 600
-        while time.time() < deadline and not line.startswith(("READY", "FAILED")):
+        deadline = time.time() + 900
+        while time.time() < deadline and not (lines and lines[-1].startswith(("READY", "FAILED"))):
             line = proc.stdout.readline()
             if not line and proc.poll() is not None:
                 break
-        assert line.startswith("READY"), (line, stderr.read_text()[-3000:])
+            lines.append(line)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, at once
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
+    assert lines and lines[-1].startswith("READY"), (lines, stderr.read_text()[-3000:])
+    yield ns, made, log.read_text().splitlines()
+    spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
+
+
+def test_retried_write_tasks_write_each_row_once(spark, iceberg_catalog, engines, recent_orphans, driver_run):
+    ns, made, failures = driver_run
+    for name, (rows, before, _) in made.items():
+        if not name.endswith("_retry"):
+            continue
+        path = name.rsplit("_", 1)[0]
+        # every write of the statement had its tasks fail once, and Spark ran them again
+        assert any(fu.local(line.split()[0]).is_relative_to(fu.local(before[2])) for line in failures), name
+        same_rows(engines, f"lake.{ns}.{name}", fu.expected(path, rows))
+        assert fu.duplicate_deletes(iceberg_catalog.load_table(f"{ns}.{name}")) == []
+        assert orphans(spark, f"{ns}.{name}") == set(), name
+        assert fu.temporary_dirs(before[2]) == [], name
+    print(f"task attempts failed after writing their files, and run again: {len(failures)}")
+
+
+def test_killed_before_and_during_commit(spark, iceberg_catalog, engines, recent_orphans, driver_run):
+    ns, made, _ = driver_run
     for name, (rows, before, files_before) in made.items():
+        if name.endswith("_retry"):
+            continue
         left = fu.visible_files(before[2]) - files_before
-        assert left, name  # the files of the statement that never committed
-        assert any("/data/" in p for p in left), (name, left)
+        assert any("/data/" in p for p in left), (name, left)  # the files of a statement never committed
         if name.endswith("_commit"):  # manifests and the manifest list were written too
             assert any("/metadata/" in p for p in left), (name, left)
-        check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=True)
+        n = check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=True)
+        print(f"{name}: {n} files left and removed")
 
 
 def test_files_of_abandoned_task_attempts_are_never_committed(spark, tmp_path):
