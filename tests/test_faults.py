@@ -144,19 +144,19 @@ def test_failed_commits_leave_the_table_and_only_orphans(spark, ns, warehouse, i
     # 1. an error after the files were written: they are deleted, nothing is left
     with error_before_commit(), pytest.raises(Exception, match="injected: an error after the files"):
         fu.run(spark, path, full)
-    check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=False)
+    left = [check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=False)]
 
     # 2. the catalog rejects the commit (after pyiceberg's retry): the data files and manifests are
     # deleted; the metadata JSON files the SQL catalog wrote for each attempt are left
     with catalog_rejects(warehouse, ns, name), pytest.raises(Exception, match="the catalog rejected the commit"):
         fu.run(spark, path, full)
-    check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=True)
+    left += [check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=True)]
 
     # 3. the catalog's answer is lost and the commit did not land: everything written is kept
     # (the table might name it), and remove_orphan_files removes it
     with outcome_unknown(landed=False), pytest.raises(Exception, match="does not say whether it landed"):
         fu.run(spark, path, full)
-    check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=True)
+    left += [check_failed(spark, engines, iceberg_catalog, ns, name, before, rows, files_before, expect_left=True)]
 
     # 4. the same, but the commit landed: the files it names must still be there (before the fix,
     # the statement deleted them and the table could not be read)
@@ -165,6 +165,8 @@ def test_failed_commits_leave_the_table_and_only_orphans(spark, ns, warehouse, i
     assert state(iceberg_catalog, f"{ns}.{name}")[1] != before[1]
     same_rows(engines, full, fu.expected(path, rows))
     assert orphans(spark, f"{ns}.{name}") == set()
+    print(f"{path}: files left and removed after an error before the commit, a rejected commit, "
+          f"an unknown outcome: {left}")
 
 
 # ---- in a process of its own ------------------------------------------------------------------
