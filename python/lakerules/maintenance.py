@@ -269,7 +269,7 @@ def _remove_orphan_files(ctx, table, args: dict):
             f"table's location {root!r}; files there may belong to other tables"
         )
     # list first, then read the metadata: a file committed in between is in the metadata
-    listed = list_files(location, older_than_ms)
+    listed = list_files(location, older_than_ms, table.io)
     table.refresh()
     needed = reachable(table.metadata, table.metadata_location, table.io)
     orphans = sorted(p for p in listed if normalize(p) not in needed and not _is_version_hint(p))
@@ -292,13 +292,18 @@ def hidden(relative: str) -> bool:
                for part in relative.split("/"))
 
 
-def list_files(location: str, older_than_ms: int | None = None) -> list[str]:
+def list_files(location: str, older_than_ms: int | None = None, io=None) -> list[str]:
     """Every visible file under location (see hidden), last modified before older_than_ms, as
-    location + its relative path."""
+    location + its relative path. Listed through the table's pyarrow file IO where it has one
+    (its s3.*, gcs.* settings apply), else pyarrow's file system for the URI."""
     from pyarrow import fs as pafs
 
-    filesystem, root = pafs.FileSystem.from_uri(location if "://" in location or location.startswith("file:")
-                                                else "file://" + location)
+    if hasattr(io, "parse_location") and hasattr(io, "fs_by_scheme"):
+        scheme, netloc, root = io.parse_location(location, io.properties)
+        filesystem = io.fs_by_scheme(scheme, netloc)  # root: a local path, bucket/key, or an HDFS path
+    else:
+        uri = location if "://" in location or location.startswith("file:") else "file://" + location
+        filesystem, root = pafs.FileSystem.from_uri(uri)
     root = root.rstrip("/")
     if filesystem.get_file_info(root).type == pafs.FileType.NotFound:
         return []
