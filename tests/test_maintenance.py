@@ -18,7 +18,7 @@ OLD = time.time() - 10 * 86400
 
 @pytest.fixture
 def table(spark, ns):
-    """Four snapshots: two inserts, a merge-on-read DELETE, an OPTIMIZE that compacts it all."""
+    """Four snapshots: two appends, a position delete, an OPTIMIZE that compacts it all."""
     name = f"lake.{ns}.m"
     rows = fu.create(spark, name)  # append, append, delete
     spark.sql(f"OPTIMIZE {name}")
