@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from lakerules import commit, jvm as J, schema as schemas
 from lakerules.errors import LakeError
-from lakerules.write import delete_files, write_files
+from lakerules.write import discard, write_files
 
 
 def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: list[str]) -> int:
@@ -58,8 +58,8 @@ def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: lis
         )
         try:
             commit.row_delta(table, [], written, {"lakerules.operation": "delete_by_key"})
-        except BaseException:
-            delete_files(table, written)
+        except BaseException as e:
+            discard(table, written, e)
             raise
         return count
     finally:

@@ -7,13 +7,14 @@ validate it against what was committed meanwhile (see Validation).
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestWriterV2
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.exceptions import ValidationException
+from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.table.snapshots import IsolationLevel
 from pyiceberg.table.update.snapshot import _OverwriteFiles
@@ -28,16 +29,55 @@ from pyiceberg.table.update.validate import (
 )
 from pyiceberg.typedef import EMPTY_DICT
 
-from lakerules.errors import ConflictError, LakeError
+from lakerules.errors import CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
 LAKERULES_SUMMARY = {"engine-name": "lakerules"}
+
+# Run with the table after a statement wrote its files and before it commits them (tests put
+# faults here: an error, a concurrent commit, a process killed before its commit).
+before_commit = None
+
+
+@contextmanager
+def _transaction(table: Table):
+    """A pyiceberg transaction whose commit failures say whether the commit may have landed.
+
+    An error while the snapshot is staged (manifests written, validation) or a CommitFailedException
+    / ValidationException from the commit (pyiceberg deletes what it wrote for them) means nothing
+    landed: the statement deletes its files. Any other error from the catalog's commit leaves the
+    outcome unknown, and becomes CommitOutcomeUnknown: the files must stay, or a commit that did
+    land would name deleted files."""
+    if before_commit is not None:
+        before_commit(table)
+    tx = table.transaction()
+    yield tx
+    try:
+        tx.commit_transaction()
+    except ValidationException:
+        raise
+    except CommitFailedException as e:
+        raise CommitRejected(
+            f"lakerules: the catalog rejected the commit to {table.name()}: {e}. Nothing was committed "
+            "and the statement's new files were deleted; run it again."
+        ) from e
+    except BaseException as e:
+        raise CommitOutcomeUnknown(
+            f"lakerules: the commit to {table.name()} failed with an error that does not say whether it "
+            f"landed ({type(e).__name__}: {e}). The statement's new files were kept: check the table's "
+            "snapshots; if the commit did not land, CALL <catalog>.system.remove_orphan_files removes them."
+        ) from e
+
+
+def commit_may_have_landed(error: BaseException) -> bool:
+    """Whether a statement that failed with error must keep the files it wrote."""
+    return isinstance(error, CommitOutcomeUnknown)
 
 
 def append(table: Table, data_files: list, summary: dict | None = None) -> None:
     """A fast append of new data files: the files' rows are added, nothing is removed."""
     if not data_files:
         return
-    with table.transaction() as tx:
+    with _transaction(table) as tx:
         with tx.update_snapshot(snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})}).fast_append() as fa:
             for f in data_files:
                 fa.append_data_file(f)
@@ -47,7 +87,7 @@ def overwrite(table: Table, removed: list, added: list, summary: dict | None = N
     """Remove data files and add others in one snapshot."""
     if not removed and not added:
         return
-    with table.transaction() as tx:
+    with _transaction(table) as tx:
         with tx.update_snapshot(snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})}).overwrite() as ow:
             for f in removed:
                 ow.delete_data_file(f)
@@ -285,7 +325,7 @@ def row_delta(table: Table, data_files: list, delete_files: list, summary: dict 
     if operation is None:
         operation = Operation.OVERWRITE if data_files else Operation.DELETE
     try:
-        with table.transaction() as tx:
+        with _transaction(table) as tx:
             producer = _RowDelta(
                 operation=operation,
                 transaction=tx,
@@ -347,7 +387,7 @@ def rewrite(table: Table, starting_snapshot_id: int, removed: list, added: list,
     Returns the delete files removed."""
     if not removed and not added:
         return []
-    with table.transaction() as tx:
+    with _transaction(table) as tx:
         producer = _RewriteFiles(
             tx, table.io, starting_snapshot_id, removed, added, removed_deletes, deletes_needed,
             {**LAKERULES_SUMMARY, **(summary or {})},

@@ -31,3 +31,14 @@ class LakeSyntaxError(LakeError):
     def __init__(self, message: str, sql: str, line: int, column: int, near: str, hint: str):
         super().__init__(message)
         self.sql, self.line, self.column, self.near, self.hint = sql, line, column, near, hint
+
+
+class CommitRejected(LakeError):
+    """The catalog refused the commit (pyiceberg's retries included): nothing was committed, and the
+    statement's new files were deleted."""
+
+
+class CommitOutcomeUnknown(LakeError):
+    """The commit failed with an error that does not say whether it landed (a catalog that timed
+    out, a lost response). The statement's new files are kept, since the table may reference them;
+    if it does not, CALL <catalog>.system.remove_orphan_files removes them."""

@@ -35,7 +35,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pyiceberg.exceptions import CommitFailedException, ValidationException
+from pyiceberg.exceptions import ValidationException
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.expressions.visitors import expression_evaluator, inclusive_projection
 from pyiceberg.io.pyarrow import MetricModeTypes, compute_statistics_plan
@@ -51,7 +51,7 @@ from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
 from lakerules.planning import PlannedFile, ScanPlan, plan_scan
 from lakerules.scan import scan_dataframe
-from lakerules.write import delete_files, write_files
+from lakerules.write import delete_files, discard, write_files
 
 ZORDER_COLUMNS = "lakerules.zorder.columns"  # snapshot summary: the field ids a cube is z-ordered by
 _BIN = "__lakerules_bin"
@@ -241,14 +241,16 @@ def run(ctx, table, statement: Statement):
         raise
     try:
         dropped = commit.rewrite(table, snapshot.snapshot_id, removed, written, list(candidates.values()), needed, summary)
-    except (ValidationException, CommitFailedException) as e:
-        # certain not to have landed: the new files go; on any other error they stay (orphans,
-        # harmless), as the commit may have landed without saying so
-        delete_files(table, written)
+    except ValidationException as e:
+        discard(table, written, e)
         raise LakeError(
             f"lakerules: OPTIMIZE {ref} conflicts with a commit made while it ran, so nothing was committed "
             f"(run OPTIMIZE again): {e}"
         ) from None
+    except BaseException as e:
+        # the new files go unless the commit may have landed (then they stay: orphans at worst)
+        discard(table, written, e)
+        raise
     return _result(ctx, table, settings, statement, units, removed, written, dropped, stats, started, columns)
 
 

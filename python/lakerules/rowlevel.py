@@ -244,8 +244,8 @@ def _merge_on_read(ctx, table, expr, matched, partitions, whole, entire, touched
             ),
             operation=Operation.DELETE if written or whole else None,
         )
-    except BaseException:
-        write.delete_files(table, written)
+    except BaseException as e:
+        write.discard(table, written, e)
         raise
 
 
@@ -279,8 +279,8 @@ def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
             ),
             operation=Operation.OVERWRITE if written else Operation.DELETE,
         )
-    except BaseException:
-        write.delete_files(table, written)
+    except BaseException as e:
+        write.discard(table, written, e)
         raise
 
 
@@ -405,8 +405,8 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
             ),
             operation=Operation.OVERWRITE,
         )
-    except BaseException:
-        write.delete_files(table, written_data + written_deletes)
+    except BaseException as e:
+        write.discard(table, written_data + written_deletes, e)
         raise
     finally:
         rows.unpersist()
@@ -455,8 +455,8 @@ def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything
             ),
             operation=Operation.OVERWRITE,
         )
-    except BaseException:
-        write.delete_files(table, written)
+    except BaseException as e:
+        write.discard(table, written, e)
         raise
     finally:
         rows.unpersist()
@@ -604,8 +604,8 @@ def run_merge(ctx, node):
             ),
             operation=Operation.OVERWRITE if written_data else Operation.DELETE,
         )
-    except BaseException:
-        write.delete_files(table, written_data + written_deletes)
+    except BaseException as e:
+        write.discard(table, written_data + written_deletes, e)
         raise
     finally:
         rows.unpersist()

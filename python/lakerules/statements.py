@@ -7,6 +7,10 @@ Partition evolution, as Iceberg's Spark extensions spell it:
     ALTER TABLE t ADD PARTITION FIELD bucket(16, id) [AS name]
     ALTER TABLE t DROP PARTITION FIELD days(ts) | name
     ALTER TABLE t REPLACE PARTITION FIELD days(ts) | name WITH hours(ts) [AS name]
+
+Iceberg's maintenance procedures on a lake catalog (lakerules.maintenance):
+    CALL lake.system.remove_orphan_files(table => 'db.t', ...)
+    CALL lake.system.expire_snapshots(table => 'db.t', ...)
 """
 
 from __future__ import annotations
@@ -33,8 +37,14 @@ EXPLAIN_COLUMN = "__lakerules_explain__"
 
 # What the shim routes to Python: the start of each statement above, and EXPLAIN (so that
 # explaining a lake command never runs it).
-ROUTES = rf"\s*(?:ALTER\s+TABLE\s+{_IDENT}\s+(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b)"
+ROUTES = rf"\s*(?:ALTER\s+TABLE\s+{_IDENT}\s+(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b|CALL\b)"
 _OPTIMIZE = re.compile(r"\s*OPTIMIZE\b", re.IGNORECASE)
+# CALL catalog.system.procedure(args): lakerules.maintenance (other catalogs' CALLs stay Spark's)
+_NAME_PART = r"(?:`(?:[^`]|``)*`|[A-Za-z_0-9]+)"
+_CALL = re.compile(
+    rf"\s*CALL\s+(?P<name>{_NAME_PART}(?:\s*\.\s*{_NAME_PART})*)\s*\((?P<args>.*)\)\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 MARKER = "__lakerules_command_"
@@ -57,7 +67,61 @@ def parse(ctx, sql_text: str):
 
         statement = optimize.parse(sql_text)
         return _marked(ctx, statement.table, optimize.command(statement))
+    m = _CALL.match(sql_text)
+    if m:
+        return _call(ctx, m.group("name"), m.group("args"))
     return None  # not ours: Spark's parser takes it
+
+
+def _call(ctx, name_text: str, args_text: str):
+    """CALL <lake catalog>.system.<procedure>(...); None for another catalog's CALL."""
+    from lakerules import maintenance
+
+    spark = ctx.spark
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    parts = [str(p) for p in J.from_seq(parser.parseMultipartIdentifier(name_text))]
+    if len(parts) == 2:
+        parts = [spark.catalog.currentCatalog(), *parts]
+    if len(parts) != 3 or not _is_lake_catalog(spark, parts[0]):
+        return None
+    catalog, namespace, procedure = parts
+    if namespace.lower() != "system" or procedure.lower() not in maintenance.PROCEDURES:
+        raise LakeError(
+            f"lakerules: procedure {'.'.join(parts)} not found; lakerules has "
+            f"{', '.join(f'{catalog}.system.' + p for p in maintenance.PROCEDURES)}"
+        )
+    procedure = procedure.lower()
+    values = maintenance.bind(spark, procedure, catalog, args_text)
+    table_parts = [str(p) for p in J.from_seq(parser.parseMultipartIdentifier(values["table"]))]
+    if len(table_parts) >= 3 and (table_parts[0].lower() == catalog.lower()
+                                  or _is_catalog(spark, table_parts[0])):
+        if table_parts[0].lower() != catalog.lower():
+            raise LakeError(
+                f"lakerules: CALL {catalog}.system.{procedure}: table {values['table']!r} is in catalog "
+                f"{table_parts[0]!r}; call that catalog's procedure"
+            )
+        table_parts = table_parts[1:]
+    if len(table_parts) < 2:
+        raise LakeError(
+            f"lakerules: CALL {catalog}.system.{procedure}: name the table as namespace.table, not {values['table']!r}"
+        )
+    text = ".".join("`" + p.replace("`", "``") + "`" for p in (catalog, *table_parts))
+    return _marked(ctx, text, maintenance.command(procedure, values))
+
+
+def _is_catalog(spark, name: str) -> bool:
+    return bool(spark._jsparkSession.sessionState().catalogManager().isCatalogRegistered(name))
+
+
+def _is_lake_catalog(spark, name: str) -> bool:
+    bridge = spark._jvm.io.lakerules.Bridge
+    if bridge.catalogOptions(name) is not None:
+        return True
+    try:
+        spark._jsparkSession.sessionState().catalogManager().catalog(name)  # initializes it
+    except Exception:  # noqa: BLE001 - not a catalog at all: Spark's error, from its own parse
+        return False
+    return bridge.catalogOptions(name) is not None
 
 
 def _marked(ctx, table_text: str, run: Callable):

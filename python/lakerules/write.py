@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 from lakerules import commit, jvm as J, partitioning, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
+from lakerules.maintenance import hidden
 
 CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4_raw", "uncompressed": "none", "none": "none", "brotli": "brotli"}
 FOOTER_THREADS = 8
@@ -60,8 +61,8 @@ def run_write(ctx, node, query_plan):
             commit.overwrite(table, _files_in_partitions(table, written), written)
         else:
             raise NotSupported(f"lakerules: write mode {node.mode} is not supported")
-    except BaseException:
-        delete_files(table, written)
+    except BaseException as e:
+        discard(table, written, e)
         raise
     return J.empty_result(ctx.spark)
 
@@ -94,9 +95,11 @@ def run_ctas(ctx, node, query_plan):
     try:
         written = write_data_files(ctx, t.catalog, table, df)
         commit.append(table, written)
-    except BaseException:
-        # CTAS is atomic for the user: no table is left behind when its rows could not be written.
-        catalog.purge_table(t.identifier)
+    except BaseException as e:
+        # CTAS is atomic for the user: no table is left behind when its rows could not be written
+        # (unless the commit may have landed: then the table may hold them, and stays)
+        if not commit.commit_may_have_landed(e):
+            catalog.purge_table(t.identifier)
         raise
     return J.empty_result(ctx.spark)
 
@@ -215,7 +218,10 @@ def _codec(table: Table) -> str:
 
 def _list_files(spark, target: str) -> list[tuple[str, int]]:
     """(path relative to target, size) of every Parquet file under target: one listing call
-    through pyarrow's filesystem where it knows the scheme, else through Hadoop's."""
+    through pyarrow's filesystem where it knows the scheme, else through Hadoop's. Hidden paths
+    are skipped at every level, not only in the file's name: a task attempt that Spark gave up on
+    (a speculative copy, a zombie after its executor was lost) may still write its files under
+    _temporary/ after the job committed, and they must not be committed a second time."""
     try:
         from pyarrow import fs as pafs
 
@@ -225,10 +231,10 @@ def _list_files(spark, target: str) -> list[tuple[str, int]]:
     root = root.rstrip("/")
     out = []
     for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
-        name = info.base_name
-        if info.type != pafs.FileType.File or name.startswith((".", "_")) or not name.endswith(".parquet"):
+        relative = info.path[len(root) + 1:]
+        if info.type != pafs.FileType.File or hidden(relative) or not relative.endswith(".parquet"):
             continue
-        out.append((info.path[len(root) + 1:], info.size))
+        out.append((relative, info.size))
     return sorted(out)
 
 
@@ -241,11 +247,11 @@ def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
     out = []
     while it.hasNext():
         status = it.next()
-        name = status.getPath().getName()
-        if name.startswith(".") or name.startswith("_") or not name.endswith(".parquet"):
-            continue
         full = status.getPath().toUri().getPath()
-        out.append((full[len(root) + 1:], status.getLen()))
+        relative = full[len(root) + 1:]
+        if hidden(relative) or not relative.endswith(".parquet"):
+            continue
+        out.append((relative, status.getLen()))
     return sorted(out)
 
 
@@ -288,11 +294,21 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
 
 
 def delete_files(table: Table, files: list[DataFile]) -> None:
+    from lakerules.maintenance import delete_checksum
+
     for f in files:
         try:
             table.io.delete(f.file_path)
+            delete_checksum(table.io, f.file_path)
         except Exception:  # noqa: BLE001 - best effort; orphan removal finds what is left
             pass
+
+
+def discard(table: Table, files: list[DataFile], error: BaseException) -> None:
+    """After a statement failed with error: delete the files it wrote, unless its commit may have
+    landed (the table may name them; CALL ...remove_orphan_files removes them if it does not)."""
+    if not commit.commit_may_have_landed(error):
+        delete_files(table, files)
 
 
 def _delete_dir(spark, target: str) -> None:

@@ -1,0 +1,445 @@
+"""CALL procedures: Iceberg's table maintenance, with Iceberg's names, arguments and results.
+
+    CALL lake.system.remove_orphan_files(table => 'db.t' [, older_than => TIMESTAMP '...']
+                                         [, location => '...'] [, dry_run => true]
+                                         [, max_concurrent_deletes => N])
+    CALL lake.system.expire_snapshots(table => 'db.t' [, older_than => TIMESTAMP '...']
+                                      [, retain_last => N] [, max_concurrent_deletes => N]
+                                      [, stream_results => b] [, snapshot_ids => ARRAY(1, 2)])
+
+Arguments go by name (any order) or by position (Iceberg's order), not mixed. Each value is any
+constant Spark SQL expression, cast to the parameter's type by Spark.
+
+The statement is routed to Python by the shim's parser (lakerules.statements): Spark 4 parses
+CALL itself for a ``ProcedureCatalog``, but that interface is marked evolving and has changed
+within 4.x (a parameter's default was a SQL string in 4.0 and is a ``DefaultValue`` later), so a
+shim compiled against one 4.x release would not link against another; a routed statement needs
+no Java at all and its result is an ordinary LocalRelation.
+
+Which files a table needs (``reachable``): for every snapshot its manifest list, every manifest
+in it and every data and delete file those manifests name (live or deleted entries), every
+metadata JSON in the table's metadata log and the current one, and the statistics and partition
+statistics files. remove_orphan_files removes the files under the table location that none of
+that names and that are older than ``older_than`` (files being written right now are newer);
+expire_snapshots removes the snapshots and then exactly the files that only the removed
+snapshots needed.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pyiceberg.manifest import DataFileContent
+from pyiceberg.table.refs import SnapshotRefType
+
+from lakerules import jvm as J
+from lakerules.errors import LakeError, NotSupported
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    sql_type: str  # the Spark SQL type the argument is cast to
+    required: bool = False
+    supported: bool = True  # Iceberg's parameter, not supported by lakerules (an error if given)
+
+
+PROCEDURES: dict[str, tuple[Param, ...]] = {
+    "remove_orphan_files": (
+        Param("table", "STRING", required=True),
+        Param("older_than", "TIMESTAMP"),
+        Param("location", "STRING"),
+        Param("dry_run", "BOOLEAN"),
+        Param("max_concurrent_deletes", "INT"),
+        Param("file_list_view", "STRING", supported=False),
+        Param("equal_schemes", "MAP<STRING, STRING>", supported=False),
+        Param("equal_authorities", "MAP<STRING, STRING>", supported=False),
+        Param("prefix_mismatch_mode", "STRING", supported=False),
+    ),
+    "expire_snapshots": (
+        Param("table", "STRING", required=True),
+        Param("older_than", "TIMESTAMP"),
+        Param("retain_last", "INT"),
+        Param("max_concurrent_deletes", "INT"),
+        Param("stream_results", "BOOLEAN"),
+        Param("snapshot_ids", "ARRAY<BIGINT>"),
+    ),
+}
+
+RESULTS = {
+    "remove_orphan_files": "orphan_file_location string",
+    "expire_snapshots": (
+        "deleted_data_files_count long, deleted_position_delete_files_count long, "
+        "deleted_equality_delete_files_count long, deleted_manifest_files_count long, "
+        "deleted_manifest_lists_count long, deleted_statistics_files_count long"
+    ),
+}
+
+_NAMED = re.compile(r"\s*([A-Za-z_]\w*)\s*=>\s*(.*\S)\s*$", re.DOTALL)
+
+
+# ---- the statement --------------------------------------------------------------------------------
+
+
+def bind(spark, procedure: str, catalog: str, args_text: str) -> dict:
+    """The procedure's arguments by name, evaluated by Spark and cast to the parameters' types
+    (timestamps as microseconds since the epoch); absent optional arguments are None."""
+    params = PROCEDURES[procedure]
+    by_name = {p.name: p for p in params}
+    where = f"CALL {catalog}.system.{procedure}"
+    texts = split_arguments(args_text, where)
+    named = [_NAMED.match(t) for t in texts]
+    given: dict[str, str] = {}
+    if any(named) and not all(named):
+        raise LakeError(f"lakerules: {where}: mixing positional and named arguments is not supported")
+    if all(named) and texts:
+        for m in named:
+            name = m.group(1).lower()
+            if name not in by_name:
+                raise LakeError(f"lakerules: {where}: unknown argument {m.group(1)!r}; its arguments are "
+                                f"{[p.name for p in params]}")
+            if name in given:
+                raise LakeError(f"lakerules: {where}: argument {name!r} is given more than once")
+            given[name] = m.group(2)
+    else:
+        if len(texts) > len(params):
+            raise LakeError(f"lakerules: {where}: {len(texts)} arguments given; it takes at most {len(params)}: "
+                            f"{[p.name for p in params]}")
+        given = {p.name: t for p, t in zip(params, texts)}
+    for p in params:
+        if p.required and p.name not in given:
+            raise LakeError(f"lakerules: {where}: missing required argument {p.name!r}")
+        if not p.supported and p.name in given:
+            raise NotSupported(f"lakerules: {where}: argument {p.name!r} is not supported")
+    values = {p.name: None for p in params}
+    if given:
+        names = list(given)
+        exprs = []
+        for i, name in enumerate(names):
+            cast = f"CAST(({given[name]}) AS {by_name[name].sql_type})"
+            exprs.append(f"{'unix_micros(' + cast + ')' if by_name[name].sql_type == 'TIMESTAMP' else cast} AS a{i}")
+        try:
+            row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
+        except Exception as e:  # noqa: BLE001 - Spark's own error, named by the statement
+            raise LakeError(f"lakerules: {where}: cannot evaluate the arguments {given}: {_first_line(e)}") from None
+        for i, name in enumerate(names):
+            values[name] = row[i]
+    if values.get("max_concurrent_deletes") is not None and values["max_concurrent_deletes"] <= 0:
+        raise LakeError(f"lakerules: {where}: max_concurrent_deletes should have value > 0, value: "
+                        f"{values['max_concurrent_deletes']}")
+    if values["table"] is None:
+        raise LakeError(f"lakerules: {where}: argument 'table' is NULL")
+    return values
+
+
+def split_arguments(text: str, where: str) -> list[str]:
+    """The top-level comma-separated arguments of a call (quotes, backquotes and brackets respected)."""
+    out, depth, start, i, quote = [], 0, 0, 0, None
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote != "`":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"`":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                raise LakeError(f"lakerules: {where}: unbalanced parentheses in the arguments")
+        elif c == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+        i += 1
+    if quote or depth:
+        raise LakeError(f"lakerules: {where}: unterminated quote or parenthesis in the arguments")
+    last = text[start:]
+    if last.strip() or out:
+        out.append(last)
+    if any(not a.strip() for a in out):
+        raise LakeError(f"lakerules: {where}: an argument is empty")
+    return [a.strip() for a in out]
+
+
+def command(procedure: str, values: dict):
+    """fn(ctx, table) running the procedure on the table (a StatementCommand's function)."""
+    run = {"remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots}[procedure]
+
+    def run_fn(ctx, table):
+        return run(ctx, table, values)
+
+    shown = ", ".join(f"{k} => {v!r}" for k, v in values.items() if v is not None)
+    run_fn.description = f"CALL system.{procedure}({shown})"
+    return run_fn
+
+
+def _first_line(e: Exception) -> str:
+    text = str(getattr(e, "desc", None) or e)
+    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
+
+
+# ---- what a table needs -------------------------------------------------------------------------
+
+
+def normalize(path: str) -> str:
+    """One spelling of a location: local paths without their file: scheme (file:/x, file:///x and
+    /x are one file), s3a:// and s3n:// as s3:// (Iceberg's default equal schemes)."""
+    m = re.match(r"^file:/*(.*)$", path)
+    if m:
+        return "/" + m.group(1)
+    m = re.match(r"^(s3a|s3n)://(.*)$", path)
+    if m:
+        return "s3://" + m.group(2)
+    return path
+
+
+class _Manifests:
+    """Manifest entries read once per call, by manifest path."""
+
+    def __init__(self, io):
+        self.io = io
+        self._entries: dict[str, list] = {}
+
+    def entries(self, manifest) -> list:
+        if manifest.manifest_path not in self._entries:
+            self._entries[manifest.manifest_path] = manifest.fetch_manifest_entry(self.io, discard_deleted=False)
+        return self._entries[manifest.manifest_path]
+
+
+def _snapshot_files(snapshot, manifests: _Manifests, live_only: bool) -> dict[str, str]:
+    """path -> kind ('manifest-list', 'manifest', 'data', 'position-deletes', 'equality-deletes')
+    of every file a snapshot names; live_only: only files its live entries name."""
+    out = {snapshot.manifest_list: "manifest-list"}
+    for manifest in snapshot.manifests(manifests.io):
+        out[manifest.manifest_path] = "manifest"
+        for e in manifests.entries(manifest):
+            if live_only and e.status.value == 2:  # DELETED: this snapshot no longer needs the file
+                continue
+            out[e.data_file.file_path] = _KIND[e.data_file.content]
+    return out
+
+
+_KIND = {
+    DataFileContent.DATA: "data",
+    DataFileContent.POSITION_DELETES: "position-deletes",
+    DataFileContent.EQUALITY_DELETES: "equality-deletes",
+}
+
+
+def reachable(metadata, metadata_location: str, io, manifests: _Manifests | None = None) -> set[str]:
+    """Normalized paths of every file the table's metadata names (see the module's doc)."""
+    manifests = manifests or _Manifests(io)
+    paths = {metadata_location, *(e.metadata_file for e in metadata.metadata_log)}
+    for snapshot in metadata.snapshots:
+        paths.update(_snapshot_files(snapshot, manifests, live_only=False))
+    paths.update(s.statistics_path for s in metadata.statistics)
+    paths.update(s.statistics_path for s in metadata.partition_statistics)
+    return {normalize(p) for p in paths}
+
+
+# ---- remove_orphan_files ----------------------------------------------------------------------------
+
+
+def _remove_orphan_files(ctx, table, args: dict):
+    spark = ctx.spark
+    now_ms = int(time.time() * 1000)
+    older_than_ms = args["older_than"] // 1000 if args["older_than"] is not None else now_ms - 3 * DAY_MS
+    min_age = spark._jvm.org.apache.spark.network.util.JavaUtils.timeStringAsMs(
+        spark.conf.get("spark.lakerules.removeOrphanFiles.minAge", "1d"))
+    if min_age > 0 and now_ms - older_than_ms < min_age:
+        raise LakeError(
+            f"lakerules: remove_orphan_files on {table.name()}: older_than is less than "
+            f"spark.lakerules.removeOrphanFiles.minAge ({min_age} ms) ago. Files newer than that may belong "
+            "to a statement still running, and removing them would corrupt its commit. Set that setting "
+            "lower only when no statement is writing to the table."
+        )
+    root = table.location().rstrip("/")
+    location = (args["location"] or root).rstrip("/")
+    if not (normalize(location) + "/").startswith(normalize(root) + "/"):
+        raise LakeError(
+            f"lakerules: remove_orphan_files on {table.name()}: location {location!r} is not inside the "
+            f"table's location {root!r}; files there may belong to other tables"
+        )
+    # list first, then read the metadata: a file committed in between is in the metadata
+    listed = list_files(location, older_than_ms, table.io)
+    table.refresh()
+    needed = reachable(table.metadata, table.metadata_location, table.io)
+    orphans = sorted(p for p in listed if normalize(p) not in needed and not _is_version_hint(p))
+    if not args["dry_run"]:
+        delete_paths(table.io, orphans, args["max_concurrent_deletes"])
+    # a LocalRelation built from Arrow: there may be many
+    from pyspark.sql.types import StructType
+
+    return J.analyzed(J.local_frame(spark, [(p,) for p in orphans], StructType.fromDDL(RESULTS["remove_orphan_files"])))
+
+
+def _is_version_hint(path: str) -> bool:
+    return path.endswith("/metadata/version-hint.text")
+
+
+def hidden(relative: str) -> bool:
+    """Hadoop's and Spark's convention: a path with a part starting with '.' or '_' (but not a
+    partition directory such as _c=1) is not a table file: temporary files, checksums, markers."""
+    return any(part.startswith(".") or (part.startswith("_") and "=" not in part)
+               for part in relative.split("/"))
+
+
+def list_files(location: str, older_than_ms: int | None = None, io=None) -> list[str]:
+    """Every visible file under location (see hidden), last modified before older_than_ms, as
+    location + its relative path. Listed through the table's pyarrow file IO where it has one
+    (its s3.*, gcs.* settings apply), else pyarrow's file system for the URI."""
+    from pyarrow import fs as pafs
+
+    if hasattr(io, "parse_location") and hasattr(io, "fs_by_scheme"):
+        scheme, netloc, root = io.parse_location(location, io.properties)
+        filesystem = io.fs_by_scheme(scheme, netloc)  # root: a local path, bucket/key, or an HDFS path
+    else:
+        uri = location if "://" in location or location.startswith("file:") else "file://" + location
+        filesystem, root = pafs.FileSystem.from_uri(uri)
+    root = root.rstrip("/")
+    if filesystem.get_file_info(root).type == pafs.FileType.NotFound:
+        return []
+    out = []
+    for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
+        if info.type != pafs.FileType.File:
+            continue
+        relative = info.path[len(root) + 1:]
+        if hidden(relative):
+            continue
+        if older_than_ms is not None and info.mtime_ns is not None and info.mtime_ns // 1_000_000 >= older_than_ms:
+            continue
+        out.append(f"{location}/{relative}")
+    return out
+
+
+def delete_paths(io, paths: list[str], threads: int | None = None) -> int:
+    """Delete files (and, for local files, the checksum file Hadoop writes next to each); returns
+    how many were deleted."""
+    def one(path: str) -> bool:
+        try:
+            io.delete(path)
+        except FileNotFoundError:
+            return False
+        delete_checksum(io, path)
+        return True
+
+    if not paths:
+        return 0
+    with ThreadPoolExecutor(max(1, threads or 4)) as pool:
+        return sum(pool.map(one, paths))
+
+
+def delete_checksum(io, path: str) -> None:
+    """The hidden .<name>.crc Hadoop's local file system writes next to a file it wrote."""
+    if "://" in path and not path.startswith("file:"):
+        return
+    directory, _, name = path.rpartition("/")
+    try:
+        io.delete(f"{directory}/.{name}.crc")
+    except Exception:  # noqa: BLE001 - usually there is none
+        pass
+
+
+# ---- expire_snapshots -----------------------------------------------------------------------------
+
+
+def snapshots_to_expire(metadata, now_ms: int, older_than_ms: int | None, retain_last: int | None,
+                        snapshot_ids) -> list[int]:
+    """Iceberg's rule: each branch keeps its head, and its ancestors while fewer than retain_last
+    (the branch's min-snapshots-to-keep, else retain_last, else the table's
+    history.expire.min-snapshots-to-keep, default 1) are kept or while they are newer than
+    older_than (the branch's max-snapshot-age-ms, else older_than, else the table's
+    history.expire.max-snapshot-age-ms, default 5 days); tags keep their snapshot; a snapshot
+    on no branch or tag stays while newer than older_than. snapshot_ids expire in any case,
+    unless a branch or tag points at one (an error)."""
+    props = metadata.properties
+    default_keep = retain_last if retain_last is not None else int(props.get("history.expire.min-snapshots-to-keep", 1))
+    default_older = older_than_ms if older_than_ms is not None else now_ms - int(
+        props.get("history.expire.max-snapshot-age-ms", 5 * DAY_MS))
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    keep, referenced = set(), set()
+    for name, ref in metadata.refs.items():
+        keep.add(ref.snapshot_id)
+        referenced.add(ref.snapshot_id)
+        if ref.snapshot_ref_type != SnapshotRefType.BRANCH:
+            continue
+        n = ref.min_snapshots_to_keep or default_keep
+        older = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms else default_older
+        kept = 0
+        s = by_id.get(ref.snapshot_id)
+        while s is not None:
+            referenced.add(s.snapshot_id)
+            if kept < n or s.timestamp_ms >= older:
+                keep.add(s.snapshot_id)
+                kept += 1
+            else:
+                break
+            s = by_id.get(s.parent_snapshot_id) if s.parent_snapshot_id is not None else None
+        while s is not None:  # the rest of the branch's history is referenced, and old
+            referenced.add(s.snapshot_id)
+            s = by_id.get(s.parent_snapshot_id) if s.parent_snapshot_id is not None else None
+    keep |= {s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in referenced and s.timestamp_ms >= default_older}
+    for sid in snapshot_ids or ():
+        if sid not in by_id:
+            raise LakeError(f"lakerules: expire_snapshots: snapshot {sid} is not a snapshot of the table")
+        heads = sorted(n for n, r in metadata.refs.items() if r.snapshot_id == sid)
+        if heads:
+            raise LakeError(f"lakerules: expire_snapshots: cannot expire snapshot {sid}: still referenced by {heads}")
+        keep.discard(sid)
+    return [s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in keep]
+
+
+def _expire_snapshots(ctx, table, args: dict):
+    spark = ctx.spark
+    if args["retain_last"] is not None and args["retain_last"] < 1:
+        raise LakeError(f"lakerules: expire_snapshots: retain_last must be at least 1, cannot be: {args['retain_last']}")
+    before = table.metadata
+    now_ms = int(time.time() * 1000)
+    older_than_ms = args["older_than"] // 1000 if args["older_than"] is not None else None
+    expired = snapshots_to_expire(before, now_ms, older_than_ms, args["retain_last"], args["snapshot_ids"])
+    empty = J.result_rows(spark, [(0, 0, 0, 0, 0, 0)], RESULTS["expire_snapshots"])
+    if not expired:
+        return empty
+    table.maintenance.expire_snapshots().by_ids(expired).commit()
+    table.refresh()
+    after = table.metadata
+    manifests = _Manifests(table.io)
+    # what the snapshots still in the table need, read from the metadata as committed (which has
+    # any snapshot committed meanwhile); a data or delete file is needed by the live entries of a
+    # remaining snapshot's manifests
+    still: set[str] = set()
+    for snapshot in after.snapshots:
+        still.update(_snapshot_files(snapshot, manifests, live_only=True))
+    still.update(s.statistics_path for s in after.statistics)
+    still.update(s.statistics_path for s in after.partition_statistics)
+    still = {normalize(p) for p in still}
+    gone_ids = set(expired) - {s.snapshot_id for s in after.snapshots}
+    candidates: dict[str, str] = {}
+    for snapshot in before.snapshots:
+        if snapshot.snapshot_id in gone_ids:
+            candidates.update(_snapshot_files(snapshot, manifests, live_only=True))
+    for s in before.statistics:
+        if s.snapshot_id in gone_ids:
+            candidates[s.statistics_path] = "statistics"
+    for s in before.partition_statistics:
+        if s.snapshot_id in gone_ids:
+            candidates[s.statistics_path] = "statistics"
+    doomed = {p: kind for p, kind in candidates.items() if normalize(p) not in still}
+    counts = dict.fromkeys(("data", "position-deletes", "equality-deletes", "manifest", "manifest-list", "statistics"), 0)
+    by_kind: dict[str, list[str]] = {}
+    for p, kind in doomed.items():
+        by_kind.setdefault(kind, []).append(p)
+    # data and delete files first, the metadata naming them last: an interrupted run leaves
+    # unreferenced manifests (orphans), never manifests naming deleted files
+    for kind in ("data", "position-deletes", "equality-deletes", "statistics", "manifest", "manifest-list"):
+        counts[kind] = delete_paths(table.io, sorted(by_kind.get(kind, [])), args["max_concurrent_deletes"])
+    row = tuple(counts[k] for k in ("data", "position-deletes", "equality-deletes", "manifest", "manifest-list", "statistics"))
+    return J.result_rows(spark, [row], RESULTS["expire_snapshots"])
