@@ -24,7 +24,6 @@ from pyiceberg.typedef import KeyDefaultDict
 from pyiceberg.table.update.validate import (
     _added_data_files,
     _validate_data_files_exist,
-    _validate_no_new_deletes_for_data_files,
 )
 from pyiceberg.typedef import EMPTY_DICT
 
@@ -73,7 +72,9 @@ class Validation:
     ``must_exist``: data files the new delete files point at or the commit removes (a delete
     pointing at a file removed meanwhile, e.g. by a concurrent OPTIMIZE, would be lost).
     ``no_new_deletes``: data files whose live rows the commit carries over into new files
-    (copy-on-write, rewrites): a delete committed against them meanwhile would be lost.
+    (copy-on-write, rewrites) or deletes rows of by position while writing their new values
+    (merge-on-read UPDATE and MERGE): a delete committed against them meanwhile would be lost,
+    or the row it deleted would come back with its new value.
     ``conflict_filter``: rows the statement read; under serializable isolation no data file
     that may hold such rows may have been added meanwhile (None: no check).
     """
@@ -220,9 +221,51 @@ class _RowDelta(_OverwriteFiles):
         if v.must_exist:
             _validate_data_files_exist(table, head, set(v.must_exist), base)
         if v.no_new_deletes:
-            _validate_no_new_deletes_for_data_files(table, head, None, set(v.no_new_deletes), base)
+            _validate_no_new_deletes(table, head, v.no_new_deletes, base)
         if v.conflict_filter is not None and table.metadata.isolation_level(v.operation) == IsolationLevel.SERIALIZABLE:
             _validate_no_matching_data_added(table, head, v.conflict_filter, base)
+
+
+def _validate_no_new_deletes(table: Table, head, data_files, base) -> None:
+    """No delete file committed after base (position or equality) may apply to data_files:
+    the commit deletes rows of those files by position, or carries their rows over into new
+    files, as they were at base; a delete that landed meanwhile would be lost, or a row it
+    deleted would come back (Iceberg's validateNoConflictingDeleteFiles)."""
+    files = list(data_files)
+    for snapshot in _snapshots_between(table, head, base):
+        operation = snapshot.summary.operation.value if snapshot.summary else "?"
+        for manifest in snapshot.manifests(table.io):
+            if manifest.content != ManifestContent.DELETES or manifest.added_snapshot_id != snapshot.snapshot_id:
+                continue
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+                if entry.status != ManifestEntryStatus.ADDED or entry.snapshot_id != snapshot.snapshot_id:
+                    continue
+                hit = next((f for f in files if _delete_may_apply(entry.data_file, f, table)), None)
+                if hit is not None:
+                    raise ValidationException(
+                        f"snapshot {snapshot.snapshot_id} ({operation}) committed meanwhile deleted rows of data "
+                        f"file {hit.file_path}, which this statement deletes from or rewrites"
+                    )
+
+
+def _snapshots_between(table: Table, head, base) -> list:
+    """The snapshots after base up to head (head first)."""
+    out, snapshot = [], head
+    stop = base.snapshot_id if base is not None else None
+    while snapshot is not None and snapshot.snapshot_id != stop:
+        out.append(snapshot)
+        parent = snapshot.parent_snapshot_id
+        snapshot = table.metadata.snapshot_by_id(parent) if parent is not None else None
+    return out
+
+
+def _delete_may_apply(delete_file, data_file, table: Table) -> bool:
+    if delete_file.content == DataFileContent.POSITION_DELETES:
+        return _position_delete_may_apply(delete_file, data_file)
+    spec = table.specs()[delete_file.spec_id]
+    if spec.is_unpartitioned():
+        return True  # a global equality delete
+    return delete_file.spec_id == data_file.spec_id and tuple(delete_file.partition or ()) == tuple(data_file.partition or ())
 
 
 def _validate_no_matching_data_added(table: Table, head, row_filter: BooleanExpression, base) -> None:
