@@ -6,6 +6,7 @@ validate it against what was committed meanwhile (see Validation).
 
 from __future__ import annotations
 
+import contextvars
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStat
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.exceptions import ValidationException
+from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.table.snapshots import IsolationLevel
 from pyiceberg.table.update.snapshot import _OverwriteFiles
@@ -30,28 +31,64 @@ from pyiceberg.typedef import EMPTY_DICT
 from lakerules.errors import ConflictError, LakeError
 
 LAKERULES_SUMMARY = {"engine-name": "lakerules"}
+# Session settings spark.lakerules.snapshot-property.<key>=<value> add <key> to the summary of
+# every snapshot the session's statements commit (as Iceberg's snapshot-property.<key> write
+# option, for a whole session): who or what made a snapshot, a job id, a statement id.
+SNAPSHOT_PROPERTY_PREFIX = "spark.lakerules.snapshot-property."
+_session = contextvars.ContextVar("lakerules_commit_session", default=None)
+
+
+def use_session(spark) -> None:
+    """The session whose statements the commits of this thread belong to (set per statement)."""
+    _session.set(spark)
+
+
+def snapshot_properties(summary: dict | None = None) -> dict:
+    """lakerules' summary properties, the session's snapshot-property settings, then summary's."""
+    props = dict(LAKERULES_SUMMARY)
+    spark = _session.get()
+    if spark is not None:
+        for k, v in spark.conf.getAll.items():
+            if k.startswith(SNAPSHOT_PROPERTY_PREFIX) and len(k) > len(SNAPSHOT_PROPERTY_PREFIX):
+                props[k[len(SNAPSHOT_PROPERTY_PREFIX):]] = v
+    props.update(summary or {})
+    return props
+
+
+def _retries_exhausted(table: Table, e: CommitFailedException) -> ConflictError:
+    return ConflictError(
+        f"lakerules: conflict on {table.name()}: other commits kept landing while this statement tried to "
+        f"commit ({e}); nothing was committed. Run the statement again (or raise the table's "
+        "commit.retry.num-retries)."
+    )
 
 
 def append(table: Table, data_files: list, summary: dict | None = None) -> None:
     """A fast append of new data files: the files' rows are added, nothing is removed."""
     if not data_files:
         return
-    with table.transaction() as tx:
-        with tx.update_snapshot(snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})}).fast_append() as fa:
-            for f in data_files:
-                fa.append_data_file(f)
+    try:
+        with table.transaction() as tx:
+            with tx.update_snapshot(snapshot_properties=snapshot_properties(summary)).fast_append() as fa:
+                for f in data_files:
+                    fa.append_data_file(f)
+    except CommitFailedException as e:
+        raise _retries_exhausted(table, e) from e
 
 
 def overwrite(table: Table, removed: list, added: list, summary: dict | None = None) -> None:
     """Remove data files and add others in one snapshot."""
     if not removed and not added:
         return
-    with table.transaction() as tx:
-        with tx.update_snapshot(snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})}).overwrite() as ow:
-            for f in removed:
-                ow.delete_data_file(f)
-            for f in added:
-                ow.append_data_file(f)
+    try:
+        with table.transaction() as tx:
+            with tx.update_snapshot(snapshot_properties=snapshot_properties(summary)).overwrite() as ow:
+                for f in removed:
+                    ow.delete_data_file(f)
+                for f in added:
+                    ow.append_data_file(f)
+    except CommitFailedException as e:
+        raise _retries_exhausted(table, e) from e
 
 
 # ---- row deltas: data files and delete files in one snapshot ------------------------------------
@@ -333,7 +370,7 @@ def row_delta(table: Table, data_files: list, delete_files: list, summary: dict 
                 operation=operation,
                 transaction=tx,
                 io=table.io,
-                snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})},
+                snapshot_properties=snapshot_properties(summary),
                 validation=validation,
             )
             with producer:
@@ -350,6 +387,8 @@ def row_delta(table: Table, data_files: list, delete_files: list, summary: dict 
             f"lakerules: conflict on {table.name()}: {e}. Another commit changed what this statement "
             "read; nothing was committed. Run the statement again."
         ) from e
+    except CommitFailedException as e:
+        raise _retries_exhausted(table, e) from e
 
 
 # ---- rewrites: the same rows in other files (OPTIMIZE) ------------------------------------------
@@ -393,7 +432,7 @@ def rewrite(table: Table, starting_snapshot_id: int, removed: list, added: list,
     with table.transaction() as tx:
         producer = _RewriteFiles(
             tx, table.io, starting_snapshot_id, removed, added, removed_deletes, deletes_needed,
-            {**LAKERULES_SUMMARY, **(summary or {})},
+            snapshot_properties(summary),
         )
         with producer:
             pass

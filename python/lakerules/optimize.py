@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakerules import commit, dialect, jvm as J, schema as schemas, zorder
-from lakerules.errors import LakeError
+from lakerules.errors import ConflictError, LakeError
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
 from lakerules.planning import PlannedFile, ScanPlan, plan_scan
@@ -245,7 +245,7 @@ def run(ctx, table, statement: Statement):
         # certain not to have landed: the new files go; on any other error they stay (orphans,
         # harmless), as the commit may have landed without saying so
         delete_files(table, written)
-        raise LakeError(
+        raise ConflictError(
             f"lakerules: OPTIMIZE {ref} conflicts with a commit made while it ran, so nothing was committed "
             f"(run OPTIMIZE again): {e}"
         ) from None
