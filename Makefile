@@ -1,13 +1,14 @@
 # make setup: a fresh machine to a working install (.venv/, pinned deps, the Java shim jar).
 # make test:  the test suite.  make demo: examples/quickstart.py on the embedded catalog.
+# make soak:  the model test and the concurrency test, long profiles (see RELIABILITY.md).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 JAR    := python/lakerules/jars/lakerules-shim.jar
 
-.PHONY: setup java venv shim test demo bench clean
+.PHONY: setup java postgres venv shim test soak demo bench clean
 
-setup: java venv shim
+setup: java postgres venv shim
 
 # Spark needs a JVM and the shim needs javac: install Debian's JDK 17 when either is missing.
 java:
@@ -17,6 +18,16 @@ java:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q openjdk-17-jdk-headless; \
 	fi
 	@javac -version
+
+# The concurrency test starts a throwaway PostgreSQL server (the SQL catalog users share):
+# install Debian's server when its binaries are missing.
+postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
+	  echo "installing postgresql"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q postgresql; \
+	fi
+	@ls -d /usr/lib/postgresql/*/bin
 
 venv:
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +39,13 @@ shim:
 
 test:
 	$(PY) -m pytest python/lakerules tests
+
+# Long profiles: SOAK_EXAMPLES random sequences of 30 steps, writers racing for SOAK_SECONDS.
+SOAK_EXAMPLES ?= 40
+SOAK_SECONDS  ?= 120
+soak:
+	LAKERULES_PROFILE=soak LAKERULES_SOAK_EXAMPLES=$(SOAK_EXAMPLES) LAKERULES_CONCURRENCY_SECONDS=$(SOAK_SECONDS) \
+	  $(PY) -m pytest tests/test_model.py tests/test_concurrency.py -s -q
 
 demo:
 	$(PY) examples/quickstart.py

@@ -382,3 +382,45 @@ def test_more_ddl(spark, ns, iceberg_catalog, tmp_path, engines):
     engines.assert_same(f"lake.{ns}.b", expected=[(1, None, 2, "x")])
     spark.sql(f"DROP TABLE lake.{ns}.b PURGE")
     assert not iceberg_catalog.table_exists(f"{ns}.b")
+
+
+def test_snapshot_properties_from_session_settings(spark, ns, iceberg_catalog):
+    table = f"lake.{ns}.props"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT)")
+    spark.conf.set("spark.lakerules.snapshot-property.job", "nightly-7")
+    try:
+        spark.sql(f"INSERT INTO {table} VALUES (1), (2)")
+        spark.sql(f"DELETE FROM {table} WHERE id = 1")
+    finally:
+        spark.conf.unset("spark.lakerules.snapshot-property.job")
+    spark.sql(f"INSERT INTO {table} VALUES (3)")
+    t = iceberg_catalog.load_table(f"{ns}.props")
+    jobs = [s.summary.additional_properties.get("job") for s in t.snapshots()]
+    assert jobs == ["nightly-7", "nightly-7", None]
+    assert t.current_snapshot().summary["engine-name"] == "lakerules"
+
+
+def test_commit_retries_running_out_is_a_conflict(spark, ns, iceberg_catalog, monkeypatch):
+    """Another writer commits between this INSERT's write and its commit, and the table allows no
+    retry: a clear conflict, nothing committed, the written files removed."""
+    from lakerules import commit, write
+
+    table = f"lake.{ns}.retry"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT) TBLPROPERTIES ('commit.retry.num-retries'='0')")
+    real, calls = commit.append, []
+
+    def concurrent_then_commit(t, *args, **kwargs):
+        if not calls:
+            calls.append(1)
+            iceberg_catalog.load_table(f"{ns}.retry")  # the other writer's view, then its commit
+            spark.sql(f"INSERT INTO {table} VALUES (1)")
+        return real(t, *args, **kwargs)
+
+    monkeypatch.setattr(write.commit, "append", concurrent_then_commit)
+    with pytest.raises(AnalysisException, match="conflict on .*nothing was committed"):
+        spark.sql(f"INSERT INTO {table} VALUES (2)")
+    monkeypatch.setattr(write.commit, "append", real)
+    assert [r.id for r in spark.table(table).collect()] == [1]
+    from test_delete import orphans
+
+    assert orphans(iceberg_catalog, f"{ns}.retry") == set()

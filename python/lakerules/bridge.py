@@ -15,7 +15,7 @@ from py4j.protocol import Py4JJavaError
 from pyiceberg import exceptions as ie
 from pyspark.sql import SparkSession
 
-from lakerules import plan as P, registry, statements
+from lakerules import commit, plan as P, registry, statements
 from lakerules.catalogs import Catalogs
 from lakerules.context import Context
 from lakerules.errors import CatalogError, LakeError, LakeSyntaxError
@@ -54,6 +54,7 @@ class Backend:
     def rewrite(self, jsession, jplan, phase="analysis"):
         try:
             ctx = self.context(jsession)
+            commit.use_session(ctx.spark)  # for its snapshot-property settings
             tree = P.from_jvm(ctx.spark, jplan)
             tree = registry.apply_rules(tree, ctx, "analysis" if phase == "explain" else phase)
             if phase == "explain" and P.collect(tree, P.Command):

@@ -42,7 +42,7 @@ class Catalogs:
                         f"lakerules: catalog {name!r} is not a lake catalog; set "
                         f"spark.sql.catalog.{name}=io.lakerules.LakeCatalog and its properties"
                     )
-                self._catalogs[name] = load_catalog(name, **json.loads(raw))
+                self._catalogs[name] = _sqlite_locks_wait(load_catalog(name, **json.loads(raw)))
             return self._catalogs[name]
 
     def load(self, catalog: str, namespace, name: str) -> Table:
@@ -164,6 +164,41 @@ class Catalogs:
             to_ns = to_ns[1:]  # RENAME TO cat.ns.t: Spark passes the name as written
         cat.rename_table((*src["namespace"], src["name"]), (*to_ns, dst["name"]))
         return {}
+
+
+SQLITE_BUSY_TIMEOUT_MS = 30000
+
+
+def _sqlite_locks_wait(cat: Catalog) -> Catalog:
+    """A SQL catalog on SQLite shared by several processes: a commit waits up to 30 s for
+    another process's lock (SQLite's default is 5 s), and a lock held longer is a failed commit,
+    which pyiceberg refreshes and retries (and lakerules reports as a conflict once the retries
+    run out), not an internal error. SQLite rolls back a statement or COMMIT that found the
+    database locked, so nothing of that attempt landed."""
+    engine = getattr(cat, "engine", None)
+    if engine is None or engine.dialect.name != "sqlite":
+        return cat
+    from pyiceberg.exceptions import CommitFailedException
+    from sqlalchemy import event
+    from sqlalchemy.exc import OperationalError
+
+    @event.listens_for(engine, "connect")
+    def _busy_timeout(dbapi_connection, _record):
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+
+    engine.dispose()  # connections opened before the listener
+    commit_table = cat.commit_table
+
+    def commit_table_locks_fail(table, requirements, updates):
+        try:
+            return commit_table(table, requirements, updates)
+        except OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise
+            raise CommitFailedException(f"the SQLite catalog stayed locked by another writer: {e.orig}") from e
+
+    cat.commit_table = commit_table_locks_fail
+    return cat
 
 
 def _add_name_mapping(table: Table) -> Table:

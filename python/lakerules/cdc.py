@@ -27,6 +27,7 @@ def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: lis
     if not on:
         raise LakeError("lakerules: delete_by_key needs at least one key column in on=[...]")
     catalog_name, namespace, name = _resolve(spark, table_name)
+    commit.use_session(spark)
     table = _backend.catalogs.load(catalog_name, namespace, name)
     schema, spec = table.schema(), table.spec()
     key_fields = [_column(table, schema, c) for c in on]

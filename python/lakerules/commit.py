@@ -6,6 +6,7 @@ validate it against what was committed meanwhile (see Validation).
 
 from __future__ import annotations
 
+import contextvars
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,13 +26,35 @@ from pyiceberg.typedef import KeyDefaultDict
 from pyiceberg.table.update.validate import (
     _added_data_files,
     _validate_data_files_exist,
-    _validate_no_new_deletes_for_data_files,
 )
 from pyiceberg.typedef import EMPTY_DICT
 
 from lakerules.errors import CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
 LAKERULES_SUMMARY = {"engine-name": "lakerules"}
+# Session settings spark.lakerules.snapshot-property.<key>=<value> add <key> to the summary of
+# every snapshot the session's statements commit (as Iceberg's snapshot-property.<key> write
+# option, for a whole session): who or what made a snapshot, a job id, a statement id.
+SNAPSHOT_PROPERTY_PREFIX = "spark.lakerules.snapshot-property."
+_session = contextvars.ContextVar("lakerules_commit_session", default=None)
+
+
+def use_session(spark) -> None:
+    """The session whose statements the commits of this thread belong to (set per statement)."""
+    _session.set(spark)
+
+
+def snapshot_properties(summary: dict | None = None) -> dict:
+    """lakerules' summary properties, the session's snapshot-property settings, then summary's."""
+    props = dict(LAKERULES_SUMMARY)
+    spark = _session.get()
+    if spark is not None:
+        for k, v in spark.conf.getAll.items():
+            if k.startswith(SNAPSHOT_PROPERTY_PREFIX) and len(k) > len(SNAPSHOT_PROPERTY_PREFIX):
+                props[k[len(SNAPSHOT_PROPERTY_PREFIX):]] = v
+    props.update(summary or {})
+    return props
+
 
 # Run with the table after a statement wrote its files and before it commits them (tests put
 # faults here: an error, a concurrent commit, a process killed before its commit).
@@ -56,9 +79,12 @@ def _transaction(table: Table):
     except ValidationException:
         raise
     except CommitFailedException as e:
+        # pyiceberg retried (commit.retry.num-retries) and the catalog still refused: other
+        # commits kept landing, or the catalog refuses this table's commits
         raise CommitRejected(
-            f"lakerules: the catalog rejected the commit to {table.name()}: {e}. Nothing was committed "
-            "and the statement's new files were deleted; run it again."
+            f"lakerules: conflict on {table.name()}: the catalog rejected the commit ({e}), as it does when "
+            "other commits land while this statement commits, after the table's commit.retry.num-retries "
+            "retries; nothing was committed and the statement's new files were deleted. Run it again."
         ) from e
     except BaseException as e:
         raise CommitOutcomeUnknown(
@@ -78,7 +104,7 @@ def append(table: Table, data_files: list, summary: dict | None = None) -> None:
     if not data_files:
         return
     with _transaction(table) as tx:
-        with tx.update_snapshot(snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})}).fast_append() as fa:
+        with tx.update_snapshot(snapshot_properties=snapshot_properties(summary)).fast_append() as fa:
             for f in data_files:
                 fa.append_data_file(f)
 
@@ -88,7 +114,7 @@ def overwrite(table: Table, removed: list, added: list, summary: dict | None = N
     if not removed and not added:
         return
     with _transaction(table) as tx:
-        with tx.update_snapshot(snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})}).overwrite() as ow:
+        with tx.update_snapshot(snapshot_properties=snapshot_properties(summary)).overwrite() as ow:
             for f in removed:
                 ow.delete_data_file(f)
             for f in added:
@@ -113,7 +139,9 @@ class Validation:
     ``must_exist``: data files the new delete files point at or the commit removes (a delete
     pointing at a file removed meanwhile, e.g. by a concurrent OPTIMIZE, would be lost).
     ``no_new_deletes``: data files whose live rows the commit carries over into new files
-    (copy-on-write, rewrites): a delete committed against them meanwhile would be lost.
+    (copy-on-write, rewrites) or deletes rows of by position while writing their new values
+    (merge-on-read UPDATE and MERGE): a delete committed against them meanwhile would be lost,
+    or the row it deleted would come back with its new value.
     ``conflict_filter``: rows the statement read; under serializable isolation no data file
     that may hold such rows may have been added meanwhile (None: no check).
     """
@@ -260,9 +288,51 @@ class _RowDelta(_OverwriteFiles):
         if v.must_exist:
             _validate_data_files_exist(table, head, set(v.must_exist), base)
         if v.no_new_deletes:
-            _validate_no_new_deletes_for_data_files(table, head, None, set(v.no_new_deletes), base)
+            _validate_no_new_deletes(table, head, v.no_new_deletes, base)
         if v.conflict_filter is not None and table.metadata.isolation_level(v.operation) == IsolationLevel.SERIALIZABLE:
             _validate_no_matching_data_added(table, head, v.conflict_filter, base)
+
+
+def _validate_no_new_deletes(table: Table, head, data_files, base) -> None:
+    """No delete file committed after base (position or equality) may apply to data_files:
+    the commit deletes rows of those files by position, or carries their rows over into new
+    files, as they were at base; a delete that landed meanwhile would be lost, or a row it
+    deleted would come back (Iceberg's validateNoConflictingDeleteFiles)."""
+    files = list(data_files)
+    for snapshot in _snapshots_between(table, head, base):
+        operation = snapshot.summary.operation.value if snapshot.summary else "?"
+        for manifest in snapshot.manifests(table.io):
+            if manifest.content != ManifestContent.DELETES or manifest.added_snapshot_id != snapshot.snapshot_id:
+                continue
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+                if entry.status != ManifestEntryStatus.ADDED or entry.snapshot_id != snapshot.snapshot_id:
+                    continue
+                hit = next((f for f in files if _delete_may_apply(entry.data_file, f, table)), None)
+                if hit is not None:
+                    raise ValidationException(
+                        f"snapshot {snapshot.snapshot_id} ({operation}) committed meanwhile deleted rows of data "
+                        f"file {hit.file_path}, which this statement deletes from or rewrites"
+                    )
+
+
+def _snapshots_between(table: Table, head, base) -> list:
+    """The snapshots after base up to head (head first)."""
+    out, snapshot = [], head
+    stop = base.snapshot_id if base is not None else None
+    while snapshot is not None and snapshot.snapshot_id != stop:
+        out.append(snapshot)
+        parent = snapshot.parent_snapshot_id
+        snapshot = table.metadata.snapshot_by_id(parent) if parent is not None else None
+    return out
+
+
+def _delete_may_apply(delete_file, data_file, table: Table) -> bool:
+    if delete_file.content == DataFileContent.POSITION_DELETES:
+        return _position_delete_may_apply(delete_file, data_file)
+    spec = table.specs()[delete_file.spec_id]
+    if spec.is_unpartitioned():
+        return True  # a global equality delete
+    return delete_file.spec_id == data_file.spec_id and tuple(delete_file.partition or ()) == tuple(data_file.partition or ())
 
 
 def _validate_no_matching_data_added(table: Table, head, row_filter: BooleanExpression, base) -> None:
@@ -330,7 +400,7 @@ def row_delta(table: Table, data_files: list, delete_files: list, summary: dict 
                 operation=operation,
                 transaction=tx,
                 io=table.io,
-                snapshot_properties={**LAKERULES_SUMMARY, **(summary or {})},
+                snapshot_properties=snapshot_properties(summary),
                 validation=validation,
             )
             with producer:
@@ -390,7 +460,7 @@ def rewrite(table: Table, starting_snapshot_id: int, removed: list, added: list,
     with _transaction(table) as tx:
         producer = _RewriteFiles(
             tx, table.io, starting_snapshot_id, removed, added, removed_deletes, deletes_needed,
-            {**LAKERULES_SUMMARY, **(summary or {})},
+            snapshot_properties(summary),
         )
         with producer:
             pass

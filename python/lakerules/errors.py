@@ -33,7 +33,7 @@ class LakeSyntaxError(LakeError):
         self.sql, self.line, self.column, self.near, self.hint = sql, line, column, near, hint
 
 
-class CommitRejected(LakeError):
+class CommitRejected(ConflictError):
     """The catalog refused the commit (pyiceberg's retries included): nothing was committed, and the
     statement's new files were deleted."""
 

@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakerules import commit, dialect, jvm as J, schema as schemas, zorder
-from lakerules.errors import LakeError
+from lakerules.errors import ConflictError, LakeError
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
 from lakerules.planning import PlannedFile, ScanPlan, plan_scan
@@ -243,7 +243,7 @@ def run(ctx, table, statement: Statement):
         dropped = commit.rewrite(table, snapshot.snapshot_id, removed, written, list(candidates.values()), needed, summary)
     except ValidationException as e:
         discard(table, written, e)
-        raise LakeError(
+        raise ConflictError(
             f"lakerules: OPTIMIZE {ref} conflicts with a commit made while it ran, so nothing was committed "
             f"(run OPTIMIZE again): {e}"
         ) from None

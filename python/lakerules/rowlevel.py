@@ -400,6 +400,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
             table, written_data, written_deletes, {"lakerules.operation": "update"},
             validation=commit.Validation(
                 must_exist=frozenset(p.file for p in touched),
+                no_new_deletes=frozenset(p.file for p in touched),
                 conflict_filter=expr,
                 operation=Operation.OVERWRITE,
             ),
@@ -599,6 +600,7 @@ def run_merge(ctx, node):
             table, written_data, written_deletes, {"lakerules.operation": "merge"},
             validation=commit.Validation(
                 must_exist=frozenset(p.file for p in touched),
+                no_new_deletes=frozenset(p.file for p in touched),  # a row deleted meanwhile stays deleted
                 conflict_filter=expr,
                 operation=Operation.OVERWRITE,
             ),
