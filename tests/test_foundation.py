@@ -424,3 +424,21 @@ def test_commit_retries_running_out_is_a_conflict(spark, ns, iceberg_catalog, mo
     from test_delete import orphans
 
     assert orphans(iceberg_catalog, f"{ns}.retry") == set()
+
+
+def test_a_catalog_pyiceberg_cannot_load_is_named_with_its_settings(spark, tmp_path):
+    """Only a warehouse set (no type, no uri): the error names the catalog, its settings (the
+    password in a URI masked) and the embedded default's settings, not an internal error."""
+    spark.conf.set("spark.sql.catalog.halfset", "io.lakerules.LakeCatalog")
+    spark.conf.set("spark.sql.catalog.halfset.warehouse", str(tmp_path))
+    spark.conf.set("spark.sql.catalog.halfset.s3.secret-access-key", "hunter2")
+    try:
+        with pytest.raises(Exception) as info:
+            spark.sql("SHOW NAMESPACES IN halfset").collect()
+        text = str(info.value)
+        assert "cannot load catalog 'halfset'" in text and f"warehouse={tmp_path}" in text, text
+        assert "python -m lakerules conf --warehouse" in text and "internal error" not in text, text
+        assert "hunter2" not in text and "s3.secret-access-key=***" in text, text
+    finally:
+        for k in ("", ".warehouse", ".s3.secret-access-key"):
+            spark.conf.unset(f"spark.sql.catalog.halfset{k}")

@@ -7,6 +7,7 @@ A lake catalog NAME is configured like Iceberg's Spark catalog: every
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any
 
@@ -23,6 +24,16 @@ _SPARK_RESERVED = {"provider", "owner", "location", "is_managed_location", "exte
 
 def qualified(catalog: str, namespace, name: str) -> str:
     return ".".join([catalog, *namespace, name])
+
+
+_SECRET_WORDS = ("password", "secret", "token", "credential", "key")
+
+
+def _shown(key: str, value: str) -> str:
+    """A catalog property as an error message may show it: secrets and URI passwords masked."""
+    if any(w in key.lower() for w in _SECRET_WORDS):
+        return "***"
+    return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", str(value))
 
 
 class Catalogs:
@@ -42,7 +53,18 @@ class Catalogs:
                         f"lakerules: catalog {name!r} is not a lake catalog; set "
                         f"spark.sql.catalog.{name}=io.lakerules.LakeCatalog and its properties"
                     )
-                self._catalogs[name] = _sqlite_locks_wait(load_catalog(name, **json.loads(raw)))
+                props = json.loads(raw)
+                try:
+                    catalog = load_catalog(name, **props)
+                except Exception as e:  # noqa: BLE001 - pyiceberg raises ValueError, ImportError, ...
+                    given = ", ".join(f"{k}={_shown(k, v)}" for k, v in sorted(props.items())) or "none"
+                    raise LakeError(
+                        f"lakerules: cannot load catalog {name!r} from its spark.sql.catalog.{name}.<property> "
+                        f"settings ({given}): {type(e).__name__}: {e}. The embedded default needs "
+                        f"spark.sql.catalog.{name}.type=sql, .uri=sqlite:///<folder>/catalog.db and "
+                        f".warehouse=file://<folder>; `python -m lakerules conf --warehouse <folder>` prints them"
+                    ) from e
+                self._catalogs[name] = _sqlite_locks_wait(catalog)
             return self._catalogs[name]
 
     def load(self, catalog: str, namespace, name: str) -> Table:
