@@ -102,13 +102,22 @@ def values_frame(spark: SparkSession, rows: list[tuple], columns: list[tuple[str
     return spark.sql(f"SELECT {casts} FROM VALUES {body}")
 
 
-def _sql_value(v) -> str:
-    if v is None:
-        return "NULL"
+def sql_literal(v) -> str | None:
+    """v as Spark SQL literal text, for the types whose text is exact (bool, int, str); None for
+    the others."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
         return f"{v}L"
     if isinstance(v, str):
         return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    raise TypeError(f"values_frame: unsupported value {v!r}")
+    return None
+
+
+def _sql_value(v) -> str:
+    if v is None:
+        return "NULL"
+    text = sql_literal(v)
+    if text is None:
+        raise TypeError(f"values_frame: unsupported value {v!r}")
+    return text

@@ -56,7 +56,9 @@ from lakerules import jvm as J
 from lakerules.errors import LakeError
 from lakerules.explain import remember
 from lakerules.plan import Filter, LakeScan, Node, SparkNode
-from lakerules.scan import FILE_COL, POS_COL, lower_scan, read_files, scan_dataframe, spark_path, status_names
+from lakerules.scan import (
+    FILE_COL, POS_COL, aliased_plan, lower_scan, read_files, scan_dataframe, spark_path, status_names,
+)
 from lakerules.schema import iceberg_to_spark
 
 SETTING = "spark.lakerules.read.lateMaterialization"
@@ -287,7 +289,7 @@ def lower_late_scan(ctx, scan: LateScan, lower):
                               StructType([StructField(FILE_COL, StringType()), StructField(POS_COL, LongType())]))
     data = _read_row_groups(spark, scan, [f.file_path for f in keep], spans)
     data = data.join(F.broadcast(positions), [FILE_COL, POS_COL], "left_semi")
-    plan = _aliased(ctx, scan, data)
+    plan = aliased_plan(ctx, scan, data)
     remember(scan, f"{head} split ({why}); phase one read {len(scan.predicate_columns)} column(s) of "
                    f"{len(files)} file(s): {len(rows)} row(s) matched in {len(keep)} file(s); phase two read "
                    f"those rows from {len(keep)} of {len(files)} file(s), {groups} of their {total_groups} row group(s)")
@@ -374,25 +376,8 @@ def _phase_one(ctx, scan: LateScan, files: list):
     spark = ctx.spark
     part = replace(scan, plan=replace(scan.plan, files=tuple(files)))
     df = scan_dataframe(ctx, part, positions=True)
-    aliased = _aliased(ctx, scan, df, extra=[FILE_COL, POS_COL])
+    aliased = aliased_plan(ctx, scan, df, extra=[FILE_COL, POS_COL])
     jvm = spark._jvm.org.apache.spark.sql.catalyst
     condition = reduce(lambda a, b: jvm.expressions.And(a, b), scan.conjuncts)
     filtered = jvm.plans.logical.Filter(condition, aliased)
     return J.dataframe(spark, filtered).select(FILE_COL, POS_COL)
-
-
-def _aliased(ctx, scan: LakeScan, df, extra: list[str] = ()):
-    """df's columns as the scan's output attributes (same exprIds), then ``extra`` as they are."""
-    spark = ctx.spark
-    names = [a.name for a in scan.output]
-    missing = [n for n in names if n not in df.columns]
-    if missing:
-        raise LakeError(
-            f"lakerules: column(s) {missing} of {scan.table} are not in the schema the scan was planned "
-            "with; the table changed while the query was planned, run it again"
-        )
-    plan = df.select(*[F.col(f"`{n}`") for n in [*names, *extra]])._jdf.queryExecution().optimizedPlan()
-    targets = spark._jvm.java.util.ArrayList()
-    for attr in scan.output:
-        targets.add(attr.jvm)
-    return spark._jvm.io.lakerules.Bridge.renameProject(plan, targets)

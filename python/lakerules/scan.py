@@ -134,9 +134,14 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
 def lower_scan(ctx, scan: LakeScan, lower):
     """LakeScan -> Project(aliases keeping the relation's exprIds) over the scan's reads,
     optimized on their own (the scan is planned inside Spark's optimizer)."""
-    spark = ctx.spark
     remember(scan)
-    df = scan_dataframe(ctx, scan)
+    return aliased_plan(ctx, scan, scan_dataframe(ctx, scan))
+
+
+def aliased_plan(ctx, scan: LakeScan, df: DataFrame, extra: list[str] = ()):
+    """df's columns as the scan's output attributes (same exprIds), then ``extra`` as they are:
+    the optimized JVM plan that stands for the scan in the query's plan."""
+    spark = ctx.spark
     names = [a.name for a in scan.output]
     missing = [n for n in names if n not in df.columns]
     if missing:
@@ -144,7 +149,7 @@ def lower_scan(ctx, scan: LakeScan, lower):
             f"lakerules: column(s) {missing} of {scan.table} are not in the schema the scan was planned "
             "with; the table changed while the query was planned, run it again"
         )
-    plan = df.select(*[F.col(_quote(n)) for n in names])._jdf.queryExecution().optimizedPlan()
+    plan = df.select(*[F.col(_quote(n)) for n in [*names, *extra]])._jdf.queryExecution().optimizedPlan()
     targets = spark._jvm.java.util.ArrayList()
     for attr in scan.output:
         targets.add(attr.jvm)
@@ -323,21 +328,10 @@ def _apply_equality_deletes(ctx, scan: LakeScan, data: DataFrame, delete_files) 
     return data
 
 
-def _sql_literal(v) -> str | None:
-    """v as SQL literal text, for the types whose text is exact; None for the others."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return f"{v}L"
-    if isinstance(v, str):
-        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return None
-
-
 def _not_in(col: Column, name: str | None, plain: list) -> Column:
     """NOT IN over many values: as one SQL text when every value has an exact literal form (one
     parser call instead of a Py4J call per value), else as Column literals."""
-    texts = [_sql_literal(v) for v in plain]
+    texts = [J.sql_literal(v) for v in plain]
     if name and all(t is not None for t in texts):
         return F.expr(f"{_quote(name)} NOT IN ({', '.join(texts)})")
     return ~col.isin(plain)
