@@ -36,11 +36,8 @@ from pyiceberg.expressions import (
     NotIn,
     NotStartsWith,
 )
-from pyiceberg.expressions.visitors import _StrictMetricsEvaluator, expression_evaluator, strict_projection
 from pyiceberg.manifest import DataFileContent
-from pyiceberg.schema import Schema
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.typedef import KeyDefaultDict
 from pyspark.sql import functions as F
 
 from lakerules import commit, jvm as J, write
@@ -116,16 +113,7 @@ def _all_rows_match(table, expr: BooleanExpression):
     (NULL is not equal to 5) differs from SQL's (NULL != 5 is not true)."""
     if _has_negation(expr) or expr == AlwaysTrue():
         return None
-    schema = table.schema()
-    metrics = _StrictMetricsEvaluator(schema, expr)
-
-    def partition_test(spec_id: int):
-        spec = table.specs()[spec_id]
-        projected = strict_projection(schema, spec)(expr)
-        return expression_evaluator(Schema(*spec.partition_type(schema).fields), projected, True)
-
-    tests = KeyDefaultDict(partition_test)
-    return lambda f: bool(tests[f.spec_id](f.partition)) or metrics.eval(f) is True
+    return write.every_row_matches(table, expr)
 
 
 def _has_negation(expr) -> bool:
@@ -259,7 +247,6 @@ def _partitions(planned_files) -> list:
 
 
 def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
-    spark = ctx.spark
     written = []
     if touched:
         planned = ScanPlan(files=tuple(touched))
@@ -300,6 +287,15 @@ def _truncate(ctx, table, snapshot):
             operation=Operation.DELETE,
         )
     return _affected(ctx.spark, affected)
+
+
+def _update_validation(touched: list, expr: BooleanExpression) -> commit.Validation:
+    """What an UPDATE or MERGE, which deletes rows of the touched files and writes new ones, needs
+    still true when it commits: the touched files exist, no delete landed on them meanwhile (a row
+    deleted meanwhile stays deleted), and no file added meanwhile may hold rows expr matches."""
+    files = frozenset(p.file for p in touched)
+    return commit.Validation(must_exist=files, no_new_deletes=files, conflict_filter=expr,
+                             operation=Operation.OVERWRITE)
 
 
 def _affected(spark, n: int):
@@ -398,12 +394,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
         written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
         commit.row_delta(
             table, written_data, written_deletes, {"lakerules.operation": "update"},
-            validation=commit.Validation(
-                must_exist=frozenset(p.file for p in touched),
-                no_new_deletes=frozenset(p.file for p in touched),
-                conflict_filter=expr,
-                operation=Operation.OVERWRITE,
-            ),
+            validation=_update_validation(touched, expr),
             operation=Operation.OVERWRITE,
         )
     except BaseException as e:
@@ -448,12 +439,7 @@ def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything
             table, written, [], {"lakerules.operation": "update", "lakerules.update-mode": "copy-on-write"},
             removed_data_files=[p.file for p in touched],
             removed_delete_files=removed_deletes,
-            validation=commit.Validation(
-                must_exist=frozenset(p.file for p in touched),
-                no_new_deletes=frozenset(p.file for p in touched),
-                conflict_filter=expr,
-                operation=Operation.OVERWRITE,
-            ),
+            validation=_update_validation(touched, expr),
             operation=Operation.OVERWRITE,
         )
     except BaseException as e:
@@ -598,12 +584,7 @@ def run_merge(ctx, node):
             written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
         commit.row_delta(
             table, written_data, written_deletes, {"lakerules.operation": "merge"},
-            validation=commit.Validation(
-                must_exist=frozenset(p.file for p in touched),
-                no_new_deletes=frozenset(p.file for p in touched),  # a row deleted meanwhile stays deleted
-                conflict_filter=expr,
-                operation=Operation.OVERWRITE,
-            ),
+            validation=_update_validation(touched, expr),
             operation=Operation.OVERWRITE if written_data else Operation.DELETE,
         )
     except BaseException as e:

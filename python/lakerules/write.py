@@ -17,7 +17,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
-from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import _StrictMetricsEvaluator, expression_evaluator, strict_projection
 from pyiceberg.io.pyarrow import (
     compute_statistics_plan,
@@ -328,6 +328,22 @@ def _current_files(table: Table) -> list[DataFile]:
     return [task.file for task in table.scan().plan_files()]
 
 
+def every_row_matches(table: Table, expr: BooleanExpression):
+    """A test that proves, in Iceberg's expression semantics, that every row of a data file
+    matches expr: from its partition (the strict projection of expr holds on it) or from its
+    column metrics."""
+    schema = table.schema()
+    metrics = _StrictMetricsEvaluator(schema, expr)
+
+    def partition_test(spec_id: int):
+        spec = table.specs()[spec_id]
+        projected = strict_projection(schema, spec)(expr)
+        return expression_evaluator(Schema(*spec.partition_type(schema).fields), projected, True)
+
+    tests = KeyDefaultDict(partition_test)
+    return lambda f: bool(tests[f.spec_id](f.partition)) or metrics.eval(f) is True
+
+
 def _files_to_overwrite(table: Table, condition) -> list[DataFile]:
     """Data files whose rows all match the condition; an error if a file matches only in part."""
     expr, exact = to_iceberg(condition)
@@ -340,21 +356,11 @@ def _files_to_overwrite(table: Table, condition) -> list[DataFile]:
         return _current_files(table)
     if table.current_snapshot() is None:
         return []
-    schema = table.schema()
     candidates = [task.file for task in table.scan(row_filter=expr).plan_files()]
-    strict_metrics = _StrictMetricsEvaluator(schema, expr)
-
-    def must_match_partition(spec_id: int):
-        # all rows of a partition match when the strict projection of the condition holds on it
-        spec = table.specs()[spec_id]
-        projected = strict_projection(schema, spec)(expr)
-        return expression_evaluator(Schema(*spec.partition_type(schema).fields), projected, True)
-
-    partition_evaluators = KeyDefaultDict(must_match_partition)
+    matches_whole = every_row_matches(table, expr)
     removed = []
     for f in candidates:
-        in_partition = partition_evaluators[f.spec_id](f.partition)
-        if in_partition or strict_metrics.eval(f) is True:
+        if matches_whole(f):
             removed.append(f)
         else:
             raise LakeError(
