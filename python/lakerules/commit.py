@@ -7,27 +7,28 @@ validate it against what was committed meanwhile (see Validation).
 from __future__ import annotations
 
 import contextvars
+import re
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestWriterV2
-from pyiceberg.table import Table, TableProperties
-from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
-from pyiceberg.table.snapshots import Operation
 from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.expressions import BooleanExpression
-from pyiceberg.table.snapshots import IsolationLevel
-from pyiceberg.table.update.snapshot import _OverwriteFiles
 from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluator, expression_evaluator, inclusive_projection
-from pyiceberg.manifest import DataFileContent
+from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestWriterV2
 from pyiceberg.schema import Schema
-from pyiceberg.typedef import KeyDefaultDict
-from pyiceberg.table.update.validate import (
-    _added_data_files,
-    _validate_data_files_exist,
+from pyiceberg.table import Table, TableProperties
+from pyiceberg.table.refs import MAIN_BRANCH
+from pyiceberg.table.snapshots import (
+    IsolationLevel,
+    Operation,
+    SnapshotSummaryCollector,
+    Summary,
+    update_snapshot_summaries,
 )
-from pyiceberg.typedef import EMPTY_DICT
+from pyiceberg.table.update.snapshot import _OverwriteFiles, _SnapshotProducer
+from pyiceberg.table.update.validate import _added_data_files, _validate_data_files_exist
+from pyiceberg.typedef import EMPTY_DICT, KeyDefaultDict
 
 from lakerules.errors import CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
@@ -430,16 +431,6 @@ def row_delta(table: Table, data_files: list, delete_files: list, summary: dict 
 # committed concurrently has a higher number and still applies to the rows it was meant for. A
 # position delete names files by path: one committed concurrently against a removed file would be
 # lost, so the commit fails instead, as it does when a removed file was concurrently removed.
-
-# This section's imports sit here, apart from the module's, so that it merges as one block.
-import re  # noqa: E402
-
-from pyiceberg.exceptions import ValidationException  # noqa: E402
-from pyiceberg.manifest import DataFileContent  # noqa: E402
-from pyiceberg.table import TableProperties  # noqa: E402
-from pyiceberg.table.refs import MAIN_BRANCH  # noqa: E402
-from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries  # noqa: E402
-from pyiceberg.table.update.snapshot import _SnapshotProducer  # noqa: E402
 
 
 class RewriteConflict(ValidationException):
