@@ -91,11 +91,9 @@ public final class PositionDeleteSet implements Serializable {
 
   /** One task's (name, position) rows as one array of positions per name. */
   private static java.util.Iterator<HashMap<String, long[]>> groupPartition(java.util.Iterator<InternalRow> rows) {
-    Map<UTF8String, long[]> arrays = new HashMap<>();
-    Map<UTF8String, Integer> sizes = new HashMap<>();
+    Map<UTF8String, Positions> byName = new HashMap<>();
     UTF8String name = null;  // the current run's name (a private copy: rows reuse their buffers)
-    long[] buf = null;
-    int n = 0;
+    Positions run = null;
     while (rows.hasNext()) {
       InternalRow r = rows.next();
       if (r.isNullAt(0) || r.isNullAt(1)) {
@@ -103,31 +101,29 @@ public final class PositionDeleteSet implements Serializable {
       }
       UTF8String next = r.getUTF8String(0);
       if (name == null || !name.equals(next)) {
-        if (name != null) {
-          arrays.put(name, buf);
-          sizes.put(name, n);
-        }
         name = next.clone();
-        buf = arrays.get(name);
-        n = buf == null ? 0 : sizes.get(name);
-        if (buf == null) {
-          buf = new long[64];
-        }
+        run = byName.computeIfAbsent(name, k -> new Positions());
       }
-      if (n == buf.length) {
-        buf = Arrays.copyOf(buf, buf.length * 2);
-      }
-      buf[n++] = r.getLong(1);
-    }
-    if (name != null) {
-      arrays.put(name, buf);
-      sizes.put(name, n);
+      run.add(r.getLong(1));
     }
     HashMap<String, long[]> out = new HashMap<>();
-    for (Map.Entry<UTF8String, long[]> e : arrays.entrySet()) {
-      out.put(e.getKey().toString(), Arrays.copyOf(e.getValue(), sizes.get(e.getKey())));
+    for (Map.Entry<UTF8String, Positions> e : byName.entrySet()) {
+      out.put(e.getKey().toString(), Arrays.copyOf(e.getValue().values, e.getValue().size));
     }
     return java.util.Collections.singletonList(out).iterator();
+  }
+
+  /** A growing array of positions. */
+  private static final class Positions {
+    long[] values = new long[64];
+    int size;
+
+    void add(long v) {
+      if (size == values.length) {
+        values = Arrays.copyOf(values, size * 2);
+      }
+      values[size++] = v;
+    }
   }
 
   /** Filter(isLive(file, pos)) over data: its rows that no position delete of this set removes. */
