@@ -442,3 +442,18 @@ def test_a_catalog_pyiceberg_cannot_load_is_named_with_its_settings(spark, tmp_p
     finally:
         for k in ("", ".warehouse", ".s3.secret-access-key"):
             spark.conf.unset(f"spark.sql.catalog.halfset{k}")
+
+
+def test_overwrite_by_a_negated_condition_is_refused_and_keeps_null_rows(spark, ns):
+    """SQL's c != 5 does not hold on NULL, Iceberg's does: proving files from the metadata would
+    replace the NULL rows too. Refused, the table untouched."""
+    from pyspark.sql import functions as F
+
+    table = f"lake.{ns}.neg"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, c INT)")
+    spark.sql(f"INSERT INTO {table} VALUES (1, NULL), (2, NULL)")
+    spark.sql(f"INSERT INTO {table} VALUES (3, 7)")
+    df = spark.createDataFrame([(9, 9)], "id bigint, c int")
+    with pytest.raises(Exception, match="INSERT OVERWRITE with a negated condition"):
+        df.writeTo(table).overwrite(F.expr("c != 5"))
+    assert sorted(tuple(r) for r in spark.table(table).collect()) == [(1, None), (2, None), (3, 7)]

@@ -28,14 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace as dc_replace
 
-from pyiceberg.expressions import (
-    AlwaysTrue,
-    BooleanExpression,
-    Not,
-    NotEqualTo,
-    NotIn,
-    NotStartsWith,
-)
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.snapshots import Operation
 from pyspark.sql import functions as F
@@ -111,15 +104,9 @@ def _all_rows_match(table, expr: BooleanExpression):
     """A test that proves a data file's every row matches expr, from its partition (strict
     projection) or its column metrics; None when expr has a negation, whose Iceberg meaning
     (NULL is not equal to 5) differs from SQL's (NULL != 5 is not true)."""
-    if _has_negation(expr) or expr == AlwaysTrue():
+    if write.has_negation(expr) or expr == AlwaysTrue():
         return None
     return write.every_row_matches(table, expr)
-
-
-def _has_negation(expr) -> bool:
-    if isinstance(expr, (Not, NotEqualTo, NotIn, NotStartsWith)):
-        return True
-    return any(_has_negation(getattr(expr, side)) for side in ("left", "right", "child") if hasattr(expr, side))
 
 
 def _has_subquery(spark, condition) -> bool:
