@@ -57,9 +57,8 @@ from lakerules.errors import LakeError
 from lakerules.explain import remember
 from lakerules.plan import Filter, LakeScan, Node, SparkNode
 from lakerules.scan import (
-    FILE_COL, POS_COL, aliased_plan, lower_scan, read_files, scan_dataframe, spark_path, status_names,
+    FILE_COL, POS_COL, aliased_plan, lower_scan, read_files, scan_dataframe, status_names,
 )
-from lakerules.schema import iceberg_to_spark
 
 SETTING = "spark.lakerules.read.lateMaterialization"
 MODES = ("auto", "on", "off")
@@ -287,7 +286,7 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     groups, total_groups = _groups_hit(scan, keep, names, by_name, footers)
     positions = J.local_frame(spark, [(r[0], r[1]) for r in rows],
                               StructType([StructField(FILE_COL, StringType()), StructField(POS_COL, LongType())]))
-    data = _read_row_groups(spark, scan, [f.file_path for f in keep], spans)
+    data = read_files(spark, scan.schema, list(keep), with_positions=True, row_groups=spans if keep else None)
     data = data.join(F.broadcast(positions), [FILE_COL, POS_COL], "left_semi")
     plan = aliased_plan(ctx, scan, data)
     remember(scan, f"{head} split ({why}); phase one read {len(scan.predicate_columns)} column(s) of "
@@ -353,15 +352,6 @@ def _spans(scan, keep, names, by_name, footers) -> str:
         wanted = _wanted(scan, f, by_name[names[f.file_path]], footers)
         lines.append(names[f.file_path] + "\t" + ",".join(f"{starts[i]}:{ends[i]}" for i in wanted))
     return "\n".join(lines)
-
-
-def _read_row_groups(spark, scan: LakeScan, paths: list[str], spans: str):
-    """read_files with positions, reading only the row groups ``spans`` lists."""
-    if not paths:
-        return read_files(spark, scan.schema, [], with_positions=True)
-    df = (spark.read.format("io.lakerules.RowGroupParquetFormat").schema(iceberg_to_spark(scan.schema, with_ids=True))
-          .option("lakerules.rowgroups", spans).load([spark_path(p) for p in paths]))
-    return df.select("*", F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL))
 
 
 def _plain(ctx, scan: LateScan, lower, note: str):

@@ -37,7 +37,6 @@ from lakerules.explain import remember
 from lakerules.plan import LakeScan
 from lakerules.schema import iceberg_to_spark
 
-_GLOB = re.compile(r"([\\\[\]{}*?])")
 FILE_COL, POS_COL, SIZE_COL = "__lakerules_file", "__lakerules_pos", "__lakerules_size"
 POSITION_DELETE_SCHEMA = Schema(
     NestedField(2147483546, "file_path", StringType(), required=True),
@@ -49,11 +48,6 @@ EQ_FILTER_THRESHOLD_KEY = "spark.lakerules.read.equalityDeleteFilterThreshold"
 EQ_FILTER_THRESHOLD_DEFAULT = 10_000
 
 
-def spark_path(path: str) -> str:
-    """A data file path as Spark's reader takes it: glob characters escaped."""
-    return _GLOB.sub(r"\\\1", path)
-
-
 def normal_path(path: str) -> str:
     """One form for a local path however written: file:/x, file:///x and /x all become /x."""
     return re.sub(r"^file:/*", "/", path)
@@ -63,12 +57,37 @@ def normal_path_col(col: Column) -> Column:
     return F.regexp_replace(col, r"^file:/*", "/")
 
 
-def read_files(spark, schema: Schema, paths: list[str], with_positions: bool = False) -> DataFrame:
+def _joined(texts) -> str:
+    """Strings as one NUL-separated string: how file lists cross to the JVM in one call."""
+    texts = list(texts)
+    for t in texts:
+        if "\0" in t:
+            raise LakeError(f"lakerules: a file path contains a NUL character: {t!r}")
+    return "\0".join(texts)
+
+
+def _listing(files) -> str:
+    """Files (DataFiles, or paths whose length the JVM asks of the file system) as
+    io.lakerules.LakeFileIndex takes them."""
+    parts = []
+    for f in files:
+        if isinstance(f, str):
+            parts += ["-1", f]
+        else:
+            parts += [str(f.file_size_in_bytes), f.file_path]
+    return _joined(parts)
+
+
+def read_files(spark, schema: Schema, files: list, with_positions: bool = False, *,
+               row_groups: str | None = None) -> DataFrame:
     """A DataFrame reading Parquet data files with an Iceberg schema (columns by field id);
     with_positions adds each row's file, as Spark names it (see status_names), its row index
-    and the file's length."""
+    and the file's length. ``files`` are DataFiles (their lengths come from the manifests) or
+    paths. They reach Spark in one call as an io.lakerules.LakeFileIndex: no listing, no status
+    call and no Spark job per file. ``row_groups`` (late materialization) restricts the read to
+    the row groups it lists (io.lakerules.RowGroupParquetFormat)."""
     read_schema = iceberg_to_spark(schema, with_ids=True)
-    if not paths:
+    if not files:
         df = J.local_frame(spark, [], read_schema)
         if with_positions:
             df = df.select(
@@ -78,7 +97,10 @@ def read_files(spark, schema: Schema, paths: list[str], with_positions: bool = F
                 F.lit(None).cast("long").alias(SIZE_COL),
             )
         return df
-    df = spark.read.schema(read_schema).parquet(*[spark_path(p) for p in paths])
+    jschema = spark._jsparkSession.parseDataType(read_schema.json())
+    fmt, options = ("rowgroups", _joined(["lakerules.rowgroups", row_groups])) if row_groups is not None else ("parquet", "")
+    plan = spark._jvm.io.lakerules.LakeFileIndex.read(spark._jsparkSession, _listing(files), jschema, fmt, options)
+    df = J.dataframe(spark, plan)
     if with_positions:
         df = df.select(
             "*",
@@ -91,10 +113,10 @@ def read_files(spark, schema: Schema, paths: list[str], with_positions: bool = F
 
 def status_names(spark, paths: list[str]) -> dict[str, str]:
     """path -> the name Spark's reader gives the file in _metadata.file_path (one JVM call)."""
-    names = spark._jvm.io.lakerules.Bridge.statusNames(
-        J.to_java_list(spark, paths), spark._jsc.hadoopConfiguration()
-    )
-    return dict(zip(paths, names))
+    if not paths:
+        return {}
+    joined = spark._jvm.io.lakerules.LakeFileIndex.namesOf(_joined(paths), spark._jsc.hadoopConfiguration())
+    return dict(zip(paths, joined.split("\0")))
 
 
 def spark_file_path(column: str = "_metadata.file_path") -> Column:
@@ -121,7 +143,7 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
         return read_files(spark, schema, [], positions).select(*[F.col(_quote(c)) for c in columns])
     parts = []
     for (_, with_deletes), files in sorted(groups.items()):
-        df = read_files(spark, schema, [p.file.file_path for p in files], with_deletes or positions)
+        df = read_files(spark, schema, [p.file for p in files], with_deletes or positions)
         if with_deletes:
             df = _apply_position_deletes(ctx, df, files)
         df = df.select(*[F.col(_quote(c)) for c in columns])
@@ -171,13 +193,14 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
     that walks a file's positions as its rows go by, as Iceberg's readers do with a position
     bitmap. Past that, an anti-join on (file, position)."""
     spark = ctx.spark
-    delete_files = sorted({d.file_path for p in files for d in p.position_deletes})
-    names = status_names(spark, sorted({p.file.file_path for p in files} | set(delete_files)))
-    rows = sum(f.record_count for f in {d.file_path: d for p in files for d in p.position_deletes}.values())
+    by_path = {d.file_path: d for p in files for d in p.position_deletes}
+    delete_files = [by_path[k] for k in sorted(by_path)]
+    names = status_names(spark, sorted({p.file.file_path for p in files} | set(by_path)))
+    rows = sum(f.record_count for f in delete_files)
     if rows <= int(ctx.conf(POS_BROADCAST_KEY, str(POS_BROADCAST_DEFAULT))):
         pairs = sorted({(names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path])
                         for p in files for d in p.position_deletes})
-        deleted = _position_set(spark, pairs)
+        deleted = _position_set(spark, pairs, delete_files)
         plan = J.analyzed(data)
         output = {a.name(): a for a in J.from_seq(plan.output())}
         return J.dataframe(spark, deleted.filterLive(plan, output[FILE_COL], output[POS_COL]))
@@ -188,17 +211,18 @@ _position_sets: OrderedDict = OrderedDict()  # (application, pairs) -> JVM Posit
 _POSITION_SET_ROWS = 20_000_000  # cached delete rows at most (8 bytes each on the driver)
 
 
-def _position_set(spark, pairs: list[tuple[str, str, str]]):
+def _position_set(spark, pairs: list[tuple[str, str, str]], delete_files: list):
     """The JVM PositionDeleteSet of (delete file name, data file path, data file name) pairs:
-    the rows of those delete files that point at those data files, by data file name. Delete
-    files never change, so a set is built once per process and application."""
+    the rows of those delete files (DataFiles, named in the pairs) that point at those data
+    files, by data file name. Delete files never change, so a set is built once per process and
+    application."""
     key = (spark.sparkContext.applicationId, tuple(pairs))
     with _cache_lock:
         if key in _position_sets:
             _position_sets.move_to_end(key)
             return _position_sets[key]
     allowed = J.values_frame(spark, pairs, [("d_file", "STRING"), ("d_path", "STRING"), ("d_name", "STRING")])
-    deletes = read_files(spark, POSITION_DELETE_SCHEMA, sorted({d for d, _, _ in pairs}), with_positions=True)
+    deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
     rows = (
         deletes.select(F.col(FILE_COL).alias("d_file"), normal_path_col(F.col("file_path")).alias("d_path"),
                        F.col("pos").alias("d_pos"))
@@ -214,13 +238,13 @@ def _position_set(spark, pairs: list[tuple[str, str, str]]):
     return deleted
 
 
-def _position_anti_join(spark, data: DataFrame, files: list, delete_files: list[str], names: dict) -> DataFrame:
+def _position_anti_join(spark, data: DataFrame, files: list, delete_files: list, names: dict) -> DataFrame:
     """Anti-join on (file, position), for delete sets too large to broadcast. Where the data
     files' lengths tell them apart, the join key is one long instead of (path, position):
     length * M + position, with M above every file's record count, so no row hashes a path."""
     width = max(p.file.record_count for p in files) + 1
-    lengths = _file_lengths(spark, data)
-    sizes = {p.file.file_path: lengths.get(normal_path(names[p.file.file_path])) for p in files}
+    # _metadata.file_size is the length the manifest gave the file index (LakeFileIndex)
+    sizes = {p.file.file_path: p.file.file_size_in_bytes for p in files}
     by_length = (
         None not in sizes.values()
         and len(set(sizes.values())) == len(sizes)
@@ -255,17 +279,6 @@ def _position_anti_join(spark, data: DataFrame, files: list, delete_files: list[
     return data.join(deletes, condition, "left_anti")
 
 
-def _file_lengths(spark, df: DataFrame) -> dict[str, int]:
-    """Spark's name of each file df reads (normal_path form: the listing may spell a local file
-    file:///x where _metadata.file_path has file:/x) -> its length, from Spark's own listing."""
-    text = spark._jvm.io.lakerules.Bridge.fileSizes(df._jdf.queryExecution().analyzed())
-    out = {}
-    for line in text.splitlines():
-        length, _, name = line.partition("\t")
-        out[normal_path(name)] = int(length)
-    return out
-
-
 # ---- equality deletes ----------------------------------------------------------------------------
 
 _cache_lock = threading.Lock()
@@ -283,7 +296,7 @@ def _equality_rows(ctx, scan: LakeScan, f) -> tuple[tuple[int, ...], list[tuple]
             return ids, _delete_rows[cache_key]
     table_schema = scan.iceberg.schema()
     fields = [_field(scan, table_schema, i) for i in ids]
-    df = read_files(ctx.spark, Schema(*fields), [f.file_path])
+    df = read_files(ctx.spark, Schema(*fields), [f])
     rows = [tuple(r) for r in df.collect()]
     with _cache_lock:
         _delete_rows[cache_key] = rows

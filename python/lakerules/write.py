@@ -260,7 +260,12 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
     """DataFiles for written files; metrics per the columns written (``schema``). Each file's
     spec and partition come from its directory: decoded per the spec's partition columns, or
     by ``locate(directory) -> (spec_id, values)``."""
-    stats_plan = compute_statistics_plan(schema, table.properties)
+    properties = table.properties
+    if content == DataFileContent.POSITION_DELETES:
+        # Full file_path bounds, as Iceberg's writers keep them: a delete file whose bounds name one
+        # data file applies to that file only; truncated bounds make it apply to its whole partition.
+        properties = {**properties, f"write.metadata.metrics.column.{POSITION_DELETE_FIELDS[0].name}": "full"}
+    stats_plan = compute_statistics_plan(schema, properties)
     id_mapping = parquet_path_to_id_mapping(schema)
 
     def one(entry):

@@ -249,60 +249,6 @@ public final class Bridge {
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(out).toList(), child);
   }
 
-  /**
-   * The names Spark's file reader gives these files in _metadata.file_path: the qualified path
-   * through SparkPath, as Spark builds it (file:/x for file:///x and /x, URL-encoded). One call
-   * for all files, so position deletes are matched without touching any data row's path.
-   */
-  public static java.util.List<String> statusNames(java.util.List<String> paths,
-      org.apache.hadoop.conf.Configuration conf) throws java.io.IOException {
-    java.util.List<String> out = new java.util.ArrayList<>(paths.size());
-    java.util.Map<String, org.apache.hadoop.fs.FileSystem> filesystems = new java.util.HashMap<>();
-    for (String p : paths) {
-      org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(p);
-      String key = path.toUri().getScheme() + "://" + path.toUri().getAuthority();
-      org.apache.hadoop.fs.FileSystem fs = filesystems.get(key);
-      if (fs == null) {
-        fs = path.getFileSystem(conf);
-        filesystems.put(key, fs);
-      }
-      out.add(org.apache.spark.paths.SparkPath.fromPathString(fs.makeQualified(path).toString()).urlEncoded());
-    }
-    return out;
-  }
-
-  /**
-   * The length of every file the file-source relations under plan read, as lines of
-   * "length TAB name", where name is the file as _metadata.file_path gives it. One call, from the
-   * listing Spark made when the relation was built (no file system access).
-   */
-  public static String fileSizes(LogicalPlan plan) {
-    StringBuilder out = new StringBuilder();
-    scala.collection.Iterator<LogicalPlan> leaves = plan.collectLeaves().iterator();
-    while (leaves.hasNext()) {
-      LogicalPlan leaf = leaves.next();
-      if (!(leaf instanceof org.apache.spark.sql.execution.datasources.LogicalRelation)) {
-        continue;
-      }
-      Object relation = ((org.apache.spark.sql.execution.datasources.LogicalRelation) leaf).relation();
-      if (!(relation instanceof org.apache.spark.sql.execution.datasources.HadoopFsRelation)) {
-        continue;
-      }
-      Object index = ((org.apache.spark.sql.execution.datasources.HadoopFsRelation) relation).location();
-      if (!(index instanceof org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex)) {
-        continue;
-      }
-      scala.collection.Iterator<org.apache.hadoop.fs.FileStatus> files =
-          ((org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex) index).allFiles().iterator();
-      while (files.hasNext()) {
-        org.apache.hadoop.fs.FileStatus status = files.next();
-        out.append(status.getLen()).append('\t')
-            .append(org.apache.spark.paths.SparkPath.fromPath(status.getPath()).urlEncoded()).append('\n');
-      }
-    }
-    return out.toString();
-  }
-
   /** Rethrow what Python returned as a failure, unchanged; return anything else. */
   static Object unwrap(Object result) {
     if (result instanceof Throwable) {

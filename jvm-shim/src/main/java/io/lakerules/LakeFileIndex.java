@@ -1,0 +1,201 @@
+package io.lakerules;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.paths.SparkPath;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.datasources.FileFormat;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.StructType;
+import scala.collection.immutable.Seq;
+
+/**
+ * The data files of a planned lake scan as Spark's file source reads them: the list the manifests
+ * gave (path and length of every file), handed over in one call, with no listing, no status call
+ * and no Spark job per file. Spark's own index (InMemoryFileIndex) lists each path it is given,
+ * which on a table of thousands of files costs a Spark job of one task per file before the scan.
+ *
+ * <p>The listing is one string: {@code length NUL path NUL length NUL path ...}. A length below
+ * zero means unknown: that file's status is asked of its file system (used for a few files only).
+ * Paths are taken as paths, not globs and not URL-encoded URIs, as Iceberg's metadata stores them.
+ */
+public class LakeFileIndex implements FileIndex {
+  private static final long BLOCK_SIZE = 128L * 1024 * 1024;
+
+  private final FileStatus[] files;
+  private final long size;
+  private final Seq<Path> roots;
+
+  LakeFileIndex(FileStatus[] files) {
+    this.files = files;
+    long total = 0;
+    LinkedHashSet<Path> parents = new LinkedHashSet<>();
+    for (FileStatus f : files) {
+      total += f.getLen();
+      parents.add(f.getPath().getParent());
+    }
+    this.size = total;
+    this.roots = scala.jdk.javaapi.CollectionConverters.asScala(new ArrayList<>(parents)).toList();
+  }
+
+  /** The index of a listing (see the class comment); paths qualified by their file systems. */
+  public static LakeFileIndex of(String listing, Configuration conf) throws java.io.IOException {
+    String[] parts = split(listing);
+    if (parts.length % 2 != 0) {
+      throw new IllegalArgumentException("lakerules: malformed file listing (" + parts.length + " fields)");
+    }
+    String[] paths = new String[parts.length / 2];
+    for (int i = 0; i < paths.length; i++) {
+      paths[i] = parts[2 * i + 1];
+    }
+    Path[] qualified = qualify(paths, conf);
+    FileStatus[] out = new FileStatus[paths.length];
+    for (int i = 0; i < paths.length; i++) {
+      long length = Long.parseLong(parts[2 * i]);
+      if (length < 0) {
+        length = qualified[i].getFileSystem(conf).getFileStatus(qualified[i]).getLen();
+      }
+      out[i] = new FileStatus(length, false, 1, BLOCK_SIZE, 0L, qualified[i]);
+    }
+    return new LakeFileIndex(out);
+  }
+
+  private static String[] split(String joined) {
+    return joined.isEmpty() ? new String[0] : joined.split("\0", -1);
+  }
+
+  private static Path[] qualify(String[] paths, Configuration conf) throws java.io.IOException {
+    Map<String, FileSystem> filesystems = new HashMap<>();
+    Path[] out = new Path[paths.length];
+    for (int i = 0; i < paths.length; i++) {
+      Path path = new Path(paths[i]);
+      String key = path.toUri().getScheme() + "://" + path.toUri().getAuthority();
+      FileSystem fs = filesystems.get(key);
+      if (fs == null) {
+        fs = path.getFileSystem(conf);
+        filesystems.put(key, fs);
+      }
+      // through Path's string form, as Spark's readers name files: file:/x, never file:///x
+      out[i] = new Path(fs.makeQualified(path).toString());
+    }
+    return out;
+  }
+
+  /**
+   * The plan that reads a listing's files as Parquet with the given (field-id carrying) schema,
+   * through ParquetFileFormat or, with format "rowgroups", RowGroupParquetFormat; options are
+   * "key NUL value" pairs of the same string form.
+   */
+  public static LogicalPlan read(SparkSession session, String listing, StructType schema, String format,
+      String options) throws java.io.IOException {
+    Configuration conf = session.sessionState().newHadoopConf();
+    LakeFileIndex index = of(listing, conf);
+    FileFormat fileFormat = "rowgroups".equals(format) ? new RowGroupParquetFormat() : new ParquetFileFormat();
+    scala.collection.immutable.Map<String, String> opts = new scala.collection.immutable.HashMap<>();
+    String[] kv = split(options);
+    for (int i = 0; i + 1 < kv.length; i += 2) {
+      opts = opts.updated(kv[i], kv[i + 1]);
+    }
+    HadoopFsRelation relation = new HadoopFsRelation(index, new StructType(), schema, scala.Option.empty(),
+        fileFormat, opts, session);
+    return ((org.apache.spark.sql.classic.SparkSession) session).baseRelationToDataFrame(relation)
+        .queryExecution().analyzed();
+  }
+
+  /** The name _metadata.file_path gives each file, in the listing's order, NUL-separated. */
+  public String names() {
+    Path[] paths = new Path[files.length];
+    for (int i = 0; i < files.length; i++) {
+      paths[i] = files[i].getPath();
+    }
+    return join(paths);
+  }
+
+  /**
+   * The names _metadata.file_path gives these files (NUL-separated paths in, NUL-separated names
+   * out, in order): the qualified path as a URI, as Spark builds it (file:/x for file:///x and
+   * /x, URL-encoded). One call for all files, no file system access beyond qualifying.
+   */
+  public static String namesOf(String paths, Configuration conf) throws java.io.IOException {
+    return join(qualify(split(paths), conf));
+  }
+
+  private static String join(Path[] paths) {
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < paths.length; i++) {
+      if (i > 0) {
+        out.append('\0');
+      }
+      out.append(SparkPath.fromPath(paths[i]).urlEncoded());
+    }
+    return out.toString();
+  }
+
+  public int fileCount() {
+    return files.length;
+  }
+
+  public FileStatus[] statuses() {
+    return files;
+  }
+
+  @Override
+  public Seq<Path> rootPaths() {
+    return roots;
+  }
+
+  @Override
+  public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
+    List<FileStatusWithMetadata> out = new ArrayList<>(files.length);
+    scala.collection.immutable.Map<String, Object> none = scala.collection.immutable.Map$.MODULE$.empty();
+    for (FileStatus f : files) {
+      out.add(new FileStatusWithMetadata(f, none));
+    }
+    PartitionDirectory dir = new PartitionDirectory(InternalRow.empty(),
+        scala.jdk.javaapi.CollectionConverters.asScala(out).toList());
+    return scala.jdk.javaapi.CollectionConverters.asScala(List.of(dir)).toList();
+  }
+
+  @Override
+  public String[] inputFiles() {
+    String[] out = new String[files.length];
+    for (int i = 0; i < files.length; i++) {
+      out[i] = files[i].getPath().toString();
+    }
+    return out;
+  }
+
+  @Override
+  public void refresh() {
+    // The files of a snapshot never change.
+  }
+
+  @Override
+  public long sizeInBytes() {
+    return size;
+  }
+
+  @Override
+  public StructType partitionSchema() {
+    return new StructType();
+  }
+
+  @Override
+  public String toString() {
+    return "LakeFileIndex(" + files.length + " files, " + size + " bytes)";
+  }
+}
