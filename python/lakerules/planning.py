@@ -4,7 +4,10 @@ The steps of seed 003 (pyiceberg's hidden partition pruning), plus equality dele
 
 1. manifests are pruned with the manifest list's partition summaries, through an inclusive
    projection of the row filter built lazily per partition spec id;
-2. manifest entries are pruned by their partition values, then by their column metrics;
+2. manifest entries are pruned by their partition values, then by their column metrics: first in
+   bulk over each manifest's cached entries (lakerules.manifests: Arrow columns of partition
+   values and bounds, a conservative pre-filter), then one by one by pyiceberg's exact
+   evaluators, on what the pre-filter kept;
 3. position delete files are indexed by partition and by referenced data file; each applies to
    data files with a data sequence number <= its own;
 4. equality delete files apply to data files of the same spec and partition (or to every data
@@ -22,12 +25,15 @@ from dataclasses import dataclass, field
 from itertools import chain
 from types import SimpleNamespace
 
+import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import (
     _InclusiveMetricsEvaluator,
+    bind,
     expression_evaluator,
     inclusive_projection,
     manifest_evaluator,
+    rewrite_not,
 )
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry
 from pyiceberg.schema import Schema
@@ -35,6 +41,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.typedef import KeyDefaultDict
 
+from lakerules import manifests as cached
 from lakerules.errors import NotSupported
 
 MANIFEST_THREADS = 8
@@ -87,13 +94,16 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
 
     partition_evaluators = KeyDefaultDict(partition_evaluator)
     metrics = _InclusiveMetricsEvaluator(schema, row_filter, True, False).eval
+    # the same tests over whole manifests at once, from cached Arrow columns (see manifests.py)
+    row_prefilter = _bound(schema, row_filter)
+    partition_prefilters = KeyDefaultDict(lambda spec_id: _partition_prefilter(metadata.specs()[spec_id], schema,
+                                                                               partition_filters[spec_id]))
 
     def entries(manifest) -> list[ManifestEntry]:
         keep = partition_evaluators[manifest.partition_spec_id]
-        return [
-            e for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
-            if keep(e.data_file) and metrics(e.data_file)
-        ]
+        hit = cached.CACHE.get(table.io, manifest)
+        candidates = _prefiltered(hit, row_prefilter, partition_prefilters[manifest.partition_spec_id])
+        return [e for e in candidates if keep(e.data_file) and metrics(e.data_file)]
 
     with ThreadPoolExecutor(MANIFEST_THREADS) as pool:
         all_entries = list(chain.from_iterable(pool.map(entries, manifests)))
@@ -141,6 +151,41 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
         position_delete_files=tuple(used_pos.values()),
         equality_delete_files=tuple(used_eq.values()),
     )
+
+
+def _bound(schema: Schema, expr: BooleanExpression) -> BooleanExpression:
+    """expr bound to schema with NOT pushed down, for the pre-filter; AlwaysTrue (test nothing)
+    when it does not bind: the exact evaluators then decide."""
+    try:
+        return bind(schema, rewrite_not(expr), case_sensitive=True)
+    except Exception:  # noqa: BLE001 - only the pre-filter gives up; pyiceberg's evaluators still run
+        return AlwaysTrue()
+
+
+def _partition_prefilter(spec, schema: Schema, partition_filter: BooleanExpression):
+    """(bound partition filter, partition field id -> position in the partition tuple)."""
+    fields = spec.partition_type(schema).fields
+    return _bound(Schema(*fields), partition_filter), {f.field_id: i for i, f in enumerate(fields)}
+
+
+def _prefiltered(manifest: cached.CachedManifest, row_filter: BooleanExpression, partition) -> list[ManifestEntry]:
+    """The entries of a cached manifest that the bulk pre-filter keeps (see manifests.may_match)."""
+    n = len(manifest.entries)
+    part_filter, positions = partition
+    masks = [
+        cached.may_match(row_filter, n, manifest.bounds),
+        cached.may_match(part_filter, n, lambda fid, t: _same(manifest.partition_values(positions[fid], t))),
+    ]
+    masks = [m for m in masks if m is not None]
+    if not masks:
+        return manifest.entries
+    keep = masks[0] if len(masks) == 1 else pc.and_(masks[0], masks[1])
+    return [manifest.entries[i] for i in pc.indices_nonzero(keep).to_pylist()]
+
+
+def _same(values):
+    """A partition value as both bounds of a one-value range."""
+    return None if values is None else (values, values)
 
 
 def _position_deletes_for(index: DeleteFileIndex, seq: int, f: DataFile) -> set:

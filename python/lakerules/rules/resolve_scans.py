@@ -17,6 +17,7 @@ from functools import reduce
 
 from pyiceberg.expressions import AlwaysTrue, And
 
+from lakerules import manifests
 from lakerules.expressions import to_iceberg
 from lakerules.planning import plan_scan
 from lakerules.plan import LakeRelation, LakeScan, Node
@@ -33,6 +34,7 @@ def resolve_scans(plan: Node, ctx) -> Node:
 
 def _scan(rel: LakeRelation, ctx) -> LakeScan:
     table = ctx.catalogs.load(rel.table.catalog, rel.table.namespace, rel.table.name)
+    manifests.configure(ctx.conf(manifests.CACHE_KEY))
     schema = table.schema()
     if rel.time_travel and rel.snapshot_id is not None:
         snapshot = table.snapshot_by_id(rel.snapshot_id)
