@@ -192,6 +192,8 @@ def _position_deletes_for(index: DeleteFileIndex, seq: int, f: DataFile) -> set:
     """The position delete files for a data file, matching its path in every URI form a writer
     may have used for a local file (file:/x, file:///x, /x): pyiceberg's index compares a
     delete file's path bounds with the exact string."""
+    if index.is_empty():
+        return set()
     out = set()
     for form in _path_forms(f.file_path):
         stand_in = f if form == f.file_path else SimpleNamespace(spec_id=f.spec_id, file_path=form)
@@ -227,6 +229,8 @@ class _EqualityDeleteIndex:
             self._by_partition[(f.spec_id, _key(f.partition))].append((seq, f))
 
     def for_data_file(self, data_seq: int, f: DataFile) -> set[DataFile]:
+        if not self._global and not self._by_partition:
+            return set()
         candidates = chain(self._global, self._by_partition.get((f.spec_id, _key(f.partition)), ()))
         return {d for seq, d in candidates if data_seq < seq}
 
