@@ -13,9 +13,19 @@ import lakerules
 OUT = Path(__file__).resolve().parent / "out"
 
 
-def session(name: str):
-    shutil.rmtree(OUT / name, ignore_errors=True)
-    (OUT / name).mkdir(parents=True, exist_ok=True)
+def session(name: str, keep: tuple[str, ...] = ()):
+    """A fresh SparkSession whose warehouse is bench/out/<name>/warehouse. bench/out/<name> is
+    emptied first, but for the entries named in ``keep`` (a module's caches)."""
+    out = OUT / name
+    if out.is_dir():
+        for child in out.iterdir():
+            if child.name in keep:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink()
+    out.mkdir(parents=True, exist_ok=True)
     spark = lakerules.session(
         warehouse=OUT / name / "warehouse",
         master="local[2]",
