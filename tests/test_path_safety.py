@@ -46,6 +46,7 @@ class Canaries:
         self.warehouse, self.outside = Path(warehouse), Path(outside)
         self.catalog_db = self.warehouse / "catalog.db"
         self.files: dict[Path, str] = {}
+        self.checks = 0
 
     def add(self, path: Path, text: str = "canary") -> Path:
         path = Path(path)
@@ -69,6 +70,7 @@ class Canaries:
         return len(self.files) + 1  # and the catalog database
 
     def assert_intact(self) -> None:
+        self.checks += 1
         gone = [str(p) for p, digest in self.files.items()
                 if not p.is_file() or hashlib.sha256(p.read_bytes()).hexdigest() != digest]
         assert not gone, f"canaries deleted or changed: {gone}"
@@ -78,9 +80,9 @@ class Canaries:
 
 
 @pytest.fixture
-def canaries(spark, ns, warehouse, iceberg_catalog, tmp_path):
+def canaries(spark, ns, warehouse, iceberg_catalog, tmp_path, request):
     """A sibling table lake.<ns>.sib with rows, a file in the warehouse root, files outside the
-    warehouse; all old."""
+    warehouse; all old. Prints how many there were and how often they were checked (-rA)."""
     c = Canaries(warehouse, tmp_path / "outside")
     sib = make_table(spark, iceberg_catalog, ns, "sib", [1, 2, 3])
     c.sibling = sib
@@ -88,7 +90,8 @@ def canaries(spark, ns, warehouse, iceberg_catalog, tmp_path):
     c.root_file = c.add(Path(warehouse) / f"canary-root-{ns}.txt")
     c.outside_file = c.add(c.outside / "canary.parquet")
     c.outside_dir_file = c.add(c.outside / "folder" / "deep.parquet")
-    return c
+    yield c
+    print(f"{request.node.name}: {c.count()} canaries, all intact at each of {c.checks} checks")
 
 
 def make_table(spark, iceberg_catalog, ns: str, name: str, ids: list[int], location: str | None = None):
