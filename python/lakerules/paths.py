@@ -196,6 +196,16 @@ def overlaps_into(child: Loc, parent: Loc) -> bool:
         _under(c, p) for c, p in ((child.raw, parent.raw), (child.path, parent.path), (child.decoded, parent.decoded)))
 
 
+def _shown(loc: Loc) -> str:
+    """A location as written, and what it resolves to where that differs."""
+    prefix = "" if loc.local else f"{loc.scheme}://{loc.authority}"
+    if loc.path != loc.raw:
+        return f"{loc.text!r} (resolves to {prefix}{loc.path})"
+    if loc.decoded != loc.path:
+        return f"{loc.text!r} (percent-decoded, resolves to {prefix}{loc.decoded})"
+    return repr(loc.text)
+
+
 def _real(path: str) -> str:
     return os.path.realpath(path)
 
@@ -295,7 +305,7 @@ class Confinement:
     def check_root(self, catalog, own: tuple | None) -> None:
         """Refuse a table location that is not the table's alone (see the module doc)."""
         root = self.root
-        shown = repr(root.text) + (f" (resolves to {root.key})" if root.key.rstrip("/") != root.text.rstrip("/") else "")
+        shown = _shown(root)
         if not root.parts:
             self.refuse(f"the table's location {shown} is the root of a file system or bucket")
         if root.local and os.path.islink(root.path.rstrip("/")):
@@ -352,7 +362,7 @@ class Confinement:
         except LakeError as e:
             self.refuse(str(e).removeprefix("lakerules: "))
         if not within(loc, self.root):
-            shown = repr(location) + (f" (resolves to {loc.key})" if loc.key != location.rstrip("/") else "")
+            shown = _shown(loc)
             self.refuse(f"location {shown} is not inside the table's location {self.root.text!r}; "
                         "files there may belong to other tables")
         if loc.local:
