@@ -15,7 +15,7 @@ from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
-from lakerules import partitioning, schema as schemas
+from lakerules import partitioning, paths, schema as schemas
 from lakerules.errors import CatalogError, LakeError, NotSupported
 
 # Spark passes these as table properties; they are not Iceberg properties.
@@ -101,6 +101,7 @@ class Catalogs:
         return {"properties": dict(cat.load_namespace_properties(tuple(a["namespace"])))}
 
     def _op_create_namespace(self, _name, cat, a):
+        paths.check_identifier(a["namespace"])
         cat.create_namespace(tuple(a["namespace"]), a.get("properties") or {})
         return {}
 
@@ -113,8 +114,12 @@ class Catalogs:
         if not self._namespace_exists(cat, ns):
             return {"dropped": False}
         if a.get("cascade"):
-            for ident in cat.list_tables(ns):
-                cat.purge_table(ident)
+            from lakerules import maintenance
+
+            # every table's purge is checked before any is dropped
+            plans = [maintenance.purge_plan(cat, ident) for ident in cat.list_tables(ns)]
+            for plan in plans:
+                maintenance.purge(cat, plan)
         cat.drop_namespace(ns)
         return {"dropped": True}
 
@@ -141,6 +146,7 @@ class Catalogs:
 
     def _op_create_table(self, name, cat, a):
         ns, tname = tuple(a["namespace"]), a["name"]
+        paths.check_identifier(ns, tname)
         props = dict(a.get("properties") or {})
         provider = props.get("provider")
         if provider and provider.lower() != "iceberg":
@@ -172,7 +178,9 @@ class Catalogs:
         ident = (*a["namespace"], a["name"])
         try:
             if a.get("purge"):
-                cat.purge_table(ident)
+                from lakerules import maintenance
+
+                maintenance.purge_table(cat, ident)
             else:
                 cat.drop_table(ident)
             return {"dropped": True}
@@ -184,6 +192,7 @@ class Catalogs:
         to_ns = list(dst["namespace"])
         if len(to_ns) > 1 and to_ns[0] == name:
             to_ns = to_ns[1:]  # RENAME TO cat.ns.t: Spark passes the name as written
+        paths.check_identifier(to_ns, dst["name"])
         cat.rename_table((*src["namespace"], src["name"]), (*to_ns, dst["name"]))
         return {}
 

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.refs import SnapshotRefType
 
-from lakerules import jvm as J
+from lakerules import jvm as J, paths
 from lakerules.errors import LakeError, NotSupported
 
 DAY_MS = 24 * 3600 * 1000
@@ -190,15 +189,10 @@ def _first_line(e: Exception) -> str:
 
 
 def normalize(path: str) -> str:
-    """One spelling of a location: local paths without their file: scheme (file:/x, file:///x and
-    /x are one file), s3a:// and s3n:// as s3:// (Iceberg's default equal schemes)."""
-    m = re.match(r"^file:/*(.*)$", path)
-    if m:
-        return "/" + m.group(1)
-    m = re.match(r"^(s3a|s3n)://(.*)$", path)
-    if m:
-        return "s3://" + m.group(2)
-    return path
+    """One spelling of a location (lakerules.paths.resolve): local paths without their file:
+    scheme (file:/x, file:///x and /x are one file), s3a:// and s3n:// as s3:// (Iceberg's default
+    equal schemes), '.', '..' and duplicate slashes resolved."""
+    return paths.key(path)
 
 
 class _Manifests:
@@ -261,20 +255,17 @@ def _remove_orphan_files(ctx, table, args: dict):
             "to a statement still running, and removing them would corrupt its commit. Set that setting "
             "lower only when no statement is writing to the table."
         )
-    root = table.location().rstrip("/")
-    location = (args["location"] or root).rstrip("/")
-    if not (normalize(location) + "/").startswith(normalize(root) + "/"):
-        raise LakeError(
-            f"lakerules: remove_orphan_files on {table.name()}: location {location!r} is not inside the "
-            f"table's location {root!r}; files there may belong to other tables"
-        )
+    confined = paths.Confinement.of(table, f"remove_orphan_files on {_shown(table)}")
+    location = confined.location(args["location"])
+    confined.check_root(table.catalog, table.name())
     # list first, then read the metadata: a file committed in between is in the metadata
-    listed = list_files(location, older_than_ms, table.io)
+    listed = confined.list_files(location, older_than_ms, table.io, hidden)
+    _refuse_other_tables(confined, table, listed)
     table.refresh()
     needed = reachable(table.metadata, table.metadata_location, table.io)
     orphans = sorted(p for p in listed if normalize(p) not in needed and not _is_version_hint(p))
     if not args["dry_run"]:
-        delete_paths(table.io, orphans, args["max_concurrent_deletes"])
+        confined.delete(table.io, orphans, args["max_concurrent_deletes"])
     # a LocalRelation built from Arrow: there may be many
     from pyspark.sql.types import StructType
 
@@ -285,67 +276,30 @@ def _is_version_hint(path: str) -> bool:
     return path.endswith("/metadata/version-hint.text")
 
 
+def _shown(table) -> str:
+    return ".".join(table.name())
+
+
+def _refuse_other_tables(confined: paths.Confinement, table, listed: list[str]) -> None:
+    """A table's metadata (a metadata JSON or a Hadoop table's version hint) listed outside this
+    table's metadata folders: a table the catalog's database does not know (another catalog's)
+    lives below this table's location."""
+    own = {confined.root.key + "/metadata"}
+    if table.properties.get("write.metadata.path"):
+        own.add(normalize(table.properties["write.metadata.path"]).rstrip("/"))
+    for p in listed:
+        name = p.rsplit("/", 1)[-1]
+        if (name.endswith(".metadata.json") or name == "version-hint.text") \
+                and normalize(p).rsplit("/", 1)[0] not in own:
+            confined.refuse(f"{p!r} is another table's metadata below the table's location "
+                            f"{confined.root.text!r}; files there belong to that table")
+
+
 def hidden(relative: str) -> bool:
     """Hadoop's and Spark's convention: a path with a part starting with '.' or '_' (but not a
     partition directory such as _c=1) is not a table file: temporary files, checksums, markers."""
     return any(part.startswith(".") or (part.startswith("_") and "=" not in part)
                for part in relative.split("/"))
-
-
-def list_files(location: str, older_than_ms: int | None = None, io=None) -> list[str]:
-    """Every visible file under location (see hidden), last modified before older_than_ms, as
-    location + its relative path. Listed through the table's pyarrow file IO where it has one
-    (its s3.*, gcs.* settings apply), else pyarrow's file system for the URI."""
-    from pyarrow import fs as pafs
-
-    if hasattr(io, "parse_location") and hasattr(io, "fs_by_scheme"):
-        scheme, netloc, root = io.parse_location(location, io.properties)
-        filesystem = io.fs_by_scheme(scheme, netloc)  # root: a local path, bucket/key, or an HDFS path
-    else:
-        uri = location if "://" in location or location.startswith("file:") else "file://" + location
-        filesystem, root = pafs.FileSystem.from_uri(uri)
-    root = root.rstrip("/")
-    if filesystem.get_file_info(root).type == pafs.FileType.NotFound:
-        return []
-    out = []
-    for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
-        if info.type != pafs.FileType.File:
-            continue
-        relative = info.path[len(root) + 1:]
-        if hidden(relative):
-            continue
-        if older_than_ms is not None and info.mtime_ns is not None and info.mtime_ns // 1_000_000 >= older_than_ms:
-            continue
-        out.append(f"{location}/{relative}")
-    return out
-
-
-def delete_paths(io, paths: list[str], threads: int | None = None) -> int:
-    """Delete files (and, for local files, the checksum file Hadoop writes next to each); returns
-    how many were deleted."""
-    def one(path: str) -> bool:
-        try:
-            io.delete(path)
-        except FileNotFoundError:
-            return False
-        delete_checksum(io, path)
-        return True
-
-    if not paths:
-        return 0
-    with ThreadPoolExecutor(max(1, threads or 4)) as pool:
-        return sum(pool.map(one, paths))
-
-
-def delete_checksum(io, path: str) -> None:
-    """The hidden .<name>.crc Hadoop's local file system writes next to a file it wrote."""
-    if "://" in path and not path.startswith("file:"):
-        return
-    directory, _, name = path.rpartition("/")
-    try:
-        io.delete(f"{directory}/.{name}.crc")
-    except Exception:  # noqa: BLE001 - usually there is none
-        pass
 
 
 # ---- expire_snapshots -----------------------------------------------------------------------------
@@ -408,31 +362,19 @@ def _expire_snapshots(ctx, table, args: dict):
     empty = J.result_rows(spark, [(0, 0, 0, 0, 0, 0)], RESULTS["expire_snapshots"])
     if not expired:
         return empty
+    manifests = _Manifests(table.io)
+    # before anything is committed: the table's location is its own, and every file the expiry
+    # would delete is below it (what is deleted after the commit is a subset of these)
+    confined = paths.Confinement.of(table, f"expire_snapshots on {_shown(table)}")
+    confined.check_root(table.catalog, table.name())
+    confined.check_paths(_doomed(before, before, set(expired), manifests))
     table.maintenance.expire_snapshots().by_ids(expired).commit()
     table.refresh()
     after = table.metadata
-    manifests = _Manifests(table.io)
     # what the snapshots still in the table need, read from the metadata as committed (which has
-    # any snapshot committed meanwhile); a data or delete file is needed by the live entries of a
-    # remaining snapshot's manifests
-    still: set[str] = set()
-    for snapshot in after.snapshots:
-        still.update(_snapshot_files(snapshot, manifests, live_only=True))
-    still.update(s.statistics_path for s in after.statistics)
-    still.update(s.statistics_path for s in after.partition_statistics)
-    still = {normalize(p) for p in still}
+    # any snapshot committed meanwhile)
     gone_ids = set(expired) - {s.snapshot_id for s in after.snapshots}
-    candidates: dict[str, str] = {}
-    for snapshot in before.snapshots:
-        if snapshot.snapshot_id in gone_ids:
-            candidates.update(_snapshot_files(snapshot, manifests, live_only=True))
-    for s in before.statistics:
-        if s.snapshot_id in gone_ids:
-            candidates[s.statistics_path] = "statistics"
-    for s in before.partition_statistics:
-        if s.snapshot_id in gone_ids:
-            candidates[s.statistics_path] = "statistics"
-    doomed = {p: kind for p, kind in candidates.items() if normalize(p) not in still}
+    doomed = _doomed(before, after, gone_ids, manifests)
     counts = dict.fromkeys(("data", "position-deletes", "equality-deletes", "manifest", "manifest-list", "statistics"), 0)
     by_kind: dict[str, list[str]] = {}
     for p, kind in doomed.items():
@@ -440,6 +382,76 @@ def _expire_snapshots(ctx, table, args: dict):
     # data and delete files first, the metadata naming them last: an interrupted run leaves
     # unreferenced manifests (orphans), never manifests naming deleted files
     for kind in ("data", "position-deletes", "equality-deletes", "statistics", "manifest", "manifest-list"):
-        counts[kind] = delete_paths(table.io, sorted(by_kind.get(kind, [])), args["max_concurrent_deletes"])
+        counts[kind] = confined.delete(table.io, sorted(by_kind.get(kind, [])), args["max_concurrent_deletes"])
     row = tuple(counts[k] for k in ("data", "position-deletes", "equality-deletes", "manifest", "manifest-list", "statistics"))
     return J.result_rows(spark, [row], RESULTS["expire_snapshots"])
+
+
+def _doomed(before, after, gone_ids: set, manifests: _Manifests) -> dict[str, str]:
+    """path -> kind of the files that only the snapshots gone_ids of ``before`` needed: those
+    none of ``after``'s other snapshots needs (a data or delete file is needed by the live entries
+    of a remaining snapshot's manifests) and, after the commit, that its metadata no longer names.
+    Before the commit (after is before) it is what the expiry would delete, or more."""
+    still: set[str] = set()
+    for snapshot in after.snapshots:
+        if snapshot.snapshot_id not in gone_ids:
+            still.update(_snapshot_files(snapshot, manifests, live_only=True))
+    for s in [*after.statistics, *after.partition_statistics]:
+        if after is not before or s.snapshot_id not in gone_ids:
+            still.add(s.statistics_path)
+    still = {normalize(p) for p in still}
+    candidates: dict[str, str] = {}
+    for snapshot in before.snapshots:
+        if snapshot.snapshot_id in gone_ids:
+            candidates.update(_snapshot_files(snapshot, manifests, live_only=True))
+    for s in [*before.statistics, *before.partition_statistics]:
+        if s.snapshot_id in gone_ids:
+            candidates[s.statistics_path] = "statistics"
+    return {p: kind for p, kind in candidates.items() if normalize(p) not in still}
+
+
+# ---- DROP TABLE ... PURGE ---------------------------------------------------------------------------
+
+
+_PURGE_ORDER = ("data", "position-deletes", "equality-deletes", "statistics", "manifest", "manifest-list", "metadata")
+
+
+def purge_plan(catalog, identifier) -> tuple:
+    """What DROP TABLE ... PURGE deletes, checked before anything is dropped: (table, the
+    confinement, path -> kind of every file the table's metadata names). Refused (a LakeError)
+    if the table's location is not its own or it names a file outside it; DROP TABLE without
+    PURGE drops such a table and keeps its files."""
+    table = catalog.load_table(identifier)
+    confined = paths.Confinement.of(table, f"DROP TABLE {'.'.join(table.name())} PURGE")
+    try:
+        confined.check_root(catalog, table.name())
+        manifests = _Manifests(table.io)
+        metadata = table.metadata
+        files: dict[str, str] = {}
+        for snapshot in metadata.snapshots:
+            files.update(_snapshot_files(snapshot, manifests, live_only=False))
+        for s in [*metadata.statistics, *metadata.partition_statistics]:
+            files[s.statistics_path] = "statistics"
+        for p in [table.metadata_location, *(e.metadata_file for e in metadata.metadata_log)]:
+            files[p] = "metadata"
+        confined.check_paths(files)
+    except LakeError as e:
+        raise LakeError(f"{e}. DROP TABLE without PURGE drops the table and keeps its files") from None
+    return table, confined, files
+
+
+def purge(catalog, plan: tuple) -> int:
+    """Drop the table of purge_plan and delete its files: data and delete files first, the
+    metadata that names them last. Returns how many were deleted."""
+    table, confined, files = plan
+    catalog.drop_table(table.name())
+    by_kind: dict[str, list[str]] = {}
+    for p, kind in files.items():
+        by_kind.setdefault(kind, []).append(p)
+    return sum(confined.delete(table.io, sorted(by_kind.get(kind, []))) for kind in _PURGE_ORDER)
+
+
+def purge_table(catalog, identifier) -> int:
+    """DROP TABLE ... PURGE through the confinement (pyiceberg's purge_table deletes whatever the
+    metadata names, wherever it is)."""
+    return purge(catalog, purge_plan(catalog, identifier))

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -32,13 +33,14 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, partitioning, schema as schemas
+from lakerules import commit, jvm as J, partitioning, paths, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.maintenance import hidden
 
 CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4_raw", "uncompressed": "none", "none": "none", "brotli": "brotli"}
 FOOTER_THREADS = 8
+log = logging.getLogger("lakerules")
 
 
 # ---- statements ---------------------------------------------------------------------------
@@ -70,6 +72,7 @@ def run_write(ctx, node, query_plan):
 def run_ctas(ctx, node, query_plan):
     """CREATE TABLE ... AS SELECT / REPLACE TABLE ... AS SELECT on a lake catalog."""
     t = node.table
+    paths.check_identifier(t.namespace, t.name)  # before REPLACE drops the old table
     catalog = ctx.catalogs.get(t.catalog)
     exists = catalog.table_exists(t.identifier)
     if exists and node.if_not_exists:
@@ -92,6 +95,7 @@ def run_ctas(ctx, node, query_plan):
         catalog.drop_table(t.identifier)
     ctx.catalogs.handle(t.catalog, "create_table", args)
     table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    written: list[DataFile] = []
     try:
         written = write_data_files(ctx, t.catalog, table, df)
         commit.append(table, written)
@@ -99,7 +103,8 @@ def run_ctas(ctx, node, query_plan):
         # CTAS is atomic for the user: no table is left behind when its rows could not be written
         # (unless the commit may have landed: then the table may hold them, and stays)
         if not commit.commit_may_have_landed(e):
-            catalog.purge_table(t.identifier)
+            delete_files(table, written)
+            _purge_quietly(catalog, t.identifier)
         raise
     return J.empty_result(ctx.spark)
 
@@ -152,7 +157,7 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
         listed = _list_files(spark, target)
         return _data_files(table, Schema(*fields), spec, part_cols, target, listed, content, equality_ids)
     except BaseException:
-        _delete_dir(spark, target)
+        _delete_dir(spark, table, target)
         raise
 
 
@@ -196,7 +201,7 @@ def write_position_deletes(spark, table: Table, df: DataFrame, partitions: list[
         return _data_files(table, Schema(*POSITION_DELETE_FIELDS), None, [], target, listed,
                            DataFileContent.POSITION_DELETES, locate=locate)
     except BaseException:
-        _delete_dir(spark, target)
+        _delete_dir(spark, table, target)
         raise
 
 
@@ -299,14 +304,26 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
 
 
 def delete_files(table: Table, files: list[DataFile]) -> None:
-    from lakerules.maintenance import delete_checksum
+    """Delete a statement's own new files, best effort, through the table's confinement (a
+    path outside the table's location, or through a link, is skipped)."""
+    if not files:
+        return
+    try:
+        confined = paths.Confinement.of(table, f"clean-up of a failed write to {'.'.join(table.name())}")
+        confined.delete(table.io, [f.file_path for f in files], strict=False)
+    except Exception:  # noqa: BLE001 - best effort; orphan removal finds what is left
+        log.warning("lakerules: could not delete the files of a failed write", exc_info=True)
 
-    for f in files:
-        try:
-            table.io.delete(f.file_path)
-            delete_checksum(table.io, f.file_path)
-        except Exception:  # noqa: BLE001 - best effort; orphan removal finds what is left
-            pass
+
+def _purge_quietly(catalog, identifier) -> None:
+    """Drop a table this statement created, deleting its files if it may (DROP TABLE ... PURGE's
+    confinement); else drop it and keep the files. The statement's own error is what is raised."""
+    from lakerules import maintenance
+
+    try:
+        maintenance.purge_table(catalog, identifier)
+    except LakeError:
+        catalog.drop_table(identifier)
 
 
 def discard(table: Table, files: list[DataFile], error: BaseException) -> None:
@@ -316,12 +333,12 @@ def discard(table: Table, files: list[DataFile], error: BaseException) -> None:
         delete_files(table, files)
 
 
-def _delete_dir(spark, target: str) -> None:
+def _delete_dir(spark, table: Table, target: str) -> None:
+    """Remove the folder a failed write made, through the table's confinement (best effort)."""
     try:
-        path = spark._jvm.org.apache.hadoop.fs.Path(target)
-        path.getFileSystem(spark._jsc.hadoopConfiguration()).delete(path, True)
+        paths.Confinement.of(table, f"clean-up of a failed write to {'.'.join(table.name())}").remove_tree(spark, target)
     except Exception:  # noqa: BLE001 - best effort cleanup after a failed write
-        pass
+        log.warning("lakerules: could not remove %s after a failed write", target, exc_info=True)
 
 
 # ---- what an overwrite removes --------------------------------------------------------------

@@ -1,0 +1,551 @@
+"""Where lakerules may delete files: below one table's own location, and nowhere a link leads.
+
+Every code path that deletes files goes through a ``Confinement`` of the table: remove_orphan_files,
+expire_snapshots, DROP TABLE ... PURGE (and DROP NAMESPACE ... CASCADE), and the clean-up of a
+statement's own files after its write or commit failed.
+
+A location is resolved before anything is decided (``resolve``): ``file:/x``, ``file:///x``,
+``file://localhost/x`` and ``/x`` are one local path; ``s3a://`` and ``s3n://`` are ``s3://``;
+``.``, ``..`` and duplicate slashes are resolved lexically. A path is inside the table only if it
+is inside it both as written, as resolved, and as resolved after percent-decoding (file IOs differ
+in whether they decode ``%2E%2E``; lakerules takes the strictest reading).
+
+Refused, with a LakeError and nothing deleted (``Confinement.check_root``, once per statement):
+a table location that is the root of a file system or bucket, that is the warehouse root or
+contains it, that contains the catalog's database file, that is itself a symbolic link, or that
+contains (or is) another table's location, any table in the catalog's database, in any namespace
+(read in bulk: one query for the SQL catalog). remove_orphan_files also refuses a ``location``
+outside the table's location or reached through a symbolic link, and a listing that finds another
+table's metadata (``*.metadata.json``, ``version-hint.text``) outside the table's metadata folder:
+a table of another catalog the database does not know.
+
+Symbolic links (local files; object stores have none): never followed. The listing neither
+descends into a linked folder nor lists a linked file, and a deletion walks from the table's
+folder one folder at a time without following a link (``O_NOFOLLOW``), so a link swapped in after
+the listing is not followed either; a link is left in place, never deleted. The one exception is
+the folder a failed write made under ``data/`` (``remove_tree``): it is removed whole with
+``shutil.rmtree``, which unlinks the links in it without following them.
+
+Table, namespace and view names that are not safe path segments (``check_name``: empty, ``.``,
+``..``, or containing ``/``, ``\\`` or NUL) are refused at CREATE, RENAME and CREATE NAMESPACE,
+since a table's default location is ``<warehouse>/<namespace>/<name>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import stat
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Iterable
+
+from lakerules.errors import LakeError
+
+log = logging.getLogger("lakerules")
+
+LOCAL = "file"
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.DOTALL)
+_EQUAL_SCHEMES = {"s3a": "s3", "s3n": "s3"}  # Iceberg's default equal schemes
+_UNSAFE_NAME = ("/", "\\", "\0")
+
+
+# ---- names --------------------------------------------------------------------------------------
+
+
+def check_name(kind: str, name: str, full: str | None = None) -> None:
+    """Refuse a table or namespace name that is not one safe path segment (see the module doc)."""
+    problem = None
+    if name in ("", ".", ".."):
+        problem = "is not a usable folder name"
+    else:
+        bad = [c for c in _UNSAFE_NAME if c in name]
+        if bad:
+            problem = "contains " + " and ".join({"/": "'/'", "\\": "'\\'", "\0": "a NUL character"}[c] for c in bad)
+    if problem:
+        shown = full if full is not None else repr(name)
+        raise LakeError(
+            f"lakerules: {kind} name {shown} {problem}: a {kind}'s name becomes a folder of table "
+            "locations (<warehouse>/<namespace>/<table>), so it cannot be empty, '.' or '..', or contain "
+            "'/', '\\' or NUL (spaces, quotes, '%', '#' and unicode are fine)"
+        )
+
+
+def check_identifier(namespace, name: str | None = None, what: str = "table") -> None:
+    """check_name for each part of a namespace and, if given, a table name."""
+    for part in namespace:
+        check_name("namespace", part)
+    if name is not None:
+        check_name(what, name)
+
+
+# ---- locations ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Loc:
+    """One location, resolved: ``path`` always starts with '/'; for an object store it is the
+    key below the bucket (``authority``)."""
+
+    text: str  # as written
+    scheme: str  # 'file' for a local path
+    authority: str  # the bucket or host of an object store; '' for a local path
+    raw: str  # the path as written (no trailing slash)
+    path: str  # '.', '..' and duplicate slashes resolved
+    decoded: str  # percent-decoded, then resolved
+
+    @property
+    def local(self) -> bool:
+        return self.scheme == LOCAL
+
+    @property
+    def key(self) -> str:
+        """One spelling of the location: a local path, or scheme://bucket/key."""
+        return self.path if self.local else f"{self.scheme}://{self.authority}{self.path}"
+
+    @property
+    def parts(self) -> list[str]:
+        return [p for p in self.path.split("/") if p]
+
+    def uri(self) -> str:
+        return f"file://{self.path}" if self.local else self.key
+
+    def child(self, relative: str) -> str:
+        """The resolved location + '/' + relative, spelled as written (file:///x or /x)."""
+        if self.local:
+            base = ("file://" if self.text.startswith("file:") else "") + self.path.rstrip("/")
+        else:
+            base = self.key.rstrip("/")
+        return f"{base}/{relative}"
+
+    def relative_to(self, root: "Loc") -> list[str]:
+        return self.parts[len(root.parts):]
+
+
+def _lexical(path: str) -> str:
+    out: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if out:
+                out.pop()
+            continue
+        out.append(part)
+    return "/" + "/".join(out)
+
+
+def _loc(text: str, scheme: str, authority: str, raw: str) -> Loc:
+    trimmed = raw.rstrip("/") or "/"
+    return Loc(text, scheme, authority, trimmed, _lexical(raw), _lexical(urllib.parse.unquote(raw)))
+
+
+def resolve(location: str) -> Loc:
+    """The location resolved (see the module doc); a LakeError for one lakerules cannot place."""
+    text = str(location)
+    if "\0" in text:
+        raise LakeError(f"lakerules: location {text!r} contains a NUL character")
+    m = _SCHEME.match(text)
+    if m is None:
+        # no scheme: a local path, relative ones from the working folder (as pyiceberg reads them)
+        return _loc(text, LOCAL, "", text if text.startswith("/") else os.path.abspath(text))
+    scheme, rest = m.group(1).lower(), m.group(2)
+    if scheme == LOCAL:
+        if rest.startswith("//"):
+            host, slash, path = rest[2:].partition("/")
+            if host not in ("", "localhost"):
+                raise LakeError(
+                    f"lakerules: location {text!r} names host {host!r}; a local location is file:///path "
+                    "(or file:/path, or /path)"
+                )
+            rest = slash + path
+        if not rest.startswith("/"):
+            raise LakeError(f"lakerules: location {text!r} is not an absolute path (file:///path)")
+        return _loc(text, LOCAL, "", rest)
+    scheme = _EQUAL_SCHEMES.get(scheme, scheme)
+    if not rest.startswith("//"):
+        raise LakeError(f"lakerules: location {text!r} has no bucket or host ({scheme}://bucket/path)")
+    authority, slash, path = rest[2:].partition("/")
+    return _loc(text, scheme, authority.lower(), slash + path)
+
+
+def key(location: str) -> str:
+    """resolve(location).key, and the location itself when it cannot be resolved."""
+    try:
+        return resolve(location).key
+    except LakeError:
+        return location
+
+
+def _under(child: str, parent: str) -> bool:
+    return parent == "/" or child == parent or child.startswith(parent + "/")
+
+
+def within(child: Loc, parent: Loc) -> bool:
+    """child is parent or below it, in every reading (as written, resolved, decoded)."""
+    return (child.scheme, child.authority) == (parent.scheme, parent.authority) and all(
+        _under(c, p) for c, p in ((child.raw, parent.raw), (child.path, parent.path), (child.decoded, parent.decoded)))
+
+
+def overlaps_into(child: Loc, parent: Loc) -> bool:
+    """child is parent or below it in some reading (the test for what a location must not hold)."""
+    return (child.scheme, child.authority) == (parent.scheme, parent.authority) and any(
+        _under(c, p) for c, p in ((child.raw, parent.raw), (child.path, parent.path), (child.decoded, parent.decoded)))
+
+
+def _shown(loc: Loc) -> str:
+    """A location as written, and what it resolves to where that differs."""
+    prefix = "" if loc.local else f"{loc.scheme}://{loc.authority}"
+    if loc.path != loc.raw:
+        return f"{loc.text!r} (resolves to {prefix}{loc.path})"
+    if loc.decoded != loc.path:
+        return f"{loc.text!r} (percent-decoded, resolves to {prefix}{loc.decoded})"
+    return repr(loc.text)
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+# ---- what the catalog holds ---------------------------------------------------------------------
+
+
+def catalog_files(catalog) -> tuple[Loc | None, Loc | None]:
+    """The catalog's warehouse root and its database file (SQLite), where it has them."""
+    warehouse = None
+    if getattr(catalog, "properties", None) and catalog.properties.get("warehouse"):
+        try:
+            warehouse = resolve(catalog.properties["warehouse"])
+        except LakeError:
+            warehouse = None
+    database = None
+    engine = getattr(catalog, "engine", None)
+    if engine is not None and engine.dialect.name == "sqlite":
+        db = engine.url.database
+        if db and db != ":memory:" and not db.startswith("file:"):
+            database = resolve(os.path.abspath(db))
+    return warehouse, database
+
+
+def table_locations(catalog, own: tuple | None = None) -> list[tuple[str, Loc]]:
+    """(name, location) of every table the catalog's database holds, except ``own`` (an
+    identifier of this catalog). The SQL catalog answers in one query, for every catalog in its
+    database, and a table's location is read off its metadata file's (``<location>/metadata/``);
+    other catalogs load each table once."""
+    out: list[tuple[str, Loc]] = []
+    engine = getattr(catalog, "engine", None)
+    own = tuple(own) if own is not None else None
+    if engine is not None:
+        from pyiceberg.catalog import Catalog
+        from pyiceberg.catalog.sql import IcebergTables
+        from sqlalchemy import select
+        from sqlalchemy.orm import Session
+
+        own_row = (catalog.name, Catalog.namespace_to_string(own[:-1]), own[-1]) if own else None
+        with Session(engine) as session:
+            rows = session.execute(select(IcebergTables.catalog_name, IcebergTables.table_namespace,
+                                          IcebergTables.table_name, IcebergTables.metadata_location)).all()
+        for cat, ns, name, metadata_location in rows:
+            if (cat, ns, name) == own_row or not metadata_location:
+                continue
+            try:
+                meta = resolve(metadata_location)
+            except LakeError:
+                continue
+            folder = meta.path.rsplit("/", 1)[0] or "/"
+            if folder.endswith("/metadata"):
+                folder = folder[: -len("/metadata")] or "/"
+            prefix = f"{meta.scheme}://{meta.authority}" if not meta.local else ""
+            out.append((f"{cat}.{ns}.{name}", resolve(prefix + folder)))
+        return out
+
+    def walk(namespace: tuple):
+        for ident in catalog.list_tables(namespace):
+            if own is not None and tuple(ident) == own:
+                continue
+            try:
+                out.append((".".join(ident), resolve(catalog.load_table(ident).location())))
+            except Exception:  # noqa: BLE001 - a table that cannot be loaded has no location to protect
+                log.warning("lakerules: cannot load table %s to check its location", ident)
+        for child in catalog.list_namespaces(namespace):
+            walk(tuple(child))
+
+    walk(())
+    return out
+
+
+# ---- the confinement ----------------------------------------------------------------------------
+
+
+class Confinement:
+    """The files one table may delete: those below its location (see the module doc).
+
+    ``what`` names the statement in error messages ("remove_orphan_files on lake.db.t")."""
+
+    def __init__(self, location: str, what: str):
+        self.what = what
+        try:
+            self.root = resolve(location)
+        except LakeError as e:
+            self.refuse(f"the table's location cannot be placed: {str(e).removeprefix('lakerules: ')}")
+        self._real_root = _real(self.root.path) if self.root.local else None
+
+    @classmethod
+    def of(cls, table, what: str) -> "Confinement":
+        return cls(table.location(), what)
+
+    def refuse(self, problem: str):
+        raise LakeError(f"lakerules: {self.what}: {problem}; nothing was deleted")
+
+    # ---- the table's location, checked once --------------------------------------------------
+
+    def check_root(self, catalog, own: tuple | None) -> None:
+        """Refuse a table location that is not the table's alone (see the module doc)."""
+        root = self.root
+        shown = _shown(root)
+        if not root.parts:
+            self.refuse(f"the table's location {shown} is the root of a file system or bucket")
+        if root.local and os.path.islink(root.path.rstrip("/")):
+            self.refuse(f"the table's location {shown} is a symbolic link (to {os.readlink(root.path)!r}); "
+                        "lakerules deletes nothing through a link")
+        warehouse, database = catalog_files(catalog) if catalog is not None else (None, None)
+        if warehouse is not None and self._holds(warehouse):
+            self.refuse(f"the table's location {shown} is the warehouse root {warehouse.text!r} or contains it; "
+                        "files there belong to other tables and to the catalog")
+        if database is not None and self._holds(database):
+            self.refuse(f"the table's location {shown} contains the catalog's database {database.path!r}")
+        if catalog is None:
+            return
+        for name, other in table_locations(catalog, own):
+            if self._holds(other):
+                same = other.key == root.key
+                self.refuse(f"the table's location {shown} {'is also' if same else 'contains'} the location of "
+                            f"table {name} ({other.text}); files there belong to that table")
+
+    def _holds(self, other: Loc) -> bool:
+        if overlaps_into(other, self.root):
+            return True
+        if self.root.local and other.local:
+            return _under(_real(other.path), self._real_root)
+        return False
+
+    # ---- paths ---------------------------------------------------------------------------------
+
+    def inside(self, path: str) -> Loc | None:
+        """The path resolved, if it is strictly below the table's location in every reading."""
+        try:
+            loc = resolve(path)
+        except LakeError:
+            return None
+        if loc.path == self.root.path or not within(loc, self.root):
+            return None
+        return loc
+
+    def check_paths(self, paths: Iterable[str], what: str = "file") -> None:
+        """Refuse if any path is outside the table's location (before anything is deleted)."""
+        outside = [p for p in paths if self.inside(p) is None]
+        if outside:
+            more = f" and {len(outside) - 1} more" if len(outside) > 1 else ""
+            self.refuse(f"the table names {what} {outside[0]!r}{more} outside its location {self.root.text!r}; "
+                        "lakerules deletes only files below a table's location")
+
+    def location(self, location: str | None) -> Loc:
+        """remove_orphan_files' location argument: the table's location or a folder below it,
+        reached without a symbolic link."""
+        if location is None:
+            return self.root
+        try:
+            loc = resolve(location)
+        except LakeError as e:
+            self.refuse(str(e).removeprefix("lakerules: "))
+        if not within(loc, self.root):
+            shown = _shown(loc)
+            self.refuse(f"location {shown} is not inside the table's location {self.root.text!r}; "
+                        "files there may belong to other tables")
+        if loc.local:
+            link = self._link_on_the_way(loc.relative_to(self.root))
+            if link:
+                self.refuse(f"location {location!r} is reached through the symbolic link {link!r}; "
+                            "lakerules neither lists nor deletes through a link")
+        return loc
+
+    def _link_on_the_way(self, parts: list[str]) -> str | None:
+        path = self._real_root
+        for part in parts:
+            path = f"{path}/{part}"
+            if os.path.islink(path):
+                return path
+        return None
+
+    # ---- listing -------------------------------------------------------------------------------
+
+    def list_files(self, location: Loc, older_than_ms: int | None, io, hidden) -> list[str]:
+        """Every file below location (a Loc from ``location``) last modified before older_than_ms,
+        except those ``hidden(relative_path)`` skips, spelled as location + relative path.
+        Local: walked without following a link (links are not listed). Elsewhere: the table's
+        pyarrow file IO (its s3.*, gcs.* settings apply), else pyarrow's file system for the URI."""
+        if location.local:
+            start = "/".join([self._real_root.rstrip("/"), *location.relative_to(self.root)])
+            relatives = _walk_local(start, older_than_ms, hidden)
+        else:
+            relatives = _walk_remote(location.text.rstrip("/"), older_than_ms, io, hidden)
+        return [location.child(r) for r in relatives]
+
+    # ---- deleting ------------------------------------------------------------------------------
+
+    def delete(self, io, paths: list[str], threads: int | None = None, strict: bool = True) -> int:
+        """Delete files below the table's location (and the hidden .<name>.crc Hadoop writes next
+        to a local file); returns how many were deleted. strict: any path outside is refused
+        before anything is deleted; else such paths are skipped (the clean-up after a failure).
+        A missing file, a link, a folder, or a path through a link is left alone."""
+        if strict:
+            self.check_paths(paths)
+        located = []
+        for p in paths:
+            loc = self.inside(p)
+            if loc is None:
+                log.warning("lakerules: %s: not deleting %s, outside the table's location %s", self.what, p, self.root.text)
+                continue
+            located.append((p, loc))
+        if not located:
+            return 0
+
+        def one(item) -> bool:
+            path, loc = item
+            if loc.local:
+                parts = loc.relative_to(self.root)
+                return _unlink_below(self._real_root, parts, also=f".{parts[-1]}.crc")
+            try:
+                io.delete(path)
+                return True
+            except FileNotFoundError:
+                return False
+
+        with ThreadPoolExecutor(max(1, min(threads or 4, len(located)))) as pool:
+            return sum(pool.map(one, located))
+
+    def remove_tree(self, spark, path: str) -> None:
+        """Remove a folder a failed write made below the table's location, best effort."""
+        loc = self.inside(path)
+        if loc is None:
+            log.warning("lakerules: %s: not removing %s, outside the table's location %s", self.what, path, self.root.text)
+            return
+        try:
+            if loc.local:
+                parts = loc.relative_to(self.root)
+                fd = _open_below(self._real_root, parts[:-1])
+                if fd is None:
+                    return
+                try:
+                    st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode):
+                        shutil.rmtree(parts[-1], dir_fd=fd)
+                finally:
+                    os.close(fd)
+            else:
+                jpath = spark._jvm.org.apache.hadoop.fs.Path(path)
+                jpath.getFileSystem(spark._jsc.hadoopConfiguration()).delete(jpath, True)
+        except Exception:  # noqa: BLE001 - best effort clean-up after a failed write
+            log.warning("lakerules: could not remove %s after a failed write", path, exc_info=True)
+
+
+# ---- local files, without following links --------------------------------------------------------
+
+
+def _open_below(real_root: str, parts: list[str]) -> int | None:
+    """A descriptor of real_root/parts, each folder opened without following a link; None if
+    one is missing, not a folder, or a link."""
+    fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY)
+    for part in parts:
+        try:
+            nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError:  # ENOENT, ENOTDIR, ELOOP (a link)
+            os.close(fd)
+            return None
+        os.close(fd)
+        fd = nfd
+    return fd
+
+
+def _unlink_below(real_root: str, parts: list[str], also: str | None = None) -> bool:
+    """Unlink the regular file real_root/parts (and ``also`` beside it, if there), reached
+    without following a link; False if it is missing, a link or not a file."""
+    if not parts:
+        return False
+    fd = _open_below(real_root, parts[:-1])
+    if fd is None:
+        return False
+    try:
+        try:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        try:
+            os.unlink(parts[-1], dir_fd=fd)
+        except FileNotFoundError:
+            return False
+        if also:
+            try:
+                if stat.S_ISREG(os.stat(also, dir_fd=fd, follow_symlinks=False).st_mode):
+                    os.unlink(also, dir_fd=fd)
+            except OSError:
+                pass
+        return True
+    finally:
+        os.close(fd)
+
+
+def _walk_local(start: str, older_than_ms: int | None, hidden) -> list[str]:
+    if os.path.islink(start) or not os.path.isdir(start):
+        return []
+    out: list[str] = []
+
+    def visit(folder: str, relative: str) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for e in entries:
+            if e.is_symlink():
+                continue  # neither followed nor listed
+            rel = f"{relative}/{e.name}" if relative else e.name
+            if hidden(e.name):
+                continue
+            if e.is_dir(follow_symlinks=False):
+                visit(e.path, rel)
+            elif e.is_file(follow_symlinks=False):
+                if older_than_ms is not None and e.stat(follow_symlinks=False).st_mtime_ns // 1_000_000 >= older_than_ms:
+                    continue
+                out.append(rel)
+
+    visit(start, "")
+    return out
+
+
+def _walk_remote(location: str, older_than_ms: int | None, io, hidden) -> list[str]:
+    from pyarrow import fs as pafs
+
+    if hasattr(io, "parse_location") and hasattr(io, "fs_by_scheme"):
+        scheme, netloc, root = io.parse_location(location, io.properties)
+        filesystem = io.fs_by_scheme(scheme, netloc)
+    else:
+        filesystem, root = pafs.FileSystem.from_uri(location)
+    root = root.rstrip("/")
+    if filesystem.get_file_info(root).type == pafs.FileType.NotFound:
+        return []
+    out = []
+    for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
+        if info.type != pafs.FileType.File:
+            continue
+        relative = info.path[len(root) + 1:]
+        if hidden(relative):
+            continue
+        if older_than_ms is not None and info.mtime_ns is not None and info.mtime_ns // 1_000_000 >= older_than_ms:
+            continue
+        out.append(relative)
+    return out
