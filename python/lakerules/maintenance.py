@@ -363,11 +363,11 @@ def _expire_snapshots(ctx, table, args: dict):
     if not expired:
         return empty
     manifests = _Manifests(table.io)
-    # before anything is committed: the table's location is its own, and every file the expiry
-    # would delete is below it (what is deleted after the commit is a subset of these)
+    # before anything is committed: the table's location is its own. Files the metadata names
+    # outside it (added from elsewhere with add_files, or another table's) are never deleted:
+    # they are skipped, with a warning, and not counted
     confined = paths.Confinement.of(table, f"expire_snapshots on {_shown(table)}")
     confined.check_root(table.catalog, table.name())
-    confined.check_paths(_doomed(before, before, set(expired), manifests))
     table.maintenance.expire_snapshots().by_ids(expired).commit()
     table.refresh()
     after = table.metadata
@@ -382,7 +382,8 @@ def _expire_snapshots(ctx, table, args: dict):
     # data and delete files first, the metadata naming them last: an interrupted run leaves
     # unreferenced manifests (orphans), never manifests naming deleted files
     for kind in ("data", "position-deletes", "equality-deletes", "statistics", "manifest", "manifest-list"):
-        counts[kind] = confined.delete(table.io, sorted(by_kind.get(kind, [])), args["max_concurrent_deletes"])
+        counts[kind] = confined.delete(table.io, sorted(by_kind.get(kind, [])), args["max_concurrent_deletes"],
+                                       strict=False)
     row = tuple(counts[k] for k in ("data", "position-deletes", "equality-deletes", "manifest", "manifest-list", "statistics"))
     return J.result_rows(spark, [row], RESULTS["expire_snapshots"])
 
@@ -419,8 +420,8 @@ _PURGE_ORDER = ("data", "position-deletes", "equality-deletes", "statistics", "m
 def purge_plan(catalog, identifier) -> tuple:
     """What DROP TABLE ... PURGE deletes, checked before anything is dropped: (table, the
     confinement, path -> kind of every file the table's metadata names). Refused (a LakeError)
-    if the table's location is not its own or it names a file outside it; DROP TABLE without
-    PURGE drops such a table and keeps its files."""
+    if the table's location is not its own; DROP TABLE without PURGE drops such a table and keeps
+    its files. Files the metadata names outside the table's location are kept (see purge)."""
     table = catalog.load_table(identifier)
     confined = paths.Confinement.of(table, f"DROP TABLE {'.'.join(table.name())} PURGE")
     try:
@@ -434,7 +435,6 @@ def purge_plan(catalog, identifier) -> tuple:
             files[s.statistics_path] = "statistics"
         for p in [table.metadata_location, *(e.metadata_file for e in metadata.metadata_log)]:
             files[p] = "metadata"
-        confined.check_paths(files)
     except LakeError as e:
         raise LakeError(f"{e}. DROP TABLE without PURGE drops the table and keeps its files") from None
     return table, confined, files
@@ -442,13 +442,14 @@ def purge_plan(catalog, identifier) -> tuple:
 
 def purge(catalog, plan: tuple) -> int:
     """Drop the table of purge_plan and delete its files: data and delete files first, the
-    metadata that names them last. Returns how many were deleted."""
+    metadata that names them last. Files outside the table's location (added from elsewhere, or
+    another table's) are skipped with a warning. Returns how many were deleted."""
     table, confined, files = plan
     catalog.drop_table(table.name())
     by_kind: dict[str, list[str]] = {}
     for p, kind in files.items():
         by_kind.setdefault(kind, []).append(p)
-    return sum(confined.delete(table.io, sorted(by_kind.get(kind, []))) for kind in _PURGE_ORDER)
+    return sum(confined.delete(table.io, sorted(by_kind.get(kind, [])), strict=False) for kind in _PURGE_ORDER)
 
 
 def purge_table(catalog, identifier) -> int:
