@@ -7,6 +7,7 @@ validate it against what was committed meanwhile (see Validation).
 from __future__ import annotations
 
 import contextvars
+import math
 import re
 from collections import defaultdict
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from pyiceberg.expressions import BooleanExpression
 from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluator, expression_evaluator, inclusive_projection
 from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestWriterV2
 from pyiceberg.schema import Schema
-from pyiceberg.table import Table, TableProperties
+from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import (
     IsolationLevel,
@@ -26,9 +27,10 @@ from pyiceberg.table.snapshots import (
     Summary,
     update_snapshot_summaries,
 )
-from pyiceberg.table.update.snapshot import _OverwriteFiles, _SnapshotProducer
+from pyiceberg.table.update.snapshot import _FastAppendFiles, _OverwriteFiles, _SnapshotProducer
 from pyiceberg.table.update.validate import _added_data_files, _validate_data_files_exist
 from pyiceberg.typedef import EMPTY_DICT, KeyDefaultDict
+from pyiceberg.utils.bin_packing import ListPacker
 
 from lakerules.errors import CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
@@ -73,7 +75,7 @@ def _transaction(table: Table):
     land would name deleted files."""
     if before_commit is not None:
         before_commit(table)
-    tx = table.transaction()
+    tx = _Transaction(table)
     yield tx
     try:
         tx.commit_transaction()
@@ -95,17 +97,40 @@ def _transaction(table: Table):
         ) from e
 
 
+class _Transaction(Transaction):
+    """pyiceberg's transaction, whose table_metadata is computed once per state. pyiceberg applies
+    the staged updates and deep-copies the whole metadata (every snapshot of the table's history)
+    on each access, and a snapshot producer reads it a dozen times per commit: a cost that grew
+    with the table's history, not with what the commit changes (the catalog's commit still copies,
+    parses and writes the whole metadata once: one metadata JSON per commit). The state is the table's metadata
+    (replaced on a refresh) and the staged updates (a new tuple on each stage), held here, so the
+    identity test is sound; callers treat the metadata as immutable, as pyiceberg's own code does."""
+
+    _metadata_cache: tuple | None = None
+
+    @property
+    def table_metadata(self):
+        base, updates = self._table.metadata, self._updates
+        cached = self._metadata_cache
+        if cached is None or cached[0] is not base or cached[1] is not updates:
+            # nothing staged yet: the table's metadata itself, no copy
+            cached = self._metadata_cache = (base, updates, super().table_metadata if updates else base)
+        return cached[2]
+
+
 def commit_may_have_landed(error: BaseException) -> bool:
     """Whether a statement that failed with error must keep the files it wrote."""
     return isinstance(error, CommitOutcomeUnknown)
 
 
 def append(table: Table, data_files: list, summary: dict | None = None) -> None:
-    """A fast append of new data files: the files' rows are added, nothing is removed."""
+    """Append new data files: the files' rows are added, nothing is removed; small manifests are
+    merged (see Manifest merging)."""
     if not data_files:
         return
     with _transaction(table) as tx:
-        with tx.update_snapshot(snapshot_properties=snapshot_properties(summary)).fast_append() as fa:
+        with _Append(operation=Operation.APPEND, transaction=tx, io=table.io,
+                     snapshot_properties=snapshot_properties(summary)) as fa:
             for f in data_files:
                 fa.append_data_file(f)
 
@@ -115,11 +140,162 @@ def overwrite(table: Table, removed: list, added: list, summary: dict | None = N
     if not removed and not added:
         return
     with _transaction(table) as tx:
-        with tx.update_snapshot(snapshot_properties=snapshot_properties(summary)).overwrite() as ow:
+        operation = Operation.OVERWRITE if tx.table_metadata.snapshot_by_name(MAIN_BRANCH) is not None else Operation.APPEND
+        with _Overwrite(operation=operation, transaction=tx, io=table.io,
+                        snapshot_properties=snapshot_properties(summary)) as ow:
             for f in removed:
                 ow.delete_data_file(f)
             for f in added:
                 ow.append_data_file(f)
+
+
+# ---- manifest merging ----------------------------------------------------------------------------
+#
+# Every commit writes a manifest for the files it adds; carried over as they are, a table written
+# by 1,000 small statements would have 1,000 manifests to read for every query and every commit.
+# As Iceberg's MergingSnapshotProducer (append, overwrite, row delta, rewrite), each commit merges
+# the manifests of its new snapshot, data and delete manifests apart (never one manifest of both),
+# by Iceberg's ManifestMergeManager rules:
+# - manifests that name no live file and were not written by this commit are dropped;
+# - per partition spec (highest spec id first), the manifests in list order (this commit's new
+#   manifest first) are bin-packed by length into bins of commit.manifest.target-size-bytes,
+#   packing from the end (the oldest) with a lookback of 1, so order is kept and the bin left
+#   under-filled is the newest;
+# - a bin of several manifests is merged into one, except the bin holding the first manifest while
+#   it has fewer than commit.manifest.min-count-to-merge manifests.
+# A merged manifest keeps this commit's added and deleted entries as they are; every other live
+# entry becomes EXISTING with its snapshot id and data and file sequence numbers, so the rows and
+# which deletes apply to which files do not change; deleted entries of earlier commits are dropped.
+
+MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
+MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
+MANIFEST_TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"
+MANIFEST_MERGE_ENABLED_DEFAULT = True  # Iceberg Java's default (pyiceberg's is false)
+MANIFEST_MIN_MERGE_COUNT_DEFAULT = 10  # Iceberg Java: 100 (see README: at most 9 small manifests)
+MANIFEST_TARGET_SIZE_BYTES_DEFAULT = 8 * 1024 * 1024  # Iceberg Java's
+
+
+@dataclass(frozen=True)
+class MergePolicy:
+    enabled: bool
+    min_count: int
+    target_size: int
+
+    @classmethod
+    def of(cls, properties: dict) -> "MergePolicy":
+        def value(key, default, parse):
+            text = properties.get(key)
+            if text is None or str(text).strip() == "":
+                return default
+            try:
+                return parse(str(text).strip())
+            except ValueError:
+                raise LakeError(f"lakerules: table property {key} is {text!r}, which is not a valid value") from None
+
+        def boolean(text: str) -> bool:
+            if text.lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.lower() == "true"
+
+        target = value(MANIFEST_TARGET_SIZE_BYTES, MANIFEST_TARGET_SIZE_BYTES_DEFAULT, int)
+        if target <= 0:
+            raise LakeError(f"lakerules: table property {MANIFEST_TARGET_SIZE_BYTES} must be positive, not {target}")
+        return cls(enabled=value(MANIFEST_MERGE_ENABLED, MANIFEST_MERGE_ENABLED_DEFAULT, boolean),
+                   min_count=value(MANIFEST_MIN_MERGE_COUNT, MANIFEST_MIN_MERGE_COUNT_DEFAULT, int),
+                   target_size=target)
+
+
+def _manifest_writer(producer: _SnapshotProducer, content: ManifestContent, spec_id: int):
+    spec = producer.spec(spec_id)
+    if content == ManifestContent.DELETES:
+        return _DeleteManifestWriter(spec=spec, schema=producer.schema(), output_file=producer.new_manifest_output(),
+                                     snapshot_id=producer.snapshot_id, avro_compression=producer._compression)
+    return producer.new_manifest_writer(spec)
+
+
+def merge_manifests(producer: _SnapshotProducer, manifests: list) -> list:
+    """The manifests of the producer's new snapshot (its own new manifests first), merged as the
+    table's properties say (see above): data manifests, then delete manifests."""
+    policy = MergePolicy.of(producer._transaction.table_metadata.properties)
+    live = [m for m in manifests
+            if m.added_snapshot_id == producer.snapshot_id or m.has_added_files() or m.has_existing_files()]
+    out = []
+    for content in (ManifestContent.DATA, ManifestContent.DELETES):
+        group = [m for m in live if m.content == content]
+        out += _merge_group(producer, policy, content, group) if policy.enabled else group
+    return out
+
+
+def _merge_group(producer, policy: MergePolicy, content: ManifestContent, manifests: list) -> list:
+    if not manifests:
+        return []
+    first = manifests[0]
+    by_spec = defaultdict(list)
+    for m in manifests:
+        by_spec[m.partition_spec_id].append(m)
+    out = []
+    for spec_id in sorted(by_spec, reverse=True):
+        packer = ListPacker(target_weight=policy.target_size, lookback=1, largest_bin_first=False)
+        for manifest_bin in packer.pack_end(by_spec[spec_id], lambda m: m.manifest_length):
+            if len(manifest_bin) == 1 or (first in manifest_bin and len(manifest_bin) < policy.min_count):
+                out += manifest_bin
+            else:
+                out += _merged(producer, content, spec_id, manifest_bin)
+    return out
+
+
+def _merged(producer, content: ManifestContent, spec_id: int, manifests: list) -> list:
+    """One manifest with the entries of manifests ([] when none is left)."""
+    own = producer.snapshot_id
+    entries = []
+    for manifest in manifests:
+        for e in manifest.fetch_manifest_entry(producer._io, discard_deleted=False):
+            if e.status == ManifestEntryStatus.DELETED:
+                if e.snapshot_id == own:  # only this commit's removals; earlier ones are history
+                    entries.append(("delete", e))
+            elif e.status == ManifestEntryStatus.ADDED and e.snapshot_id == own:
+                entries.append(("add", e))
+            else:
+                entries.append(("existing", e))
+    if not entries:
+        return []
+    with _manifest_writer(producer, content, spec_id) as writer:
+        for kind, e in entries:
+            getattr(writer, kind)(e)
+    return [writer.to_manifest_file()]
+
+
+class _Merging:
+    """A snapshot producer whose new snapshot lists merged manifests. The manifests it wrote that
+    the committed snapshot does not list (its new manifest, merged into another) are deleted once
+    the commit landed (pyiceberg calls _cleanup_uncommitted then)."""
+
+    _listed: frozenset = frozenset()
+
+    def _process_manifests(self, manifests: list) -> list:
+        return self._merge(manifests)
+
+    def _merge(self, manifests: list) -> list:
+        out = merge_manifests(self, manifests)
+        self._listed = frozenset(m.manifest_path for m in out)
+        return out
+
+    def _cleanup_uncommitted(self) -> None:
+        super()._cleanup_uncommitted()
+        for path in self._written_manifests:
+            if path not in self._listed:
+                try:
+                    self._io.delete(path)
+                except Exception:  # noqa: BLE001 - an unlisted file left behind is an orphan, no harm
+                    pass
+
+
+class _Append(_Merging, _FastAppendFiles):
+    pass
+
+
+class _Overwrite(_Merging, _OverwriteFiles):
+    pass
 
 
 # ---- row deltas: data files and delete files in one snapshot ------------------------------------
@@ -162,7 +338,7 @@ class _DeleteManifestWriter(ManifestWriterV2):
         return {**super()._meta, "content": "deletes"}
 
 
-class _RowDelta(_OverwriteFiles):
+class _RowDelta(_Merging, _OverwriteFiles):
     def __init__(self, *args, validation: Validation | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self._added_delete_files: list = []
@@ -199,13 +375,7 @@ class _RowDelta(_OverwriteFiles):
                 continue
             if not keep:
                 continue
-            spec = self.spec(manifest.partition_spec_id)
-            writer = (
-                self.new_manifest_writer(spec)
-                if manifest.content == ManifestContent.DATA
-                else self._delete_writer(spec)
-            )
-            with writer:
+            with _manifest_writer(self, manifest.content, manifest.partition_spec_id) as writer:
                 for e in keep:
                     writer.add_entry(ManifestEntry.from_args(
                         status=ManifestEntryStatus.EXISTING,
@@ -243,17 +413,9 @@ class _RowDelta(_OverwriteFiles):
             raise ValidationException(f"Data files to remove are not in the table: {sorted(missing)}")
         return entries
 
-    def _delete_writer(self, spec):
-        return _DeleteManifestWriter(
-            spec=spec,
-            schema=self.schema(),
-            output_file=self.new_manifest_output(),
-            snapshot_id=self._snapshot_id,
-            avro_compression=self._compression,
-        )
-
-    def _manifests(self):
-        manifests = super()._manifests()
+    def _process_manifests(self, manifests: list) -> list:
+        """pyiceberg's data manifests (new, removed entries, carried over), then the new delete
+        manifests (added and removed delete files), then the carried-over delete manifests."""
         by_spec = defaultdict(list)
         for f in self._added_delete_files:
             by_spec[f.spec_id].append(ManifestEntry.from_args(
@@ -265,13 +427,15 @@ class _RowDelta(_OverwriteFiles):
             ))
         for e in self._removed_entries(ManifestContent.DELETES):
             by_spec[e.data_file.spec_id].append(e)
+        new_deletes = []
         for spec_id, entries in sorted(by_spec.items()):
-            writer = self._delete_writer(self.spec(spec_id))
-            with writer:
+            with _manifest_writer(self, ManifestContent.DELETES, spec_id) as writer:
                 for e in entries:
                     writer.add_entry(e)
-            manifests.append(writer.to_manifest_file())
-        return manifests
+            new_deletes.append(writer.to_manifest_file())
+        data = [m for m in manifests if m.content == ManifestContent.DATA]
+        carried_deletes = [m for m in manifests if m.content == ManifestContent.DELETES]
+        return self._merge(data + new_deletes + carried_deletes)
 
     def _summary(self, snapshot_properties=EMPTY_DICT):
         metadata = self._transaction.table_metadata
@@ -458,7 +622,7 @@ def rewrite(table: Table, starting_snapshot_id: int, removed: list, added: list,
     return list(producer._dropped_deletes.values())
 
 
-class _RewriteFiles(_SnapshotProducer):
+class _RewriteFiles(_Merging, _SnapshotProducer):
     def __init__(self, transaction, io, starting_snapshot_id: int, removed, added, removed_deletes,
                  deletes_needed: set[str], snapshot_properties: dict):
         super().__init__(operation=Operation.REPLACE, transaction=transaction, io=io,
@@ -556,7 +720,7 @@ class _RewriteFiles(_SnapshotProducer):
             for e in entries:
                 (deleted if e.data_file.file_path in gone else kept).append(e)
             if kept:
-                with self._writer(manifest.content, manifest.partition_spec_id) as writer:
+                with _manifest_writer(self, manifest.content, manifest.partition_spec_id) as writer:
                     for e in kept:
                         writer.existing(e)
                 manifests.append(writer.to_manifest_file())
@@ -566,6 +730,7 @@ class _RewriteFiles(_SnapshotProducer):
         # The deletes really dropped are those still live; another commit may have dropped some.
         live = {e.data_file.file_path for e in deleted}
         self._dropped_deletes = {p: f for p, f in self._dropped_deletes.items() if p in live}
+        new = []
         if self._added_data_files:
             with self.new_manifest_writer(metadata.spec()) as writer:
                 for f in self._added_data_files:
@@ -578,26 +743,17 @@ class _RewriteFiles(_SnapshotProducer):
                             data_file=f,
                         )
                     )
-            manifests.append(writer.to_manifest_file())
+            new.append(writer.to_manifest_file())
         groups = defaultdict(list)
         for e in deleted:
             content = ManifestContent.DATA if e.data_file.content == DataFileContent.DATA else ManifestContent.DELETES
             groups[(content.value, e.data_file.spec_id)].append(e)
         for (content, spec_id), entries in sorted(groups.items()):
-            with self._writer(ManifestContent(content), spec_id) as writer:
+            with _manifest_writer(self, ManifestContent(content), spec_id) as writer:
                 for e in entries:
                     writer.delete(e)
-            manifests.append(writer.to_manifest_file())
-        return manifests
-
-    def _writer(self, content: ManifestContent, spec_id: int):
-        spec = self._transaction.table_metadata.specs()[spec_id]
-        if content == ManifestContent.DELETES:
-            return _DeleteManifestWriter(
-                spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
-                snapshot_id=self._snapshot_id, avro_compression=self._compression,
-            )
-        return self.new_manifest_writer(spec)
+            new.append(writer.to_manifest_file())
+        return self._merge(new + manifests)  # this commit's manifests first, as Iceberg's
 
     def _deleted_entries(self):
         return []  # written by _manifests
@@ -611,6 +767,109 @@ class _RewriteFiles(_SnapshotProducer):
                                   snapshot_properties, added=self._added_data_files,
                                   removed=[*self._removed.values(), *self._dropped_deletes.values()])
         properties = {k: v for k, v in totals.model_dump().items() if k != "operation"}
+        return Summary(operation=Operation.REPLACE, **properties)
+
+
+# ---- rewrite_manifests: the same entries in manifests clustered by partition ---------------------
+
+
+@dataclass(frozen=True)
+class ManifestRewrite:
+    rewritten: int  # manifests replaced
+    added: int  # manifests written
+
+
+def rewrite_manifests(table: Table, spec_id: int | None = None, summary: dict | None = None) -> ManifestRewrite:
+    """Rewrite the current snapshot's manifests of partition spec ``spec_id`` (default: the
+    table's current spec), data and delete manifests apart, into manifests of the live entries
+    sorted by partition and cut into commit.manifest.target-size-bytes pieces; one snapshot of
+    operation "replace" with the same files. Nothing is committed when there is nothing to do (no
+    manifest of the spec, or one that would be rewritten into one). A retry after a concurrent
+    commit rewrites the manifests of the new current snapshot."""
+    if spec_id is None:
+        spec_id = table.metadata.default_spec_id
+    if spec_id not in table.specs():
+        raise LakeError(f"lakerules: rewrite_manifests: table {table.name()} has no partition spec {spec_id}; "
+                        f"its specs are {sorted(table.specs())}")
+    if table.current_snapshot() is None:
+        return ManifestRewrite(0, 0)
+    with _transaction(table) as tx:
+        producer = _RewriteManifests(tx, table.io, spec_id, snapshot_properties(summary))
+        with producer:
+            pass
+    return ManifestRewrite(producer._rewritten, producer._added)
+
+
+def _partition_key(entry) -> tuple:
+    """Partition values in order, nulls first (as Iceberg's comparators), then the path."""
+    return (tuple((v is not None, v) for v in (entry.data_file.partition or ())), entry.data_file.file_path)
+
+
+class _RewriteManifests(_SnapshotProducer):
+    def __init__(self, transaction, io, spec_id: int, snapshot_properties: dict):
+        super().__init__(operation=Operation.REPLACE, transaction=transaction, io=io,
+                         snapshot_properties=snapshot_properties)
+        self._spec_id = spec_id
+        self._rewritten = 0
+        self._added = 0
+        self._entries = 0
+
+    def _validate_concurrency(self) -> None:
+        """The same files before and after: nothing another commit did conflicts with it."""
+
+    def _commit(self):
+        manifests = self._rewrite()
+        if manifests is None:
+            return (), ()
+        self._new_manifests = manifests
+        return super()._commit()
+
+    def _manifests(self):
+        return self._new_manifests
+
+    def _rewrite(self) -> list | None:
+        """The new snapshot's manifests, or None when nothing is to be rewritten."""
+        policy = MergePolicy.of(self._transaction.table_metadata.properties)
+        parent = self._transaction.table_metadata.snapshot_by_id(self._parent_snapshot_id)
+        current = parent.manifests(self._io) if parent is not None else []
+        new, kept, self._rewritten, self._added, self._entries = [], [], 0, 0, 0
+        self._kept = 0
+        for content in (ManifestContent.DATA, ManifestContent.DELETES):
+            chosen = [m for m in current if m.content == content and m.partition_spec_id == self._spec_id]
+            kept += [m for m in current if m.content == content and m.partition_spec_id != self._spec_id]
+            pieces = max(1, math.ceil(sum(m.manifest_length for m in chosen) / policy.target_size))
+            if not chosen or (len(chosen) == 1 and pieces == 1):
+                kept += chosen
+                continue
+            entries = sorted((e for m in chosen for e in m.fetch_manifest_entry(self._io, discard_deleted=True)),
+                             key=_partition_key)
+            self._rewritten += len(chosen)
+            self._entries += len(entries)
+            size = math.ceil(len(entries) / pieces) if entries else 0
+            for start in range(0, len(entries), size or 1):
+                with _manifest_writer(self, content, self._spec_id) as writer:
+                    for e in entries[start:start + size]:
+                        writer.existing(e)
+                new.append(writer.to_manifest_file())
+                self._added += 1
+        if not self._rewritten:
+            return None
+        self._kept = len(kept)
+        return new + kept
+
+    def _deleted_entries(self):
+        return []
+
+    def _existing_manifests(self):
+        return []
+
+    def _summary(self, snapshot_properties=EMPTY_DICT) -> Summary:
+        # the totals of the parent, unchanged (counted as an overwrite of nothing), then say replace
+        totals = snapshot_summary(self._transaction.table_metadata, Operation.OVERWRITE, self._parent_snapshot_id,
+                                  snapshot_properties, added=[], removed=[])
+        properties = {k: v for k, v in totals.model_dump().items() if k != "operation"}
+        properties.update({"manifests-created": str(self._added), "manifests-kept": str(self._kept),
+                           "manifests-replaced": str(self._rewritten), "entries-processed": str(self._entries)})
         return Summary(operation=Operation.REPLACE, **properties)
 
 

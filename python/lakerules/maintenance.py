@@ -6,6 +6,7 @@
     CALL lake.system.expire_snapshots(table => 'db.t' [, older_than => TIMESTAMP '...']
                                       [, retain_last => N] [, max_concurrent_deletes => N]
                                       [, stream_results => b] [, snapshot_ids => ARRAY(1, 2)])
+    CALL lake.system.rewrite_manifests(table => 'db.t' [, spec_id => N])
 
 Arguments go by name (any order) or by position (Iceberg's order), not mixed. Each value is any
 constant Spark SQL expression, cast to the parameter's type by Spark.
@@ -46,6 +47,7 @@ class Param:
     sql_type: str  # the Spark SQL type the argument is cast to
     required: bool = False
     supported: bool = True  # Iceberg's parameter, not supported by lakerules (an error if given)
+    why: str = ""  # why it is not supported, said in the error
 
 
 PROCEDURES: dict[str, tuple[Param, ...]] = {
@@ -68,6 +70,13 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
         Param("stream_results", "BOOLEAN"),
         Param("snapshot_ids", "ARRAY<BIGINT>"),
     ),
+    "rewrite_manifests": (
+        Param("table", "STRING", required=True),
+        Param("use_caching", "BOOLEAN", supported=False,
+              why="it sets whether Iceberg's Spark job caches the manifest entries it shuffles; lakerules "
+                  "rewrites manifests in the driver, reading each manifest once, with no Spark job to cache"),
+        Param("spec_id", "INT"),
+    ),
 }
 
 RESULTS = {
@@ -77,6 +86,7 @@ RESULTS = {
         "deleted_equality_delete_files_count long, deleted_manifest_files_count long, "
         "deleted_manifest_lists_count long, deleted_statistics_files_count long"
     ),
+    "rewrite_manifests": "rewritten_manifests_count int, added_manifests_count int",
 }
 
 _NAMED = re.compile(r"\s*([A-Za-z_]\w*)\s*=>\s*(.*\S)\s*$", re.DOTALL)
@@ -114,7 +124,7 @@ def bind(spark, procedure: str, catalog: str, args_text: str) -> dict:
         if p.required and p.name not in given:
             raise LakeError(f"lakerules: {where}: missing required argument {p.name!r}")
         if not p.supported and p.name in given:
-            raise NotSupported(f"lakerules: {where}: argument {p.name!r} is not supported")
+            raise NotSupported(f"lakerules: {where}: argument {p.name!r} is not supported" + (f": {p.why}" if p.why else ""))
     values = {p.name: None for p in params}
     if given:
         names = list(given)
@@ -170,7 +180,8 @@ def split_arguments(text: str, where: str) -> list[str]:
 
 def command(procedure: str, values: dict):
     """fn(ctx, table) running the procedure on the table (a StatementCommand's function)."""
-    run = {"remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots}[procedure]
+    run = {"remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
+           "rewrite_manifests": _rewrite_manifests}[procedure]
 
     def run_fn(ctx, table):
         return run(ctx, table, values)
@@ -456,3 +467,16 @@ def purge_table(catalog, identifier) -> int:
     """DROP TABLE ... PURGE through the confinement (pyiceberg's purge_table deletes whatever the
     metadata names, wherever it is)."""
     return purge(catalog, purge_plan(catalog, identifier))
+
+
+# ---- rewrite_manifests ----------------------------------------------------------------------------
+
+
+def _rewrite_manifests(ctx, table, args: dict):
+    """Iceberg's rewrite_manifests: the manifests of one partition spec (default the current one)
+    rewritten into manifests clustered by partition, data and delete manifests apart, in one
+    "replace" snapshot with the same files (lakerules.commit.rewrite_manifests)."""
+    from lakerules import commit
+
+    done = commit.rewrite_manifests(table, args["spec_id"], {"lakerules.operation": "rewrite_manifests"})
+    return J.result_rows(ctx.spark, [(done.rewritten, done.added)], RESULTS["rewrite_manifests"])

@@ -11,6 +11,7 @@ Partition evolution, as Iceberg's Spark extensions spell it:
 Iceberg's maintenance procedures on a lake catalog (lakerules.maintenance):
     CALL lake.system.remove_orphan_files(table => 'db.t', ...)
     CALL lake.system.expire_snapshots(table => 'db.t', ...)
+    CALL lake.system.rewrite_manifests(table => 'db.t', ...)
 """
 
 from __future__ import annotations
