@@ -105,7 +105,8 @@ class Engines:
         t = self.catalog.load_table(table.split(".", 1)[1])
         if t.current_snapshot() is None:
             return []
-        return _sorted(self.duck.execute(f"SELECT {columns} FROM iceberg_scan('{t.metadata_location}')").fetchall())
+        location = t.metadata_location.replace("'", "''")
+        return _sorted(self.duck.execute(f"SELECT {columns} FROM iceberg_scan('{location}')").fetchall())
 
     def assert_same(self, table: str, columns: str = "*", expected: list[tuple] | None = None) -> list[tuple]:
         ours = self.lakerules(table, columns)

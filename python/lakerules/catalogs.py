@@ -155,6 +155,8 @@ class Catalogs:
                 "(write USING iceberg, or leave USING out)"
             )
         location = props.get("location")
+        if location:
+            paths.check_location(location)
         props = {k: v for k, v in props.items() if k not in _SPARK_RESERVED}
         props.setdefault("format-version", "2")
         if props["format-version"] not in ("1", "2"):

@@ -51,6 +51,17 @@ LOCAL = "file"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.DOTALL)
 _EQUAL_SCHEMES = {"s3a": "s3", "s3n": "s3"}  # Iceberg's default equal schemes
 _UNSAFE_NAME = ("/", "\\", "\0")
+_URL_MARKS = ("#", "?")
+
+
+def check_location(location: str) -> None:
+    """Refuse a table LOCATION pyiceberg's file IO would misread: with '#' or '?' in its path."""
+    path = _SCHEME.sub(lambda m: m.group(2), location)
+    if any(c in path for c in _URL_MARKS):
+        raise LakeError(
+            f"lakerules: LOCATION {location!r} contains '#' or '?', which pyiceberg's file IO reads as the "
+            "start of a URL fragment or query, so the table's files could not be found; choose a location without them"
+        )
 
 
 # ---- names --------------------------------------------------------------------------------------
@@ -65,12 +76,15 @@ def check_name(kind: str, name: str, full: str | None = None) -> None:
         bad = [c for c in _UNSAFE_NAME if c in name]
         if bad:
             problem = "contains " + " and ".join({"/": "'/'", "\\": "'\\'", "\0": "a NUL character"}[c] for c in bad)
+        elif any(c in name for c in _URL_MARKS):
+            problem = ("contains '#' or '?', which pyiceberg's file IO reads as the start of a URL fragment or "
+                       "query, so the table's files could not be found")
     if problem:
         shown = full if full is not None else repr(name)
         raise LakeError(
             f"lakerules: {kind} name {shown} {problem}: a {kind}'s name becomes a folder of table "
             "locations (<warehouse>/<namespace>/<table>), so it cannot be empty, '.' or '..', or contain "
-            "'/', '\\' or NUL (spaces, quotes, '%', '#' and unicode are fine)"
+            "'/', '\\', NUL, '#' or '?' (spaces, quotes, '%' and unicode are fine)"
         )
 
 
@@ -458,7 +472,10 @@ class Confinement:
 def _open_below(real_root: str, parts: list[str]) -> int | None:
     """A descriptor of real_root/parts, each folder opened without following a link; None if
     one is missing, not a folder, or a link."""
-    fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # the table's folder itself is missing (nothing was written yet)
+        return None
     for part in parts:
         try:
             nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)

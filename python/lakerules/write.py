@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -227,12 +228,17 @@ def _list_files(spark, target: str) -> list[tuple[str, int]]:
     are skipped at every level, not only in the file's name: a task attempt that Spark gave up on
     (a speculative copy, a zombie after its executor was lost) may still write its files under
     _temporary/ after the job committed, and they must not be committed a second time."""
-    try:
-        from pyarrow import fs as pafs
+    from pyarrow import fs as pafs
 
-        filesystem, root = pafs.FileSystem.from_uri(target)
-    except Exception:  # noqa: BLE001 - a scheme pyarrow does not know: ask Hadoop
-        return _list_files_hadoop(spark, target)
+    if re.match(r"^(file:|/)", target):
+        # a local path as written: FileSystem.from_uri would percent-decode it ('%20' -> ' '),
+        # where Spark's writer and pyiceberg take it literally
+        filesystem, root = pafs.LocalFileSystem(), re.sub(r"^file:/*", "/", target)
+    else:
+        try:
+            filesystem, root = pafs.FileSystem.from_uri(target)
+        except Exception:  # noqa: BLE001 - a scheme pyarrow does not know: ask Hadoop
+            return _list_files_hadoop(spark, target)
     root = root.rstrip("/")
     out = []
     for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
