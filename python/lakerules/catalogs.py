@@ -44,11 +44,19 @@ def _cached_table_metadata(input_file, encoding: str = "utf-8"):
             _metadata.move_to_end(key)
             return _metadata[key]
     parsed = _parse_metadata(input_file, encoding)
+    remember_metadata(key, parsed)
+    return parsed
+
+
+def remember_metadata(location: str | None, metadata) -> None:
+    """Keep the parsed metadata of the file at location (e.g. the one a commit just wrote)."""
+    if not location or metadata is None:
+        return
     with _metadata_lock:
-        _metadata[key] = parsed
+        _metadata[location] = metadata
+        _metadata.move_to_end(location)
         while len(_metadata) > _METADATA_FILES:
             _metadata.popitem(last=False)
-    return parsed
 
 
 FromInputFile.table_metadata = staticmethod(_cached_table_metadata)

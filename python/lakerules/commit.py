@@ -32,6 +32,7 @@ from pyiceberg.table.update.validate import _added_data_files, _validate_data_fi
 from pyiceberg.typedef import EMPTY_DICT, KeyDefaultDict
 from pyiceberg.utils.bin_packing import ListPacker
 
+from lakerules.catalogs import remember_metadata
 from lakerules.errors import CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
 LAKERULES_SUMMARY = {"engine-name": "lakerules"}
@@ -95,6 +96,8 @@ def _transaction(table: Table):
             f"landed ({type(e).__name__}: {e}). The statement's new files were kept: check the table's "
             "snapshots; if the commit did not land, CALL <catalog>.system.remove_orphan_files removes them."
         ) from e
+    # the next statement loads the metadata just written: keep it parsed
+    remember_metadata(table.metadata_location, table.metadata)
 
 
 class _Transaction(Transaction):
