@@ -9,57 +9,20 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections import OrderedDict
 from typing import Any
 
 from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog, load_catalog
-from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import Table
 
-from lakerules import partitioning, paths, schema as schemas
+from lakerules import metadata_cache, partitioning, paths, schema as schemas
 from lakerules.errors import CatalogError, LakeError, NotSupported
 
 # Spark passes these as table properties; they are not Iceberg properties.
 _SPARK_RESERVED = {"provider", "owner", "location", "is_managed_location", "external", "option.path"}
 
 
-# ---- table metadata, parsed once per file -----------------------------------------------------
-#
-# Every statement loads its tables (Spark's analysis, then planning), and pyiceberg parses the
-# table's metadata JSON each time: a file that lists every snapshot, 30 ms for 1,000 of them. A
-# metadata file never changes once written (each commit writes a new one), and pyiceberg's
-# TableMetadata is immutable, so parsed metadata is kept per file location, for the few latest.
-
-_METADATA_FILES = 32
-_metadata: "OrderedDict[str, Any]" = OrderedDict()
-_metadata_lock = threading.Lock()
-_parse_metadata = FromInputFile.table_metadata
-
-
-def _cached_table_metadata(input_file, encoding: str = "utf-8"):
-    key = input_file.location
-    with _metadata_lock:
-        if key in _metadata:
-            _metadata.move_to_end(key)
-            return _metadata[key]
-    parsed = _parse_metadata(input_file, encoding)
-    remember_metadata(key, parsed)
-    return parsed
-
-
-def remember_metadata(location: str | None, metadata) -> None:
-    """Keep the parsed metadata of the file at location (e.g. the one a commit just wrote)."""
-    if not location or metadata is None:
-        return
-    with _metadata_lock:
-        _metadata[location] = metadata
-        _metadata.move_to_end(location)
-        while len(_metadata) > _METADATA_FILES:
-            _metadata.popitem(last=False)
-
-
-FromInputFile.table_metadata = staticmethod(_cached_table_metadata)
+metadata_cache.install()
 
 
 def qualified(catalog: str, namespace, name: str) -> str:

@@ -32,7 +32,7 @@ from pyiceberg.table.update.validate import _added_data_files, _validate_data_fi
 from pyiceberg.typedef import EMPTY_DICT, KeyDefaultDict
 from pyiceberg.utils.bin_packing import ListPacker
 
-from lakerules.catalogs import remember_metadata
+from lakerules import metadata_cache
 from lakerules.errors import CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
 LAKERULES_SUMMARY = {"engine-name": "lakerules"}
@@ -97,7 +97,7 @@ def _transaction(table: Table):
             "snapshots; if the commit did not land, CALL <catalog>.system.remove_orphan_files removes them."
         ) from e
     # the next statement loads the metadata just written: keep it parsed
-    remember_metadata(table.metadata_location, table.metadata)
+    metadata_cache.remember(table.metadata_location, table.metadata)
 
 
 class _Transaction(Transaction):
