@@ -39,15 +39,19 @@ public class LakeFileIndex implements FileIndex {
   private final FileStatus[] files;
   private final long size;
   private final Seq<Path> roots;
+  private final int hash;
 
   LakeFileIndex(FileStatus[] files) {
     this.files = files;
     long total = 0;
+    int h = files.length;
     LinkedHashSet<Path> parents = new LinkedHashSet<>();
     for (FileStatus f : files) {
       total += f.getLen();
+      h = 31 * h + f.getPath().hashCode();
       parents.add(f.getPath().getParent());
     }
+    this.hash = h;
     this.size = total;
     this.roots = scala.jdk.javaapi.CollectionConverters.asScala(new ArrayList<>(parents)).toList();
   }
@@ -192,6 +196,29 @@ public class LakeFileIndex implements FileIndex {
   @Override
   public StructType partitionSchema() {
     return new StructType();
+  }
+
+  /** Indexes of the same files (paths and lengths, in order) are equal: plans over them compare equal. */
+  @Override
+  public boolean equals(Object other) {
+    if (this == other) {
+      return true;
+    }
+    if (!(other instanceof LakeFileIndex) || ((LakeFileIndex) other).files.length != files.length) {
+      return false;
+    }
+    FileStatus[] theirs = ((LakeFileIndex) other).files;
+    for (int i = 0; i < files.length; i++) {
+      if (!files[i].getPath().equals(theirs[i].getPath()) || files[i].getLen() != theirs[i].getLen()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  @Override
+  public int hashCode() {
+    return hash;
   }
 
   @Override
