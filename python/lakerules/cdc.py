@@ -46,7 +46,7 @@ def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: lis
     if missing:
         raise LakeError(f"lakerules: the keys DataFrame has no column(s) {missing}")
     rows = keys.select(
-        *[F.col(f"`{f.name}`").cast(schemas.iceberg_type_to_spark(f.field_type)).alias(f.name) for f in needed]
+        *[J.column(f.name).cast(schemas.iceberg_type_to_spark(f.field_type)).alias(f.name) for f in needed]
     ).dropDuplicates()
     rows = rows.persist()
     try:

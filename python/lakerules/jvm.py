@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 
 
 def to_seq(spark: SparkSession, items: Iterable[Any]):
@@ -65,59 +65,64 @@ def empty_result(spark: SparkSession):
 
 
 def result_rows(spark: SparkSession, rows: list[tuple], schema: str):
-    """A LocalRelation of a few result rows, e.g. DML's num_affected_rows."""
-    flat = "<" not in schema and all(v is None or isinstance(v, (bool, int, str)) for r in rows for v in r)
-    if not flat:  # nested results (OPTIMIZE's metrics struct)
-        from pyspark.sql.types import StructType
+    """A LocalRelation of a few result rows, e.g. DML's num_affected_rows (``schema``: lakerules'
+    own fixed DDL, never a user's name)."""
+    from pyspark.sql.types import StructType
 
-        return analyzed(local_frame(spark, rows, StructType.fromDDL(schema)))
-    columns = [tuple(part.strip().split(None, 1)) for part in schema.split(",")]
-    return analyzed(values_frame(spark, rows, [(n, t.upper()) for n, t in columns]))
+    return analyzed(local_frame(spark, rows, StructType.fromDDL(schema)))
 
 
 def local_frame(spark: SparkSession, rows: list, schema) -> DataFrame:
     """A DataFrame of driver-side Python rows (tuples in ``schema``'s column order, any types) as
-    a LocalRelation built in the JVM from Arrow batches. ``spark.createDataFrame(rows)`` makes a
-    Python RDD instead, which runs Python workers on the executors: lakerules needs none."""
+    a LocalRelation built in the JVM from Arrow batches: values cross as data, never as SQL text.
+    ``spark.createDataFrame(rows)`` makes a Python RDD instead, which runs Python workers on the
+    executors: lakerules needs none. Naive datetimes of TIMESTAMP columns are local times, as
+    PySpark gives and takes them."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import TimestampType
 
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
-    columns = list(zip(*rows)) if rows else [[] for _ in schema.fields]
-    table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema)],
+    columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in schema.fields]
+    for c, f in zip(columns, schema.fields):
+        if isinstance(f.dataType, TimestampType):
+            c[:] = [v.astimezone() if v is not None and v.tzinfo is None else v for v in c]
+    table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, arrow_schema)],
                                  schema=arrow_schema)
     return spark.createDataFrame(table, schema)
 
 
-def values_frame(spark: SparkSession, rows: list[tuple], columns: list[tuple[str, str]]) -> DataFrame:
-    """A small DataFrame of driver-side rows as Spark's own VALUES (a LocalRelation): unlike
-    createDataFrame from Python objects it needs no Python worker and no job to read; and the
-    values appear in EXPLAIN and in the plan's text, which suits a few flat values.
-    ``columns``: (name, SQL type) pairs; values are str, int or None."""
-    casts = ", ".join(f"CAST(col{i + 1} AS {t}) AS `{n}`" for i, (n, t) in enumerate(columns))
-    if not rows:
-        nulls = ", ".join(f"CAST(NULL AS {t}) AS `{n}`" for n, t in columns)
-        return spark.sql(f"SELECT {nulls} WHERE false")
-    body = ", ".join("(" + ", ".join(_sql_value(v) for v in r) + ")" for r in rows)
-    return spark.sql(f"SELECT {casts} FROM VALUES {body}")
+def one_row(spark: SparkSession) -> DataFrame:
+    """A DataFrame of one row and no columns (SELECT without FROM), to evaluate expressions on."""
+    return dataframe(spark, spark._jvm.org.apache.spark.sql.catalyst.plans.logical.OneRowRelation())
 
 
-def sql_literal(v) -> str | None:
-    """v as Spark SQL literal text, for the types whose text is exact (bool, int, str); None for
-    the others."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return f"{v}L"
-    if isinstance(v, str):
-        return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return None
+def quote(name: str) -> str:
+    """A name as one backtick-quoted identifier part (backticks doubled), whatever it holds."""
+    return "`" + name.replace("`", "``") + "`"
 
 
-def _sql_value(v) -> str:
-    if v is None:
-        return "NULL"
-    text = sql_literal(v)
-    if text is None:
-        raise TypeError(f"values_frame: unsupported value {v!r}")
-    return text
+def column(*path: str) -> Column:
+    """The column (a struct field, with more parts) named by ``path``, each part exactly as it
+    is: quoted here, so no name is read as anything else."""
+    from pyspark.sql import functions as F
+
+    return F.col(".".join(quote(p) for p in path))
+
+
+def is_in(spark: SparkSession, col: Column, values: list, data_type) -> Column:
+    """``col IN (values)``, the values as literals of ``data_type`` (a Spark DataType), built in
+    the JVM in one call (io.lakerules.Bridge.inValues) from a LocalRelation that carried them
+    as Arrow data: no SQL text, and no Py4J call per value however many there are."""
+    from pyspark.sql.classic.column import Column as ClassicColumn
+    from pyspark.sql.types import StructField, StructType
+
+    relation = analyzed(local_frame(spark, [(v,) for v in values], StructType([StructField("v", data_type)])))
+    utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
+    expr = spark._jvm.io.lakerules.Bridge.inValues(utils.expression(col._jc), relation)
+    return ClassicColumn(utils.column(expr))
+
+
+def star_from(spark: SparkSession, table: list[str], alias: str):
+    """The unresolved plan SELECT * FROM table AS alias, with ``table``'s name parts as they are."""
+    return spark._jvm.io.lakerules.Bridge.starFrom(to_java_list(spark, table), alias)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.refs import SnapshotRefType
+from pyspark.sql import functions as F
 
 from lakerules import jvm as J, paths
 from lakerules.errors import LakeError, NotSupported
@@ -128,12 +129,13 @@ def bind(spark, procedure: str, catalog: str, args_text: str) -> dict:
     values = {p.name: None for p in params}
     if given:
         names = list(given)
-        exprs = []
-        for i, name in enumerate(names):
-            cast = f"CAST(({given[name]}) AS {by_name[name].sql_type})"
-            exprs.append(f"{'unix_micros(' + cast + ')' if by_name[name].sql_type == 'TIMESTAMP' else cast} AS a{i}")
         try:
-            row = spark.sql("SELECT " + ", ".join(exprs)).collect()[0]
+            # each argument is the statement's own text, read alone; the casts are built as objects
+            exprs = []
+            for i, name in enumerate(names):
+                cast = F.expr(given[name]).cast(by_name[name].sql_type)
+                exprs.append((F.unix_micros(cast) if by_name[name].sql_type == "TIMESTAMP" else cast).alias(f"a{i}"))
+            row = J.one_row(spark).select(*exprs).collect()[0]
         except Exception as e:  # noqa: BLE001 - Spark's own error, named by the statement
             raise LakeError(f"lakerules: {where}: cannot evaluate the arguments {given}: {_first_line(e)}") from None
         for i, name in enumerate(names):

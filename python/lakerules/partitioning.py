@@ -30,6 +30,7 @@ from pyiceberg.transforms import (
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from lakerules import jvm as J
 from lakerules.errors import LakeError, NotSupported
 
 FIRST_PARTITION_FIELD_ID = 1000
@@ -141,10 +142,12 @@ def spec_to_spark(spec: PartitionSpec, schema: Schema) -> list[dict]:
     """The spec as Spark transforms (what DESCRIBE shows); void fields are left out."""
     out = []
     for f in spec.fields:
-        column = schema.find_column_name(f.source_id)
-        if column is None or isinstance(f.transform, VoidTransform):
+        if isinstance(f.transform, VoidTransform):
             continue
-        ref = {"ref": column.split(".")}
+        try:
+            ref = {"ref": list(_path(schema, f.source_id))}
+        except LakeError:  # a dropped source column
+            continue
         match f.transform:
             case IdentityTransform():
                 out.append({"name": "identity", "args": [ref]})
@@ -183,10 +186,9 @@ def partition_columns(spec: PartitionSpec, schema: Schema, catalog: str, taken: 
     for f in spec.fields:
         name = _free_name(f.name, taken)
         taken.add(name)
-        column_name = schema.find_column_name(f.source_id)
         source = schema.find_field(f.source_id)
-        col = F.col(_quoted(column_name))
-        expr, decode = _transform_expr(f.transform, source.field_type, col, catalog, column_name)
+        col = J.column(*_path(schema, f.source_id))
+        expr, decode = _transform_expr(f.transform, source.field_type, col, catalog)
         out.append(PartitionColumn(name, expr.alias(name), decode))
     return out
 
@@ -213,30 +215,45 @@ def _free_name(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _quoted(path: str) -> str:
-    return ".".join(f"`{p}`" for p in path.split("."))
+def _path(schema: Schema, field_id: int) -> tuple[str, ...]:
+    """The names from the top of the schema down to a (possibly nested) field, each as it is."""
+    def walk(struct, prefix):
+        for f in struct.fields:
+            if f.field_id == field_id:
+                return (*prefix, f.name)
+            if isinstance(f.field_type, it.StructType):
+                found = walk(f.field_type, (*prefix, f.name))
+                if found:
+                    return found
+        return None
+
+    found = walk(schema.as_struct(), ())
+    if found is None:
+        raise LakeError(f"lakerules: partition source column {field_id} is not in the table schema")
+    return found
 
 
-def _micros(col: str, t: it.IcebergType) -> str:
-    """SQL: microseconds since the epoch, exact, for timestamptz (TIMESTAMP) and timestamp (TIMESTAMP_NTZ)."""
+def _micros(col: Column, t: it.IcebergType) -> Column:
+    """Microseconds since the epoch, exact, for timestamptz (TIMESTAMP) and timestamp (TIMESTAMP_NTZ)."""
     if isinstance(t, it.TimestamptzType):
-        return f"unix_micros({col})"
-    return f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {col})"
+        return F.unix_micros(col)
+    return F.timestamp_diff("MICROSECOND", F.lit("1970-01-01 00:00:00").cast("timestamp_ntz"), col)
 
 
-def _floor_div(value: str, divisor: int) -> str:
-    """SQL: floor division on longs, exact for negative values too (integral div, no decimals)."""
-    return f"(({value}) - pmod({value}, {divisor})) div {divisor}"
+def _floor_div(value: Column, divisor: int) -> Column:
+    """Floor division on longs, exact for negative values too (integral div, no decimals)."""
+    d = F.lit(divisor)
+    return F.call_function("div", value - F.pmod(value, d), d)
 
 
-def _days(col: str, t: it.IcebergType) -> str:
+def _days(col: Column, t: it.IcebergType) -> Column:
     if isinstance(t, it.DateType):
-        return f"unix_date({col})"
-    return f"CAST({_floor_div(_micros(col, t), MICROS_PER_DAY)} AS INT)"
+        return F.unix_date(col)
+    return _floor_div(_micros(col, t), MICROS_PER_DAY).cast("int")
 
 
-def _as_date(col: str, t: it.IcebergType) -> str:
-    return col if isinstance(t, it.DateType) else f"date_from_unix_date({_days(col, t)})"
+def _as_date(col: Column, t: it.IcebergType) -> Column:
+    return col if isinstance(t, it.DateType) else F.date_from_unix_date(_days(col, t))
 
 
 def _hex_text(text: str) -> str:
@@ -251,26 +268,27 @@ def _bool(text: str) -> bool:
     return text == "true"
 
 
-def _transform_expr(transform: Transform, t: it.IcebergType, col: Column, catalog: str, name: str):
-    fn = f"`{catalog}`.system"
-    c = _quoted(name)
+def _transform_expr(transform: Transform, t: it.IcebergType, col: Column, catalog: str):
+    """The partition value of ``col`` (the source column), built as objects: names never go
+    through SQL text; lakerules' own functions are called by their quoted multipart name."""
+    fn = f"{J.quote(catalog)}.system"
     match transform:
         case IdentityTransform():
             return _identity(t, col)
         case BucketTransform():
-            return F.expr(f"{fn}.bucket({transform.num_buckets}, {c})"), int
+            return F.call_function(f"{fn}.bucket", F.lit(transform.num_buckets), col), int
         case TruncateTransform():
-            truncated = F.expr(f"{fn}.truncate({transform.width}, {c})")
+            truncated = F.call_function(f"{fn}.truncate", F.lit(transform.width), col)
             return _identity(t, truncated)
         case YearTransform():
-            return F.expr(f"year({_as_date(c, t)}) - 1970"), int
+            return F.year(_as_date(col, t)) - 1970, int
         case MonthTransform():
-            d = _as_date(c, t)
-            return F.expr(f"(year({d}) - 1970) * 12 + month({d}) - 1"), int
+            d = _as_date(col, t)
+            return (F.year(d) - 1970) * 12 + F.month(d) - 1, int
         case DayTransform():
-            return F.expr(_days(c, t)), int
+            return _days(col, t), int
         case HourTransform():
-            return F.expr(f"CAST({_floor_div(_micros(c, t), MICROS_PER_HOUR)} AS INT)"), int
+            return _floor_div(_micros(col, t), MICROS_PER_HOUR).cast("int"), int
     raise NotSupported(f"lakerules: writing partition transform {transform} is not supported")
 
 

@@ -32,6 +32,7 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.snapshots import Operation
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from lakerules import commit, jvm as J, write
 from lakerules.errors import LakeError, NotSupported
@@ -136,7 +137,7 @@ def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool):
         raise LakeError(
             f"lakerules: column(s) {missing} of {node.table} changed while the statement was planned; run it again"
         )
-    plan = J.analyzed(df.select(*[F.col(f"`{n}`") for n in names], FILE_COL, POS_COL))
+    plan = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL))
     targets = spark._jvm.java.util.ArrayList()
     for a in node.relation.output:
         targets.add(a.jvm)
@@ -170,17 +171,19 @@ def _matched_positions(ctx, node, table, snapshot, planned, partial):
 
 
 def _file_lookup(spark, planned_files, path_column: str):
-    """A small VALUES frame from Spark's name of each file (``__name``, what FILE_COL holds) to
+    """A small LocalRelation from Spark's name of each file (``__name``, what FILE_COL holds) to
     its manifest path (``path_column``) and its partition index (PART_COL), and the
     partitions those indexes point into."""
     names = status_names(spark, [p.file.file_path for p in planned_files])
     partitions = _partitions(planned_files)
     keys = {(spec_id, tuple(values)): i for i, (spec_id, values) in enumerate(partitions)}
-    frame = J.values_frame(
+    schema = StructType([StructField("__name", StringType()), StructField(path_column, StringType()),
+                         StructField(write.PART_COL, IntegerType())])
+    frame = J.local_frame(
         spark,
         [(names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))])
          for p in planned_files],
-        [("__name", "STRING"), (path_column, "STRING"), (write.PART_COL, "INT")],
+        schema,
     )
     return frame, partitions
 
@@ -239,7 +242,7 @@ def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
         planned = ScanPlan(files=tuple(touched))
         kept = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, touched), False)
         names = [a.name for a in node.relation.output]
-        written = write.write_data_files(ctx, node.table.catalog, table, kept.select(*[F.col(f"`{n}`") for n in names]))
+        written = write.write_data_files(ctx, node.table.catalog, table, kept.select(*[J.column(n) for n in names]))
     try:
         commit.row_delta(
             table, written, [],
@@ -375,7 +378,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
             return _affected(spark, 0)
         live = {p.file.file_path: p for p in files}
         touched = [live[path] for path in counts]
-        new_columns = [F.col(f"`{a.name}`") for a in node.relation.output]
+        new_columns = [J.column(a.name) for a in node.relation.output]
         written_data = write.write_files(spark, node.table.catalog, table, rows.select(*new_columns), cluster=True)
         deletes = rows.select(F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
         written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
@@ -442,7 +445,7 @@ def _rows_of_all(ctx, node, scan: LakeScan):
     spark = ctx.spark
     df = scan_dataframe(ctx, scan, positions=True)
     names = [a.name for a in node.relation.output]
-    plan = J.analyzed(df.select(*[F.col(f"`{n}`") for n in names], FILE_COL, POS_COL))
+    plan = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL))
     targets = spark._jvm.java.util.ArrayList()
     for a in node.relation.output:
         targets.add(a.jvm)
@@ -506,7 +509,7 @@ def run_merge(ctx, node):
                         LakeScan(table=t, snapshot_id=None, output=node.relation.output, iceberg=table,
                                  schema=table.schema(), plan=ScanPlan()), positions=True)
     names = [a.name for a in node.relation.output]
-    target = J.analyzed(df.select(*[F.col(f"`{n}`") for n in names], FILE_COL, POS_COL, F.lit(True).alias(T_COL)))
+    target = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL, F.lit(True).alias(T_COL)))
     target = bridge.renameProject(target, _jlist(spark, [a.jvm for a in node.relation.output]))
     source = bridge.withColumns(node.source, _jlist(spark, [_literal(spark, True)]), _jlist(spark, [S_COL]))
     joined = bridge.join(target, source, node.join_type(), node.condition)
@@ -563,7 +566,7 @@ def run_merge(ctx, node):
                          .select("__lakerules_path").distinct().collect()}
         touched = [p for p in files if p.file.file_path in touched_paths]
         if updated or inserted:
-            new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT)).select(*[F.col(f"`{n}`") for n in names])
+            new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT)).select(*[J.column(n) for n in names])
             written_data = write.write_files(spark, t.catalog, table, new_rows, cluster=True)
         if updated or deleted:
             deletes = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(

@@ -30,6 +30,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from lakerules import jvm as J
 from lakerules.errors import LakeError
@@ -140,13 +141,13 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
         key = (tuple(d.file_path for d in planned.equality_deletes), bool(planned.position_deletes))
         groups[key].append(planned)
     if not groups:
-        return read_files(spark, schema, [], positions).select(*[F.col(_quote(c)) for c in columns])
+        return read_files(spark, schema, [], positions).select(*[J.column(c) for c in columns])
     parts = []
     for (_, with_deletes), files in sorted(groups.items()):
         df = read_files(spark, schema, [p.file for p in files], with_deletes or positions)
         if with_deletes:
             df = _apply_position_deletes(ctx, df, files)
-        df = df.select(*[F.col(_quote(c)) for c in columns])
+        df = df.select(*[J.column(c) for c in columns])
         if files[0].equality_deletes:
             df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
         parts.append(df)
@@ -171,7 +172,7 @@ def aliased_plan(ctx, scan: LakeScan, df: DataFrame, extra: list[str] = ()):
             f"lakerules: column(s) {missing} of {scan.table} are not in the schema the scan was planned "
             "with; the table changed while the query was planned, run it again"
         )
-    plan = df.select(*[F.col(_quote(n)) for n in [*names, *extra]])._jdf.queryExecution().optimizedPlan()
+    plan = df.select(*[J.column(n) for n in [*names, *extra]])._jdf.queryExecution().optimizedPlan()
     targets = spark._jvm.java.util.ArrayList()
     for attr in scan.output:
         targets.add(attr.jvm)
@@ -221,7 +222,7 @@ def _position_set(spark, pairs: list[tuple[str, str, str]], delete_files: list):
         if key in _position_sets:
             _position_sets.move_to_end(key)
             return _position_sets[key]
-    allowed = J.values_frame(spark, pairs, [("d_file", "STRING"), ("d_path", "STRING"), ("d_name", "STRING")])
+    allowed = J.local_frame(spark, pairs, StructType.fromDDL("d_file STRING, d_path STRING, d_name STRING"))
     deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
     rows = (
         deletes.select(F.col(FILE_COL).alias("d_file"), normal_path_col(F.col("file_path")).alias("d_path"),
@@ -256,7 +257,7 @@ def _position_anti_join(spark, data: DataFrame, files: list, delete_files: list,
         for p in files
         for d in p.position_deletes
     })
-    allowed = J.values_frame(spark, pairs, [("d_file", "STRING"), ("d_path", "STRING"), ("d_name", "STRING"), ("d_size", "BIGINT")])
+    allowed = J.local_frame(spark, pairs, StructType.fromDDL("d_file STRING, d_path STRING, d_name STRING, d_size BIGINT"))
     deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
     deletes = deletes.select(
         F.col(FILE_COL).alias("d_file"),
@@ -314,6 +315,7 @@ def _field(scan: LakeScan, schema: Schema, field_id: int) -> NestedField:
 
 def _apply_equality_deletes(ctx, scan: LakeScan, data: DataFrame, delete_files) -> DataFrame:
     names = {f.field_id: f.name for f in scan.schema.as_struct().fields}
+    types = {f.field_id: iceberg_to_spark(Schema(f)).fields[0].dataType for f in scan.schema.as_struct().fields}
     # merge the delete rows of files with the same equality columns
     sets: dict[tuple[int, ...], set[tuple]] = defaultdict(set)
     for f in delete_files:
@@ -335,32 +337,24 @@ def _apply_equality_deletes(ctx, scan: LakeScan, data: DataFrame, delete_files) 
                 continue
         cols = [names.get(i) for i in ids]
         if len(values) <= threshold:
-            data = data.where(_keep_filter(cols, values))
+            data = data.where(_keep_filter(ctx.spark, cols, [types.get(i) for i in ids], values))
         else:
             data = _anti_join(ctx, scan, data, ids, cols, values)
     return data
 
 
-def _not_in(col: Column, name: str | None, plain: list) -> Column:
-    """NOT IN over many values: as one SQL text when every value has an exact literal form (one
-    parser call instead of a Py4J call per value), else as Column literals."""
-    texts = [J.sql_literal(v) for v in plain]
-    if name and all(t is not None for t in texts):
-        return F.expr(f"{_quote(name)} NOT IN ({', '.join(texts)})")
-    return ~col.isin(plain)
-
-
-def _keep_filter(cols: list, values: set[tuple]) -> Column:
-    """The rows an equality delete set keeps, as one filter Spark can push to Parquet."""
+def _keep_filter(spark, cols: list, types: list, values: set[tuple]) -> Column:
+    """The rows an equality delete set keeps, as one filter Spark can push to Parquet. A
+    single-column set is one NOT IN whose values reach the JVM in bulk as data (J.is_in)."""
     if len(cols) == 1:
-        col = F.col(_quote(cols[0])) if cols[0] else F.lit(None)
+        col = J.column(cols[0]) if cols[0] else F.lit(None)
         plain = sorted((v[0] for v in values if v[0] is not None), key=repr)
-        keep = _not_in(col, cols[0], plain) if plain else F.lit(True)
+        keep = ~J.is_in(spark, col, plain, types[0]) if plain else F.lit(True)
         if any(v[0] is None for v in values):
             return col.isNotNull() & keep  # NULL deletes NULL
         return col.isNull() | keep  # NULL NOT IN (...) is NULL: keep NULLs explicitly
     matches = [
-        reduce(lambda a, b: a & b, [(F.col(_quote(c)) if c else F.lit(None)).eqNullSafe(F.lit(x)) for c, x in zip(cols, v)])
+        reduce(lambda a, b: a & b, [(J.column(c) if c else F.lit(None)).eqNullSafe(F.lit(x)) for c, x in zip(cols, v)])
         for v in values
     ]
     return ~reduce(lambda a, b: a | b, matches)
@@ -373,10 +367,7 @@ def _anti_join(ctx, scan: LakeScan, data: DataFrame, ids, cols, values) -> DataF
     deletes = J.local_frame(ctx.spark, sorted(values, key=repr), schema).toDF(*renamed)
     condition = reduce(
         lambda a, b: a & b,
-        [(data[_quote(c)] if c else F.lit(None)).eqNullSafe(deletes[r]) for c, r in zip(cols, renamed)],
+        [(data[J.quote(c)] if c else F.lit(None)).eqNullSafe(deletes[r]) for c, r in zip(cols, renamed)],
     )
     return data.join(F.broadcast(deletes), condition, "left_anti")
 
-
-def _quote(name: str) -> str:
-    return f"`{name}`"

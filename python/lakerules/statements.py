@@ -106,8 +106,7 @@ def _call(ctx, name_text: str, args_text: str):
         raise LakeError(
             f"lakerules: CALL {catalog}.system.{procedure}: name the table as namespace.table, not {values['table']!r}"
         )
-    text = ".".join("`" + p.replace("`", "``") + "`" for p in (catalog, *table_parts))
-    return _marked(ctx, text, maintenance.command(procedure, values))
+    return _marked(ctx, [catalog, *table_parts], maintenance.command(procedure, values))
 
 
 def _is_catalog(spark, name: str) -> bool:
@@ -125,13 +124,17 @@ def _is_lake_catalog(spark, name: str) -> bool:
     return bridge.catalogOptions(name) is not None
 
 
-def _marked(ctx, table_text: str, run: Callable):
-    """SELECT * FROM table AS __lakerules_command_N; the command runs when Spark resolved it."""
+def _marked(ctx, table: str | list[str], run: Callable):
+    """SELECT * FROM table AS __lakerules_command_N, built as objects; the command runs when Spark
+    resolved it. ``table``: the name as the statement spelled it (Spark's parser reads it, as it
+    would its own statement's) or its parts."""
+    if isinstance(table, str):
+        parser = ctx.spark._jsparkSession.sessionState().sqlParser()
+        table = [str(p) for p in J.from_seq(parser.parseMultipartIdentifier(table))]
     with _lock:
         n = next(_ids)
         _pending[n] = run
-    parser = ctx.spark._jsparkSession.sessionState().sqlParser()
-    return parser.parsePlan(f"SELECT * FROM {table_text} AS {MARKER}{n}")
+    return J.star_from(ctx.spark, table, f"{MARKER}{n}")
 
 
 def _explain(ctx, inner: str, mode: str | None):
@@ -242,5 +245,16 @@ def _existing_field(table, text: str) -> str:
     raise LakeError(f"lakerules: table {table.name()} has no partition field {text!r} in its current spec")
 
 
+_PART = re.compile(r"\s*(?:`((?:[^`]|``)*)`|([^.`\s]+))\s*(?:\.|$)")
+
+
 def _unquote(name: str) -> str:
-    return ".".join(p[1:-1] if p.startswith("`") and p.endswith("`") else p for p in name.split("."))
+    """A possibly quoted (multipart) name as its parts joined by dots: `a``b`.c -> a`b.c."""
+    parts, pos, name = [], 0, name.strip()
+    while pos < len(name):
+        m = _PART.match(name, pos)
+        if not m or m.end() == pos:
+            raise LakeError(f"lakerules: cannot parse the name {name!r}")
+        parts.append(m.group(1).replace("``", "`") if m.group(1) is not None else m.group(2))
+        pos = m.end()
+    return ".".join(parts)

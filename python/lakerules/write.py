@@ -131,19 +131,21 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     if len(df.columns) != len(fields) + len(order_by):
         raise LakeError(f"lakerules: writing {len(df.columns)} columns into {table.name()}, which has {len(fields)}")
     columns = []
+    names = df.columns
     for i, f in enumerate(fields):
         spark_type = schemas.iceberg_type_to_spark(f.field_type, with_ids=True)
-        columns.append(df[i].cast(spark_type).alias(f.name, metadata={schemas.FIELD_ID: f.field_id}))
+        # df[i] would read df's i-th name as an attribute name (a`b is a syntax error there)
+        columns.append(df[J.quote(names[i])].cast(spark_type).alias(f.name, metadata={schemas.FIELD_ID: f.field_id}))
     part_cols = partitioning.partition_columns(spec, schema, catalog_name, {f.name for f in fields} | set(order_by))
     # The partition columns read the source columns by their table names, so select those first.
-    out = df.select(*columns, *[df[c] for c in order_by])
+    out = df.select(*columns, *[df[J.quote(c)] for c in order_by])
     if part_cols:
         out = out.select("*", *[p.expr for p in part_cols])
     if cluster:
-        out = out.repartition(*[F.col(p.dir_name) for p in part_cols]) if part_cols else out.coalesce(1)
+        out = out.repartition(*[J.column(p.dir_name) for p in part_cols]) if part_cols else out.coalesce(1)
     if order_by:
         # Sorted by the partition columns first, as Spark's writer needs: it then adds no sort of its own.
-        out = out.sortWithinPartitions(*[F.col(p.dir_name) for p in part_cols], *order_by).drop(*order_by)
+        out = out.sortWithinPartitions(*[J.column(p.dir_name) for p in part_cols], *order_by).drop(*order_by)
 
     target = _new_target(table)
     writer = (

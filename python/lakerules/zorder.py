@@ -76,7 +76,7 @@ def cluster(spark, catalog: str, groups: list[Group], columns: list[tuple[tuple[
             num_ranges: int, add_noise: bool) -> DataFrame:
     """The rows of all groups, each group range-repartitioned by z-value into its files (one
     Spark partition each), with the z-key as a last column ``ZKEY`` to sort each file by."""
-    fn = f"`{catalog}`.system"
+    fn = f"{J.quote(catalog)}.system"
     bits, ranges = ranges_and_bits(num_ranges, len(columns), add_noise)
     keys = [_orderable(path, t) for path, t in columns]
     names = groups[0].rows.columns
@@ -100,9 +100,9 @@ def cluster(spark, catalog: str, groups: list[Group], columns: list[tuple[tuple[
     data = data.join(F.broadcast(plan), _GROUP)
     bounds = [F.col(f"__b{j}") for j in range(len(keys))]
     zkey = _zkey(fn, [k for k, _ in keys], bounds, bits, ranges, add_noise, SEED + len(groups))
-    data = data.select(*[F.col(_quote(n)) for n in names], zkey.alias(ZKEY), _OFFSET, _ZBOUNDS)
+    data = data.select(*[J.column(n) for n in names], zkey.alias(ZKEY), _OFFSET, _ZBOUNDS)
     file = F.col(_OFFSET) + F.coalesce(F.call_function(f"{fn}.range_id", F.col(ZKEY), F.col(_ZBOUNDS)), F.lit(1)) - 1
-    data = data.select(*[F.col(_quote(n)) for n in names], ZKEY, file.alias(_FILE))
+    data = data.select(*[J.column(n) for n in names], ZKEY, file.alias(_FILE))
     return data.repartitionById(offset, F.col(_FILE)).drop(_FILE)
 
 
@@ -258,8 +258,7 @@ def _zkey(fn: str, values: list[Column], bounds: list[Column], bits: int, ranges
 def _orderable(path: tuple[str, ...], t: it.IcebergType) -> tuple[Column, object]:
     """A column (by its path of names) as a value range_id compares, and its Spark type; the
     order is the column's own (decimals become doubles: nearby values may share a range)."""
-    quoted = ".".join(_quote(p) for p in path)
-    col = F.col(quoted)
+    col = J.column(*path)
     match t:
         case it.BooleanType() | it.IntegerType() | it.LongType():
             return col.cast("bigint"), LongType()
@@ -268,7 +267,8 @@ def _orderable(path: tuple[str, ...], t: it.IcebergType) -> tuple[Column, object
         case it.TimestamptzType():
             return F.unix_micros(col), LongType()
         case it.TimestampType():
-            return F.expr(f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {quoted})"), LongType()
+            epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+            return F.timestamp_diff("MICROSECOND", epoch, col), LongType()
         case it.FloatType() | it.DoubleType() | it.DecimalType():
             return col.cast("double") + F.lit(0.0), DoubleType()  # + 0.0 turns -0.0 into 0.0
         case it.StringType():
@@ -277,6 +277,3 @@ def _orderable(path: tuple[str, ...], t: it.IcebergType) -> tuple[Column, object
             return col.cast("binary"), BinaryType()
     raise NotSupported(f"lakerules: cannot z-order by column {'.'.join(path)} of type {t}")
 
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

@@ -249,6 +249,45 @@ public final class Bridge {
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(out).toList(), child);
   }
 
+  /**
+   * child IN (the values of a one-column LocalRelation, each a Literal of that column's type):
+   * a long IN list built in one call from values that crossed to the JVM in bulk (Arrow), with no
+   * SQL text for the parser to read again and no Py4J call per value.
+   */
+  public static org.apache.spark.sql.catalyst.expressions.Expression inValues(
+      org.apache.spark.sql.catalyst.expressions.Expression child, LogicalPlan values) {
+    if (!(values instanceof org.apache.spark.sql.catalyst.plans.logical.LocalRelation)
+        || values.output().size() != 1) {
+      throw new IllegalArgumentException("inValues: a one-column LocalRelation, not " + values.nodeName());
+    }
+    org.apache.spark.sql.types.DataType type = values.output().head().dataType();
+    java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> literals = new java.util.ArrayList<>();
+    scala.collection.Iterator<org.apache.spark.sql.catalyst.InternalRow> rows =
+        ((org.apache.spark.sql.catalyst.plans.logical.LocalRelation) values).data().iterator();
+    while (rows.hasNext()) {
+      org.apache.spark.sql.catalyst.InternalRow row = rows.next();
+      Object v = row.isNullAt(0) ? null
+          : org.apache.spark.sql.catalyst.InternalRow$.MODULE$.copyValue(row.get(0, type));
+      literals.add(new org.apache.spark.sql.catalyst.expressions.Literal(v, type));
+    }
+    return new org.apache.spark.sql.catalyst.expressions.In(child,
+        scala.jdk.javaapi.CollectionConverters.asScala(literals).toList());
+  }
+
+  /**
+   * SELECT * FROM table AS alias, built as objects: table is the multipart name (its parts as
+   * they are, no quoting), so no name goes through the parser again.
+   */
+  public static LogicalPlan starFrom(java.util.List<String> table, String alias) {
+    LogicalPlan relation = new org.apache.spark.sql.catalyst.analysis.UnresolvedRelation(
+        scala.jdk.javaapi.CollectionConverters.asScala(table).toList(),
+        org.apache.spark.sql.util.CaseInsensitiveStringMap.empty(), false);
+    LogicalPlan aliased = org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias$.MODULE$.apply(alias, relation);
+    NamedExpression star = new org.apache.spark.sql.catalyst.analysis.UnresolvedStar(scala.Option.empty());
+    return new Project(scala.jdk.javaapi.CollectionConverters.asScala(
+        java.util.List.of(star)).toList(), aliased);
+  }
+
   /** Rethrow what Python returned as a failure, unchanged; return anything else. */
   static Object unwrap(Object result) {
     if (result instanceof Throwable) {

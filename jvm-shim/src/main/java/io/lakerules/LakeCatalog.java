@@ -253,7 +253,10 @@ public final class LakeCatalog implements TableCatalog, SupportsNamespaces, Func
     List<Expression> targs = new ArrayList<>();
     for (JsonNode a : t.path("args")) {
       if (a.has("ref")) {
-        targs.add(Expressions.column(String.join(".", toStrings(a.get("ref")))));
+        // the name parts as they are: Expressions.column would parse them again (a quote or a
+        // backtick in a column name is a syntax error there)
+        targs.add(org.apache.spark.sql.connector.expressions.LogicalExpressions.reference(
+            scala.jdk.javaapi.CollectionConverters.asScala(java.util.Arrays.asList(toStrings(a.get("ref")))).toList()));
       } else {
         targs.add(Expressions.literal(a.get("lit").asInt()));
       }
