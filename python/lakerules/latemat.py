@@ -286,7 +286,7 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     groups, total_groups = _groups_hit(scan, keep, names, by_name, footers)
     positions = J.local_frame(spark, [(r[0], r[1]) for r in rows],
                               StructType([StructField(FILE_COL, StringType()), StructField(POS_COL, LongType())]))
-    data = read_files(spark, scan.schema, list(keep), with_positions=True, row_groups=spans if keep else None)
+    data = read_files(spark, scan.schema, list(keep), with_positions=True, row_groups=spans)
     data = data.join(F.broadcast(positions), [FILE_COL, POS_COL], "left_semi")
     plan = aliased_plan(ctx, scan, data)
     remember(scan, f"{head} split ({why}); phase one read {len(scan.predicate_columns)} column(s) of "

@@ -68,23 +68,15 @@ def _joined(texts) -> str:
 
 
 def _listing(files) -> str:
-    """Files (DataFiles, or paths whose length the JVM asks of the file system) as
-    io.lakerules.LakeFileIndex takes them."""
-    parts = []
-    for f in files:
-        if isinstance(f, str):
-            parts += ["-1", f]
-        else:
-            parts += [str(f.file_size_in_bytes), f.file_path]
-    return _joined(parts)
+    """DataFiles as io.lakerules.LakeFileIndex takes them: length, path, length, path, ..."""
+    return _joined(text for f in files for text in (str(f.file_size_in_bytes), f.file_path))
 
 
 def read_files(spark, schema: Schema, files: list, with_positions: bool = False, *,
                row_groups: str | None = None) -> DataFrame:
     """A DataFrame reading Parquet data files with an Iceberg schema (columns by field id);
     with_positions adds each row's file, as Spark names it (see status_names), its row index
-    and the file's length. ``files`` are DataFiles (their lengths come from the manifests) or
-    paths. They reach Spark in one call as an io.lakerules.LakeFileIndex: no listing, no status
+    and the file's length. ``files`` are DataFiles (their lengths come from the manifests). They reach Spark in one call as an io.lakerules.LakeFileIndex: no listing, no status
     call and no Spark job per file. ``row_groups`` (late materialization) restricts the read to
     the row groups it lists (io.lakerules.RowGroupParquetFormat)."""
     read_schema = iceberg_to_spark(schema, with_ids=True)

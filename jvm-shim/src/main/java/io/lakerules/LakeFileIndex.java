@@ -29,8 +29,8 @@ import scala.collection.immutable.Seq;
  * and no Spark job per file. Spark's own index (InMemoryFileIndex) lists each path it is given,
  * which on a table of thousands of files costs a Spark job of one task per file before the scan.
  *
- * <p>The listing is one string: {@code length NUL path NUL length NUL path ...}. A length below
- * zero means unknown: that file's status is asked of its file system (used for a few files only).
+ * <p>The listing is one string: {@code length NUL path NUL length NUL path ...}, the lengths as the
+ * manifests record them.
  * Paths are taken as paths, not globs and not URL-encoded URIs, as Iceberg's metadata stores them.
  */
 public class LakeFileIndex implements FileIndex {
@@ -69,11 +69,7 @@ public class LakeFileIndex implements FileIndex {
     Path[] qualified = qualify(paths, conf);
     FileStatus[] out = new FileStatus[paths.length];
     for (int i = 0; i < paths.length; i++) {
-      long length = Long.parseLong(parts[2 * i]);
-      if (length < 0) {
-        length = qualified[i].getFileSystem(conf).getFileStatus(qualified[i]).getLen();
-      }
-      out[i] = new FileStatus(length, false, 1, BLOCK_SIZE, 0L, qualified[i]);
+      out[i] = new FileStatus(Long.parseLong(parts[2 * i]), false, 1, BLOCK_SIZE, 0L, qualified[i]);
     }
     return new LakeFileIndex(out);
   }
@@ -147,14 +143,6 @@ public class LakeFileIndex implements FileIndex {
       out.append(SparkPath.fromPath(paths[i]).urlEncoded());
     }
     return out.toString();
-  }
-
-  public int fileCount() {
-    return files.length;
-  }
-
-  public FileStatus[] statuses() {
-    return files;
   }
 
   @Override
