@@ -15,7 +15,7 @@ from py4j.protocol import Py4JJavaError
 from pyiceberg import exceptions as ie
 from pyspark.sql import SparkSession
 
-from lakerules import commit, plan as P, registry, statements
+from lakerules import commit, execute, jvm as J, plan as P, registry, statements
 from lakerules.catalogs import Catalogs
 from lakerules.context import Context
 from lakerules.errors import CatalogError, LakeError, LakeSyntaxError
@@ -52,14 +52,12 @@ class Backend:
             return self.java_error(e)
 
     def rewrite(self, jsession, jplan, phase="analysis"):
+        """Plan: rules over the tree, then lowering. Runs nothing; a command becomes a JVM
+        command node holding a PlannedCommand, which Spark runs when it executes the statement."""
         try:
             ctx = self.context(jsession)
-            commit.use_session(ctx.spark)  # for its snapshot-property settings
             tree = P.from_jvm(ctx.spark, jplan)
-            tree = registry.apply_rules(tree, ctx, "analysis" if phase == "explain" else phase)
-            if phase == "explain" and P.collect(tree, P.Command):
-                # Under EXPLAIN: describe what would run; run nothing.
-                return statements.explained(ctx, tree)
+            tree = registry.apply_rules(tree, ctx, phase)
             return P.to_jvm(ctx, tree)
         except BaseException as e:  # noqa: BLE001
             return self.java_error(e)
@@ -81,7 +79,12 @@ class Backend:
     # ---- helpers -------------------------------------------------------------------------
 
     def context(self, jsession) -> Context:
-        return Context(spark=self.session(jsession), catalogs=self.catalogs, lowerings={P.LakeScan: lower_scan, LateScan: lower_late_scan})
+        return Context(spark=self.session(jsession), catalogs=self.catalogs,
+                       lowerings={P.LakeScan: lower_scan, LateScan: lower_late_scan, P.Command: self.command_node})
+
+    def command_node(self, ctx, node: P.Command, lower):
+        """A planned command as the JVM command node Spark executes (io.lakerules.LakeCommand)."""
+        return J.command_node(ctx.spark, PlannedCommand(self, node), node.result_schema, P.explain(node))
 
     def session(self, jsession) -> SparkSession:
         if jsession is None or jsession.equals(self.spark._jsparkSession):
@@ -95,6 +98,26 @@ class Backend:
         if origin is not None:
             return origin
         return self.spark._jvm.io.lakerules.Bridge.analysisError(_message(e))
+
+
+class PlannedCommand:
+    """What io.lakerules.LakeCommand runs (io.lakerules.LakeAction): one planned command,
+    executed by lakerules.execute each time Spark executes the statement."""
+
+    class Java:
+        implements = ["io.lakerules.LakeAction"]
+
+    def __init__(self, backend: Backend, node: P.Command):
+        self.backend = backend
+        self.node = node
+
+    def run(self, jsession):
+        try:
+            ctx = self.backend.context(jsession)
+            commit.use_session(ctx.spark)  # for its snapshot-property settings
+            return execute.execute(ctx, self.node)
+        except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
+            return self.backend.java_error(e)
 
 
 def _message(e: BaseException) -> str:

@@ -126,3 +126,10 @@ def is_in(spark: SparkSession, col: Column, values: list, data_type) -> Column:
 def star_from(spark: SparkSession, table: list[str], alias: str):
     """The unresolved plan SELECT * FROM table AS alias, with ``table``'s name parts as they are."""
     return spark._jvm.io.lakerules.Bridge.starFrom(to_java_list(spark, table), alias)
+
+
+def command_node(spark: SparkSession, action, result_schema: str, description: str):
+    """io.lakerules.LakeCommand: the JVM command node that runs ``action`` (a Python
+    io.lakerules.LakeAction) when Spark executes the statement; ``result_schema`` is lakerules'
+    own fixed DDL of its result columns."""
+    return spark._jvm.io.lakerules.LakeCommand.create(action, result_schema, description)

@@ -190,6 +190,7 @@ def command(procedure: str, values: dict):
 
     shown = ", ".join(f"{k} => {v!r}" for k, v in values.items() if v is not None)
     run_fn.description = f"CALL system.{procedure}({shown})"
+    run_fn.schema = RESULTS[procedure]
     return run_fn
 
 

@@ -45,7 +45,7 @@ from pyiceberg.types import StructType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, dialect, jvm as J, schema as schemas, zorder
+from lakerules import commit, dialect, jvm as J, progress, schema as schemas, zorder
 from lakerules.errors import ConflictError, LakeError
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
@@ -97,6 +97,7 @@ def command(statement: Statement):
     """The function the statement's marker runs, fn(ctx, table); EXPLAIN shows its description."""
     run_fn = functools.partial(run, statement=statement)
     run_fn.description = statement.text
+    run_fn.schema = RESULT_SCHEMA
     return run_fn
 
 
@@ -207,6 +208,7 @@ def run(ctx, table, statement: Statement):
         return _result(ctx, table, settings, statement, units, [], [], [], stats, started, columns)
     # 4. rewrite
     if columns:
+        progress.step(spark, f"sample z-order ranges of {len(units)} bins")
         groups = [zorder.Group(_read(ctx, table, ref, snapshot.snapshot_id, u.files),
                                sum(p.file.record_count for p in u.files), u.num_files) for u in units]
         df = zorder.cluster(spark, ref.catalog, groups, [(path, f.field_type) for path, f in columns],
@@ -219,6 +221,7 @@ def run(ctx, table, statement: Statement):
                   for i, u in enumerate(units)]
         df = functools.reduce(DataFrame.unionByName, frames).repartitionById(len(units), F.col(_BIN)).drop(_BIN)
         order_by = ()
+    progress.step(spark, f"rewrite {len(units)} bins")
     written = write_files(spark, ref.catalog, table, df, order_by=order_by)
     # 5. commit
     removed = [p.file for u in units for p in u.files]

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from lakerules import jvm as J
+from lakerules import jvm as J, pending
+from lakerules.errors import LakeError, NotSupported
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,12 +120,19 @@ class LakeScan(Node):
         )
 
 
+# The result columns of row-level statements, as Spark's own DML gives them.
+DML_RESULT = "num_affected_rows long"
+MERGE_RESULT = "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long"
+
+
 @dataclass(frozen=True, eq=False)
 class Command(Node):
-    """A node that does its work when the plan is turned back into Spark's (a write, a commit)."""
+    """A planned statement that writes or commits. Lowered to one JVM command node
+    (io.lakerules.LakeCommand) that Spark runs once, when it executes the statement; what runs
+    is in lakerules.execute. Planning it runs nothing."""
 
-    def run(self, ctx, lower: Callable[[Node], Any]) -> Any:
-        raise NotImplementedError
+    # The columns of the statement's result (lakerules' own fixed DDL; "" for none).
+    result_schema = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,25 +159,20 @@ class WriteToLake(Command):
     def describe(self) -> str:
         return f"WriteToLake {self.mode} {self.table}"
 
-    def run(self, ctx, lower):
-        from lakerules import write
-
-        return write.run_write(ctx, self, lower(self.query))
-
 
 @dataclass(frozen=True, eq=False)
 class StatementCommand(Command):
     """A statement Spark's grammar lacks (see lakerules.statements), on a resolved lake table."""
+
+    @property
+    def result_schema(self) -> str:
+        return getattr(self.run_fn, "schema", "")
 
     table: TableRef
     run_fn: Callable = field(repr=False)
 
     def describe(self) -> str:
         return getattr(self.run_fn, "description", None) or f"StatementCommand {self.table}"
-
-    def run(self, ctx, lower):
-        table = ctx.catalogs.load(self.table.catalog, self.table.namespace, self.table.name)
-        return self.run_fn(ctx, table)
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,11 +198,6 @@ class CreateTableAsSelect(Command):
     def describe(self) -> str:
         return f"CreateTableAsSelect {self.table}"
 
-    def run(self, ctx, lower):
-        from lakerules import write
-
-        return write.run_ctas(ctx, self, lower(self.query))
-
 
 @dataclass(frozen=True, eq=False)
 class DeleteFromLake(Node):
@@ -223,6 +221,8 @@ class WriteDeletes(Command):
     the affected data files rewritten without the matched rows. Files whose every row matches
     are dropped whole; no WHERE drops every file."""
 
+    result_schema = DML_RESULT
+
     table: TableRef
     relation: LakeRelation
     condition: Any = field(default=None, repr=False)
@@ -238,11 +238,6 @@ class WriteDeletes(Command):
                     f"keeping rows WHERE NOT ({cond}) <=> true")
         return (f"WriteDeletes {self.table} merge-on-read: INSERT INTO {self.table}.DELETE (file_path, pos) "
                 f"SELECT <file>, <position> FROM {self.table} WHERE {cond}")
-
-    def run(self, ctx, lower):
-        from lakerules import rowlevel
-
-        return rowlevel.run_delete(ctx, self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,6 +263,8 @@ class WriteUpdate(Command):
     row becomes a position delete and a new row, committed together. With ``mode``
     copy-on-write, or without WHERE, the affected files are rewritten instead."""
 
+    result_schema = DML_RESULT
+
     table: TableRef
     relation: LakeRelation
     assignments: tuple = field(default=(), repr=False)
@@ -284,11 +281,6 @@ class WriteUpdate(Command):
         return (f"WriteUpdate {self.table} merge-on-read: INSERT INTO {self.table}.UPDATE (file_path, pos, <new columns>) "
                 f"SELECT <file>, <position>, <row with SET {sets}> FROM {self.table} WHERE {cond}; "
                 "delete part clustered by data file partition, new rows by their new partition")
-
-    def run(self, ctx, lower):
-        from lakerules import rowlevel
-
-        return rowlevel.run_update(ctx, self)
 
 
 @dataclass(frozen=True)
@@ -331,6 +323,8 @@ class WriteMerge(Command):
     source; each joined row's first WHEN clause that holds decides: update (a position delete
     and a new row), delete (a position delete), insert (a new row). One snapshot."""
 
+    result_schema = MERGE_RESULT
+
     table: TableRef
     relation: LakeRelation
     source: Any = field(repr=False)
@@ -357,11 +351,6 @@ class WriteMerge(Command):
         if self.not_matched_by_source:
             return "leftouter"
         return "inner"
-
-    def run(self, ctx, lower):
-        from lakerules import rowlevel
-
-        return rowlevel.run_merge(ctx, self)
 
 
 def _assignments_sql(assignments) -> str:
@@ -459,20 +448,18 @@ def from_jvm(spark, plan) -> Node:
 
 def _statement(alias_plan) -> StatementCommand | None:
     """SELECT * FROM t AS __lakerules_command_N, as lakerules.statements parsed it."""
-    from lakerules import statements
-    from lakerules.errors import LakeError
-
     alias = alias_plan.alias()
-    if not alias.startswith(statements.MARKER):
+    if not pending.is_marker(alias):
         return None
-    run = statements.take_command(alias)
+    run = pending.get(alias)
     child = alias_plan.child()
     while J.simple_name(child) == "SubqueryAlias":  # Spark names the resolved relation too
         child = child.child()
     if not _is_lake_relation(child):
         raise LakeError(f"lakerules: this statement needs a lake table; {child.simpleString(1)} is not one")
     if run is None:
-        raise LakeError("lakerules: this statement was already run; run the SQL text again")
+        raise LakeError("lakerules: this statement's plan is no longer held (many statements were parsed "
+                        "since); run its SQL text again")
     return StatementCommand(table=_relation(child).table, run_fn=run)
 
 
@@ -484,8 +471,6 @@ def _unaliased(plan):
 
 
 def _merge_actions(seq) -> tuple:
-    from lakerules.errors import NotSupported
-
     out = []
     for a in J.from_seq(seq):
         kind = {"UpdateAction": "update", "DeleteAction": "delete", "InsertAction": "insert"}.get(J.simple_name(a))
@@ -569,7 +554,10 @@ def _transform_json(t) -> dict:
 
 
 def to_jvm(ctx, node: Node):
-    """The JVM plan for a lakerules plan; commands run here, in plan order (children first)."""
+    """The JVM plan for a lakerules plan. Nodes lakerules planned lower through
+    ``ctx.lowerings`` (by node type, the nearest base class that has one): a scan becomes a
+    file read, a command one JVM command node that runs when Spark executes it. Lowering runs
+    nothing."""
 
     def lower(n: Node):
         match n:
@@ -583,13 +571,10 @@ def to_jvm(ctx, node: Node):
                 return n.jvm.withNewChildren(J.to_seq(ctx.spark, new))
             case LakeRelation():
                 return n.jvm
-            case Command():
-                return n.run(ctx, lower)
             case _:
-                lowering = ctx.lowerings.get(type(n))
+                lowering = next((ctx.lowerings[c] for c in type(n).__mro__ if c in ctx.lowerings), None)
                 if lowering is None:
                     raise TypeError(f"lakerules: no lowering for plan node {type(n).__name__}")
                 return lowering(ctx, n, lower)
 
     return lower(node)
-

@@ -2,10 +2,11 @@
 
 A rule is a function ``rule(plan, ctx) -> plan`` over lakerules plan nodes (``lakerules.plan``).
 It returns the same object when it changes nothing. The registry applies each batch's rules in
-order to the whole plan, then turns the plan back into Spark's (running commands on the way).
+order to the whole plan, then turns the plan back into Spark's. Rules only plan: a command
+becomes a JVM command node that Spark runs when it executes the statement (lakerules.execute).
 
 Batches run in one of two phases. ``analysis`` batches see each statement right after Spark
-resolved it: writes and row-level commands are planned and run then. ``optimizer`` batches see
+resolved it: writes and row-level commands are planned then. ``optimizer`` batches see
 queries inside Spark's operator optimization, after Spark pushed filters down next to each lake
 relation: scans are planned then.
 

@@ -34,25 +34,15 @@ from pyiceberg.table.snapshots import Operation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from lakerules import commit, jvm as J, write
+from lakerules import commit, jvm as J, progress, write
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
+from lakerules import plan as P
 from lakerules.plan import LakeScan
 from lakerules.planning import ScanPlan, plan_scan
 from lakerules.scan import FILE_COL, POS_COL, scan_dataframe, status_names
 
-MODES = ("merge-on-read", "copy-on-write")
 _CATALYST = "org.apache.spark.sql.catalyst"
-
-
-def delete_mode(table) -> str:
-    """The table's write.delete.mode (Iceberg's property); v1 tables can only copy on write."""
-    mode = table.properties.get("write.delete.mode", "merge-on-read").lower()
-    if mode not in MODES:
-        raise LakeError(f"lakerules: table property write.delete.mode={mode!r} is not one of {list(MODES)}")
-    if table.format_version < 2:
-        return "copy-on-write"
-    return mode
 
 
 def run_delete(ctx, node):
@@ -158,6 +148,7 @@ def _matched_positions(ctx, node, table, snapshot, planned, partial):
     if not partial:
         return None, {}, []
     spark = ctx.spark
+    progress.step(spark, "find matching rows")
     rows = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, partial), True)
     files, partitions = _file_lookup(spark, partial, "file_path")
     matched = (
@@ -194,6 +185,7 @@ def _live_rows(ctx, table, snapshot, planned_files) -> int:
     with_deletes = [p for p in planned_files if p.position_deletes or p.equality_deletes]
     if not with_deletes:
         return plain
+    progress.step(ctx.spark, "count live rows of files dropped whole")
     scan = LakeScan(table=None, snapshot_id=snapshot.snapshot_id, output=(), iceberg=table, schema=table.schema(),
                     plan=ScanPlan(files=tuple(with_deletes)))
     return plain + scan_dataframe(ctx, scan).count()
@@ -289,37 +281,10 @@ def _update_validation(touched: list, expr: BooleanExpression) -> commit.Validat
 
 
 def _affected(spark, n: int):
-    return J.result_rows(spark, [(int(n),)], "num_affected_rows long")
+    return J.result_rows(spark, [(int(n),)], P.DML_RESULT)
 
 
 # ---- UPDATE -------------------------------------------------------------------------------------
-
-
-def update_mode(table) -> str:
-    """The table's write.update.mode (Iceberg's property); v1 tables can only copy on write."""
-    mode = table.properties.get("write.update.mode", "merge-on-read").lower()
-    if mode not in MODES:
-        raise LakeError(f"lakerules: table property write.update.mode={mode!r} is not one of {list(MODES)}")
-    return "copy-on-write" if table.format_version < 2 else mode
-
-
-def check_assignments(node) -> None:
-    """Assignments name top-level columns, each at most once (Spark has cast the values)."""
-    seen = set()
-    for key, value in node.assignments:
-        if J.simple_name(key) != "AttributeReference":
-            raise NotSupported(
-                f"lakerules: UPDATE {node.table}: assigning to {key.sql()} is not supported; "
-                "assign the whole top-level column (e.g. SET s = named_struct(...))"
-            )
-        ident = key.exprId().id()
-        if ident in seen:
-            raise LakeError(f"lakerules: UPDATE {node.table}: column {key.name()} is assigned more than once")
-        seen.add(ident)
-        if not value.deterministic():
-            raise LakeError(f"lakerules: UPDATE {node.table}: the value {value.sql()} for {key.name()} is not deterministic")
-    if node.condition is not None and not node.condition.deterministic():
-        raise LakeError(f"lakerules: UPDATE {node.table}: the condition {node.condition.sql()} is not deterministic")
 
 
 def _new_values(spark, node, plan, keep_positions: bool):
@@ -342,7 +307,6 @@ def _new_values(spark, node, plan, keep_positions: bool):
 def run_update(ctx, node):
     spark = ctx.spark
     t = node.table
-    check_assignments(node)
     table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
     snapshot = table.current_snapshot()
     if snapshot is None:
@@ -365,6 +329,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
     """Merge-on-read: one read of the matched rows, cached with their new values, file and
     position; the delete part and the new rows are written from it and committed together."""
     spark = ctx.spark
+    progress.step(spark, "read matching rows with their new values")
     matched_plan = J.analyzed(_rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, files), True))
     updated = J.dataframe(spark, _new_values(spark, node, matched_plan, keep_positions=True))
     lookup, partitions = _file_lookup(spark, files, "__lakerules_path")
@@ -399,6 +364,7 @@ def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything
     """Copy-on-write: the files with matched rows are rewritten, matched rows with their new
     values and the others as they were; without WHERE every file is."""
     spark = ctx.spark
+    progress.step(spark, "find the files to rewrite")
     scan = _partial_scan(node, table, snapshot, planned, files)
     if everything:
         touched = files
@@ -551,6 +517,7 @@ def run_merge(ctx, node):
     rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name").persist()
     written_data, written_deletes = [], []
     try:
+        progress.step(spark, "join target rows with the source")
         doubled = (rows.where(F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
                    .groupBy(FILE_COL, POS_COL).count().where("count > 1").limit(1).collect())
         if doubled:
@@ -588,5 +555,5 @@ def run_merge(ctx, node):
 def _merge_result(spark, updated: int, deleted: int, inserted: int):
     return J.result_rows(
         spark, [(updated + deleted + inserted, updated, deleted, inserted)],
-        "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long",
+        P.MERGE_RESULT,
     )

@@ -16,14 +16,12 @@ Iceberg's maintenance procedures on a lake catalog (lakerules.maintenance):
 
 from __future__ import annotations
 
-import itertools
 import re
-import threading
 from typing import Callable
 
 from pyiceberg.transforms import IdentityTransform
 
-from lakerules import explain as explain_mod, jvm as J, partitioning
+from lakerules import explain as explain_mod, jvm as J, partitioning, pending
 from lakerules.errors import LakeError
 
 _IDENT = r"(?:`[^`]*`|[^\s`])+"
@@ -34,7 +32,6 @@ _PARTITION_FIELD = re.compile(
 _TRANSFORM = re.compile(r"\s*(?P<name>\w+)\s*\((?P<args>[^()]*)\)\s*(?P<rest>.*)$", re.DOTALL)
 
 _EXPLAIN = re.compile(r"\s*EXPLAIN(?:\s+(?P<mode>EXTENDED|FORMATTED|CODEGEN|COST))?\s+(?P<inner>.*)$", re.IGNORECASE | re.DOTALL)
-EXPLAIN_COLUMN = "__lakerules_explain__"
 
 # What the shim routes to Python: the start of each statement above, and EXPLAIN (so that
 # explaining a lake command never runs it).
@@ -46,12 +43,6 @@ _CALL = re.compile(
     rf"\s*CALL\s+(?P<name>{_NAME_PART}(?:\s*\.\s*{_NAME_PART})*)\s*\((?P<args>.*)\)\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
-
-
-MARKER = "__lakerules_command_"
-_pending: dict[int, Callable] = {}
-_ids = itertools.count(1)
-_lock = threading.Lock()
 
 
 def parse(ctx, sql_text: str):
@@ -125,57 +116,29 @@ def _is_lake_catalog(spark, name: str) -> bool:
 
 
 def _marked(ctx, table: str | list[str], run: Callable):
-    """SELECT * FROM table AS __lakerules_command_N, built as objects; the command runs when Spark
-    resolved it. ``table``: the name as the statement spelled it (Spark's parser reads it, as it
+    """SELECT * FROM table AS __lakerules_command_N, built as objects; the command is planned
+    when Spark resolved it (lakerules.pending), and runs when Spark executes the statement. ``table``: the name as the statement spelled it (Spark's parser reads it, as it
     would its own statement's) or its parts."""
     if isinstance(table, str):
         parser = ctx.spark._jsparkSession.sessionState().sqlParser()
         table = [str(p) for p in J.from_seq(parser.parseMultipartIdentifier(table))]
-    with _lock:
-        n = next(_ids)
-        _pending[n] = run
-    return J.star_from(ctx.spark, table, f"{MARKER}{n}")
+    return J.star_from(ctx.spark, table, pending.put(run))
 
 
 def _explain(ctx, inner: str, mode: str | None):
     """EXPLAIN: Spark's explanation plus the lake scans; for a statement that would run a lake
-    command, the lakerules plan of the command instead, which is planned and not run.
-
-    The statement is analyzed with the shim's explain flag set, so the registry plans commands
-    without running them. Statements that touch no lake table are left to Spark's own EXPLAIN.
+    command, the lakerules plan of the command (planning runs nothing: lakerules.execute).
+    Statements that touch no lake table are left to Spark's own EXPLAIN.
     """
-    jsession = ctx.spark._jsparkSession
-    state = jsession.sessionState()
+    state = ctx.spark._jsparkSession.sessionState()
     if _EXPLAIN.match(inner) or _PARTITION_FIELD.match(inner):
         return None
-    plan = state.sqlParser().parsePlan(inner)
-    bridge = ctx.spark._jvm.io.lakerules.Bridge
-    bridge.setExplaining(True)
-    try:
-        analyzed = state.analyzer().execute(plan)
-    finally:
-        bridge.setExplaining(False)
-    names = [a.name() for a in J.from_seq(analyzed.output())]
-    if names == [EXPLAIN_COLUMN]:
-        text = J.dataframe(ctx.spark, analyzed).collect()[0][0]
-        return J.result_rows(ctx.spark, [(text,)], "plan string")
+    analyzed = state.analyzer().execute(state.sqlParser().parsePlan(inner))
+    if J.class_name(analyzed) == "io.lakerules.LakeCommand":
+        return J.result_rows(ctx.spark, [("== lakerules plan (not run) ==\n" + analyzed.description(),)], "plan string")
     if not ctx.spark._jvm.io.lakerules.Bridge.touchesLake(analyzed):
         return None
     return J.result_rows(ctx.spark, [(explain_mod.explain_text(ctx.spark, analyzed, mode),)], "plan string")
-
-
-def explained(ctx, tree) -> object:
-    """The plan EXPLAIN shows for a lakerules plan that holds commands."""
-    from lakerules.plan import explain
-
-    text = "== lakerules plan (not run) ==\n" + explain(tree)
-    return J.result_rows(ctx.spark, [(text,)], f"{EXPLAIN_COLUMN} string")
-
-
-def take_command(alias: str) -> Callable | None:
-    """The pending command of a marker alias (each runs once)."""
-    with _lock:
-        return _pending.pop(int(alias[len(MARKER):]), None)
 
 
 def _partition_field(ctx, table, op: str, rest: str):

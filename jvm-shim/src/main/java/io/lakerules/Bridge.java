@@ -18,7 +18,8 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 public final class Bridge {
   /**
    * Statements the Python parser takes come back as SELECT * FROM table AS __lakerules_command_N,
-   * so that Spark resolves the table and the command runs at analysis, like any other.
+   * so that Spark resolves the table like any other; the registry then plans the command into a
+   * LakeCommand, which runs when Spark executes the statement.
    */
   public static final String COMMAND_MARKER = "__lakerules_command_";
   private static volatile LakeBackend backend;
@@ -31,8 +32,6 @@ public final class Bridge {
    */
   private static final Pattern BUILT_ROUTES = builtRoutes();
   private static final Map<String, Map<String, String>> catalogOptions = new ConcurrentHashMap<>();
-  /** Set while an EXPLAIN analyzes its statement: commands are described, never run. */
-  private static final ThreadLocal<Boolean> explaining = ThreadLocal.withInitial(() -> false);
 
   private Bridge() {}
 
@@ -90,15 +89,6 @@ public final class Bridge {
               + "it again."));
     }
     return PythonBackend.ensure(session);
-  }
-
-  /** Called from Python on the thread that parses an EXPLAIN, around the analysis of its statement. */
-  public static void setExplaining(boolean on) {
-    explaining.set(on);
-  }
-
-  static boolean explaining() {
-    return explaining.get();
   }
 
   static boolean routed(String sql) {

@@ -15,9 +15,8 @@ public interface LakeBackend {
 
   /**
    * A plan that touches a lake table or catalog: the rewritten plan, or a Throwable. phase is
-   * "analysis" (a resolved plan: commands are planned and run), "explain" (the same, under
-   * EXPLAIN: commands are described, not run) or "optimizer" (scans are planned, with the
-   * filters Spark pushed down next to them).
+   * "analysis" (a resolved plan: a command becomes a {@link LakeCommand}, planned, not run) or
+   * "optimizer" (scans are planned, with the filters Spark pushed down next to them).
    */
   Object rewrite(Object session, LogicalPlan plan, String phase);
 

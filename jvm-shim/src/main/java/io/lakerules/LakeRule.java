@@ -6,7 +6,9 @@ import org.apache.spark.sql.catalyst.rules.Rule;
 
 /**
  * Hands plans that touch a lake table to the Python rule registry: resolved plans after
- * analysis (commands), and plans in the optimizer (scans), each with its phase.
+ * analysis (commands, planned into a {@link LakeCommand}), and plans in the optimizer (scans),
+ * each with its phase. Both only plan: nothing is written or committed while Spark analyzes or
+ * optimizes, however many times it does.
  */
 final class LakeRule extends Rule<LogicalPlan> {
   private final SparkSession session;
@@ -30,7 +32,7 @@ final class LakeRule extends Rule<LogicalPlan> {
     if (!plan.resolved() || !Bridge.touchesLake(plan)) {
       return plan;
     }
-    String phase = optimizer ? "optimizer" : Bridge.explaining() ? "explain" : "analysis";
+    String phase = optimizer ? "optimizer" : "analysis";
     Object out = Bridge.unwrap(Bridge.backend(session).rewrite(session, plan, phase));
     return out == null ? plan : (LogicalPlan) out;
   }

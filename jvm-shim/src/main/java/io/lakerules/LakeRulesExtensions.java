@@ -18,7 +18,8 @@ public final class LakeRulesExtensions extends AbstractFunction1<SparkSessionExt
     ext.injectParser((session, delegate) -> LakeParser.wrap(session, delegate));
     // 2. Post-hoc resolution: after Spark resolved names, types and subqueries, hand plans that
     //    touch lake tables to the Python rule registry: writes and row-level commands are
-    //    planned, run and committed there.
+    //    planned there into a LakeCommand node, which Spark runs once when it executes the
+    //    statement.
     ext.injectPostHocResolutionRule(LakeRule::analysis);
     // 3. Operator optimization: this batch's own rules run first, so the filters Spark can
     //    push down (from SQL, DataFrame chains, joins, inferred constraints) are next to each

@@ -122,6 +122,17 @@ public final class PythonBackend {
     }
   }
 
+  /**
+   * The error for a call into the Python registry that failed: when the process this class
+   * started has died, one that says so; else e itself. (Calls through a registry go through a
+   * {@link Guard}; a planned command's action is called directly, by {@link LakeCommand}.)
+   */
+  static RuntimeException orDied(RuntimeException e) {
+    Launched l = current;
+    RuntimeException died = l == null ? null : l.died(e);
+    return died != null ? died : e;
+  }
+
   static RuntimeException fail(String message) {
     return Bridge.sneakyThrow(Bridge.analysisError(message));
   }

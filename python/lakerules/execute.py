@@ -1,0 +1,53 @@
+"""The executor: the one place planned commands run (write files, commit).
+
+Planning (the rules, lowering) builds a tree of lakerules nodes and runs nothing; a command
+node becomes one JVM command node (io.lakerules.LakeCommand) whose ``run`` Spark calls once,
+when it executes the statement. That call lands here: node type -> the function that runs it.
+Each returns the JVM plan of the statement's result rows (a LocalRelation).
+
+Every Spark job a command runs carries a job description naming the statement and its step
+(lakerules.progress).
+"""
+
+from __future__ import annotations
+
+from lakerules import plan as P, progress, rowlevel, write
+
+_VERBS = {
+    P.WriteToLake: "INSERT",
+    P.CreateTableAsSelect: "CREATE TABLE AS SELECT",
+    P.WriteDeletes: "DELETE",
+    P.WriteUpdate: "UPDATE",
+    P.WriteMerge: "MERGE",
+}
+
+
+def execute(ctx, node: P.Command):
+    """Run a planned command once; the JVM plan of its result rows."""
+    with progress.statement(ctx, _title(node)):
+        match node:
+            case P.WriteToLake():
+                return write.run_write(ctx, node, P.to_jvm(ctx, node.query))
+            case P.CreateTableAsSelect():
+                return write.run_ctas(ctx, node, P.to_jvm(ctx, node.query))
+            case P.WriteDeletes():
+                return rowlevel.run_delete(ctx, node)
+            case P.WriteUpdate():
+                return rowlevel.run_update(ctx, node)
+            case P.WriteMerge():
+                return rowlevel.run_merge(ctx, node)
+            case P.StatementCommand():
+                t = node.table
+                return node.run_fn(ctx, ctx.catalogs.load(t.catalog, t.namespace, t.name))
+            case _:
+                raise TypeError(f"lakerules: no executor for plan node {type(node).__name__}")
+
+
+def _title(node: P.Command) -> str:
+    if isinstance(node, P.StatementCommand):
+        text = getattr(node.run_fn, "description", None) or f"statement on {node.table}"
+        return " ".join(text.split())[:200]
+    if isinstance(node, P.WriteToLake):
+        verb = {"append": "INSERT INTO", "overwrite": "INSERT OVERWRITE", "dynamic": "INSERT OVERWRITE (dynamic)"}[node.mode]
+        return f"{verb} {node.table}"
+    return f"{_VERBS.get(type(node), type(node).__name__)} {node.table}"
