@@ -34,7 +34,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, partitioning, paths, schema as schemas
+from lakerules import commit, jvm as J, partitioning, paths, progress, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.maintenance import hidden
@@ -115,6 +115,7 @@ def run_ctas(ctx, node, query_plan):
 
 def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> list[DataFile]:
     """Write df (columns in table order) as data files of the table's current spec."""
+    progress.step(ctx.spark, "write data files")
     return write_files(ctx.spark, catalog_name, table, df)
 
 
@@ -176,6 +177,7 @@ def write_position_deletes(spark, table: Table, df: DataFrame, partitions: list[
     an index into ``partitions``, the (spec id, partition) of the data file each row points at.
     Rows are shuffled by that partition, so each partition's deletes are written by one task
     into one file, sorted by file path then position as the spec asks."""
+    progress.step(spark, "write delete files")
     columns = [
         F.col("file_path").cast("string").alias("file_path", metadata={schemas.FIELD_ID: POSITION_DELETE_FIELDS[0].field_id}),
         F.col("pos").cast("long").alias("pos", metadata={schemas.FIELD_ID: POSITION_DELETE_FIELDS[1].field_id}),

@@ -12,7 +12,7 @@ files that hold matched rows. What runs is in lakerules.rowlevel.
 from __future__ import annotations
 
 from lakerules.plan import DeleteFromLake, Node, WriteDeletes
-from lakerules.rowlevel import delete_mode
+from lakerules.row_plans import delete_mode
 
 
 def rewrite_delete(plan: Node, ctx) -> Node:

@@ -12,7 +12,7 @@ or a copy-on-write rewrite of the affected files when the table says
 from __future__ import annotations
 
 from lakerules.plan import Node, UpdateLake, WriteUpdate
-from lakerules.rowlevel import check_assignments, update_mode
+from lakerules.row_plans import check_assignments, update_mode
 
 
 def rewrite_update(plan: Node, ctx) -> Node:
