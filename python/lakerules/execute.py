@@ -38,7 +38,10 @@ def execute(ctx, node: P.Command):
                 return rowlevel.run_merge(ctx, node)
             case P.StatementCommand():
                 t = node.table
-                return node.run_fn(ctx, ctx.catalogs.load(t.catalog, t.namespace, t.name))
+                table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+                if node.planned is not None:
+                    return node.run_fn(ctx, table, planned=node.planned)
+                return node.run_fn(ctx, table)
             case _:
                 raise TypeError(f"lakerules: no executor for plan node {type(node).__name__}")
 

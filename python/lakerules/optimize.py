@@ -94,10 +94,12 @@ def parse(sql_text: str) -> Statement:
 
 
 def command(statement: Statement):
-    """The function the statement's marker runs, fn(ctx, table); EXPLAIN shows its description."""
+    """The function the statement's marker runs, fn(ctx, table[, planned]); ``plan`` (ctx,
+    table) -> the files and bins it will rewrite, which EXPLAIN shows."""
     run_fn = functools.partial(run, statement=statement)
     run_fn.description = statement.text
     run_fn.schema = RESULT_SCHEMA
+    run_fn.plan = functools.partial(plan, statement=statement)
     return run_fn
 
 
@@ -172,9 +174,53 @@ class _Stats:
 # ---- the statement ------------------------------------------------------------------------------
 
 
-def run(ctx, table, statement: Statement):
-    started = int(time.time() * 1000)
-    spark = ctx.spark
+@dataclass
+class Plan:
+    """What OPTIMIZE will rewrite, decided from the table's metadata alone (steps 1-3 below):
+    EXPLAIN shows it; running it is steps 4-5."""
+
+    statement: Statement
+    settings: Settings
+    ref: TableRef
+    columns: list  # z-order columns: (path, field)
+    snapshot_id: int | None
+    scan: object = None  # planning.ScanPlan of every live data file
+    units: list = field(default_factory=list)  # _Unit: the bins (or cubes) rewritten
+    stats: _Stats = field(default_factory=_Stats)
+
+    def describe(self) -> list[str]:
+        if self.snapshot_id is None:
+            return ["table has no snapshot: nothing to rewrite"]
+        lines = [f"snapshot {self.snapshot_id}: {self.stats.considered} data files considered"
+                 + (f", {self.stats.other_spec} under an earlier partition spec left alone" if self.stats.other_spec else "")]
+        if self.columns:
+            lines.append(f"z-order by ({', '.join('.'.join(p) for p, _ in self.columns)}): "
+                         f"{self.settings.num_ranges} ranges per column, from a sample of the rows")
+        if not self.units:
+            lines.append("nothing to rewrite: the files are already laid out")
+            return lines
+        per_partition = defaultdict(lambda: [0, 0, 0])
+        for u in self.units:
+            key = _partition_text(u.files[0].file.partition) if u.files else ""
+            entry = per_partition[key]
+            entry[0] += 1
+            entry[1] += len(u.files)
+            entry[2] += u.num_files
+        lines.append(f"bins: {len(self.units)}: {sum(len(u.files) for u in self.units)} files in, "
+                     f"about {sum(u.num_files for u in self.units)} files out")
+        for key, (bins, files_in, files_out) in list(per_partition.items())[:12]:
+            lines.append(f"  partition {key or '(unpartitioned)'}: {bins} bins, {files_in} files in, about {files_out} out")
+        if len(per_partition) > 12:
+            lines.append(f"  and {len(per_partition) - 12} more partitions")
+        return lines
+
+
+def _partition_text(record) -> str:
+    return "/".join("null" if v is None else str(v) for v in (list(record) if record is not None else []))
+
+
+def plan(ctx, table, statement: Statement) -> Plan:
+    """Steps 1-3: validate, plan the files, choose the bins. Reads metadata only; writes nothing."""
     settings = Settings.of(ctx, table)
     ref = TableRef(table.catalog.name, tuple(table.name()[:-1]), table.name()[-1])
     schema, spec = table.schema(), table.spec()
@@ -183,7 +229,7 @@ def run(ctx, table, statement: Statement):
     predicate = _partition_predicate(ctx, table, ref, statement.where)
     snapshot = table.current_snapshot()
     if snapshot is None:
-        return _result(ctx, table, settings, statement, [], [], [], [], _Stats(), started, columns)
+        return Plan(statement, settings, ref, columns, None)
     # 2. plan: every live data file with its deletes; the partitions the WHERE selects
     scan = plan_scan(table, snapshot.snapshot_id)
     selected = expression_evaluator(
@@ -204,7 +250,20 @@ def run(ctx, table, statement: Statement):
         units = [u for files in partitions.values() for u in _zorder_units(files, ids, cubes_of, settings, stats)]
     else:
         units = [u for files in partitions.values() for u in _compaction_units(files, cubes_of, settings, stats)]
-    if not units:
+    return Plan(statement, settings, ref, columns, snapshot.snapshot_id, scan, units, stats)
+
+
+def run(ctx, table, statement: Statement, planned: Plan | None = None):
+    """OPTIMIZE: its plan (made again if the table moved since it was planned), then steps 4-5."""
+    started = int(time.time() * 1000)
+    spark = ctx.spark
+    snapshot = table.current_snapshot()
+    current = snapshot.snapshot_id if snapshot is not None else None
+    if planned is None or planned.snapshot_id != current:
+        planned = plan(ctx, table, statement)
+    settings, ref, columns, units, stats, scan = (planned.settings, planned.ref, planned.columns, planned.units,
+                                                  planned.stats, planned.scan)
+    if snapshot is None or not units:
         return _result(ctx, table, settings, statement, units, [], [], [], stats, started, columns)
     # 4. rewrite
     if columns:

@@ -170,9 +170,13 @@ class StatementCommand(Command):
 
     table: TableRef
     run_fn: Callable = field(repr=False)
+    planned: Any = field(default=None, repr=False)  # what run_fn.plan(ctx, table) decided, if it plans ahead
 
     def describe(self) -> str:
-        return getattr(self.run_fn, "description", None) or f"StatementCommand {self.table}"
+        head = getattr(self.run_fn, "description", None) or f"StatementCommand {self.table}"
+        if self.planned is None:
+            return head
+        return "\n".join([head, *("  " + line for line in self.planned.describe())])
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,16 +232,19 @@ class WriteDeletes(Command):
     condition: Any = field(default=None, repr=False)
     mode: str = "merge-on-read"
     jvm: Any = field(default=None, repr=False)
+    files: Any = field(default=None, repr=False)  # lakerules.row_plans.FilePlan; None: truncate
 
     def describe(self) -> str:
         cond = self.condition.sql() if self.condition is not None else "true"
         if self.condition is None:
             return f"WriteDeletes {self.table}: truncate (every data and delete file removed)"
         if self.mode == "copy-on-write":
-            return (f"WriteDeletes {self.table} copy-on-write: rewrite files with rows WHERE {cond}, "
+            head = (f"WriteDeletes {self.table} copy-on-write: rewrite files with rows WHERE {cond}, "
                     f"keeping rows WHERE NOT ({cond}) <=> true")
-        return (f"WriteDeletes {self.table} merge-on-read: INSERT INTO {self.table}.DELETE (file_path, pos) "
-                f"SELECT <file>, <position> FROM {self.table} WHERE {cond}")
+        else:
+            head = (f"WriteDeletes {self.table} merge-on-read: INSERT INTO {self.table}.DELETE (file_path, pos) "
+                    f"SELECT <file>, <position> FROM {self.table} WHERE {cond}")
+        return _with_files(head, self.files, drops_whole=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -271,8 +278,12 @@ class WriteUpdate(Command):
     condition: Any = field(default=None, repr=False)
     mode: str = "merge-on-read"
     jvm: Any = field(default=None, repr=False)
+    files: Any = field(default=None, repr=False)  # lakerules.row_plans.FilePlan
 
     def describe(self) -> str:
+        return _with_files(self._head(), self.files, drops_whole=False)
+
+    def _head(self) -> str:
         cond = self.condition.sql() if self.condition is not None else "true"
         sets = _assignments_sql(self.assignments)
         if self.mode == "copy-on-write" or self.condition is None:
@@ -333,6 +344,7 @@ class WriteMerge(Command):
     not_matched: tuple = ()
     not_matched_by_source: tuple = ()
     jvm: Any = field(default=None, repr=False)
+    files: Any = field(default=None, repr=False)  # lakerules.row_plans.FilePlan of the target
 
     def describe(self) -> str:
         lines = [f"WriteMerge {self.table} merge-on-read: target rows with <file>, <position> "
@@ -341,7 +353,9 @@ class WriteMerge(Command):
         lines += [f"  WHEN NOT MATCHED{a.sql()}" for a in self.not_matched]
         lines += [f"  WHEN NOT MATCHED BY SOURCE{a.sql()}" for a in self.not_matched_by_source]
         lines.append("  -> position deletes (updated and deleted rows) + new rows (updated and inserted), one snapshot")
-        return "\n".join(lines) + "\n" + self.source.treeString().rstrip()
+        if self.files is not None:
+            lines += ["  target " + line for line in self.files.describe(drops_whole=False)]
+        return "\n".join(lines) + "\nsource:\n" + self.source.treeString().rstrip()
 
     def join_type(self) -> str:
         if self.not_matched and self.not_matched_by_source:
@@ -351,6 +365,13 @@ class WriteMerge(Command):
         if self.not_matched_by_source:
             return "leftouter"
         return "inner"
+
+
+def _with_files(head: str, files, drops_whole: bool) -> str:
+    """A command's description, then its planned files (row_plans.FilePlan), one per line."""
+    if files is None:
+        return head
+    return "\n".join([head, *("  " + line for line in files.describe(drops_whole))])
 
 
 def _assignments_sql(assignments) -> str:

@@ -22,6 +22,7 @@ from typing import Callable
 
 from lakerules.latemat import late_materialize
 from lakerules.plan import Node, transform_up
+from lakerules.rules.plan_statements import plan_statements
 from lakerules.rules.push_filters import push_filters
 from lakerules.rules.rewrite_delete import rewrite_delete
 from lakerules.rules.rewrite_merge import rewrite_merge
@@ -45,6 +46,8 @@ def _default_batches() -> list[Batch]:
         # their target is a relation: they read it with file and position columns.
         Batch("row-level", "analysis", "DELETE/UPDATE/MERGE on lake tables become writes of delete files and data",
               [rewrite_delete, rewrite_update, rewrite_merge]),
+        # Statements Spark lacks (OPTIMIZE) are planned from the table's metadata, for EXPLAIN.
+        Batch("statements", "analysis", "OPTIMIZE and the like planned: files, bins", [plan_statements]),
         # In the optimizer, filters next to lake relations are handed to them, then every lake
         # relation becomes a scan of the data files of its snapshot that can hold matching rows.
         Batch("scans", "optimizer", "lake relations become planned, pruned file scans", [push_filters, resolve_scans]),

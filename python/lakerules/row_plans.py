@@ -1,12 +1,24 @@
 """What a row-level command will do, decided while it is planned (no Spark job, no write):
-the table's write mode, and the checks on an UPDATE's assignments. The rules
+the table's write mode, the checks on an UPDATE's assignments, and the files it touches
+(:class:`FilePlan`, which EXPLAIN shows). The rules
 (rules/rewrite_delete.py, rules/rewrite_update.py) call these; lakerules.rowlevel runs the
 planned commands."""
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, Not, NotEqualTo, NotIn, NotStartsWith
+from pyiceberg.expressions.visitors import _StrictMetricsEvaluator, expression_evaluator, strict_projection
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.typedef import KeyDefaultDict
+
 from lakerules import jvm as J
 from lakerules.errors import LakeError, NotSupported
+from lakerules.expressions import to_iceberg
+from lakerules.planning import PlannedFile, ScanPlan, plan_scan
 
 MODES = ("merge-on-read", "copy-on-write")
 
@@ -46,3 +58,105 @@ def check_assignments(node) -> None:
             raise LakeError(f"lakerules: UPDATE {node.table}: the value {value.sql()} for {key.name()} is not deterministic")
     if node.condition is not None and not node.condition.deterministic():
         raise LakeError(f"lakerules: UPDATE {node.table}: the condition {node.condition.sql()} is not deterministic")
+
+
+# ---- which files ------------------------------------------------------------------------------
+
+
+def has_negation(expr: BooleanExpression) -> bool:
+    """Whether expr negates: Iceberg's NOT (and !=, NOT IN, NOT STARTS WITH) holds on NULL, SQL's
+    does not (NULL != 5 is not true), so such a translation proves nothing about SQL's rows."""
+    if isinstance(expr, (Not, NotEqualTo, NotIn, NotStartsWith)):
+        return True
+    return any(has_negation(getattr(expr, side)) for side in ("left", "right", "child") if hasattr(expr, side))
+
+
+def every_row_matches(table: Table, expr: BooleanExpression):
+    """A test that proves, in Iceberg's expression semantics, that every row of a data file
+    matches expr: from its partition (the strict projection of expr holds on it) or from its
+    column metrics."""
+    schema = table.schema()
+    metrics = _StrictMetricsEvaluator(schema, expr)
+
+    def partition_test(spec_id: int):
+        spec = table.specs()[spec_id]
+        projected = strict_projection(schema, spec)(expr)
+        return expression_evaluator(Schema(*spec.partition_type(schema).fields), projected, True)
+
+    tests = KeyDefaultDict(partition_test)
+    return lambda f: bool(tests[f.spec_id](f.partition)) or metrics.eval(f) is True
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """The data files a DELETE, UPDATE or MERGE touches, planned at one snapshot.
+
+    ``scan``: the live data files that may hold matching rows (with the delete files that
+    apply to them); of those, ``whole`` are proven, from their partition or column metrics, to
+    hold only matching rows (a DELETE drops them without reading them) and ``read`` are read
+    to find the matching rows."""
+
+    snapshot_id: int | None
+    expr: BooleanExpression = field(default_factory=AlwaysTrue)
+    scan: ScanPlan = field(default_factory=ScanPlan)
+    whole: tuple[PlannedFile, ...] = ()
+    read: tuple[PlannedFile, ...] = ()
+
+    def describe(self, drops_whole: bool) -> list[str]:
+        """EXPLAIN's lines for this plan."""
+        if self.snapshot_id is None:
+            return ["table has no snapshot: nothing to change"]
+        s = self.scan
+        lines = [f"snapshot {self.snapshot_id}: {len(s.files)} of {s.total_data_files} data files may hold matching rows "
+                 f"(pruned by {self.expr})"]
+        if drops_whole:
+            rows = sum(p.file.record_count for p in self.whole)
+            lines.append(f"dropped whole, not read (every row matches, by partition or column metrics): "
+                         f"{len(self.whole)} files, {rows} rows before deletes")
+        with_deletes = sum(1 for p in self.read if p.position_deletes or p.equality_deletes)
+        lines.append(f"read to find matching rows: {len(self.read)} files, {with_deletes} of them with delete files")
+        parts = Counter((p.file.spec_id, _partition_text(p.file.partition)) for p in self.read)
+        if parts:
+            shown = ", ".join(f"{text or 'unpartitioned'} ({n} files)" for (_, text), n in list(parts.items())[:8])
+            more = f", and {len(parts) - 8} more" if len(parts) > 8 else ""
+            lines.append(f"partitions written to (at most one delete file each): {len(parts)}: {shown}{more}")
+        return lines
+
+
+def _partition_text(record) -> str:
+    values = list(record) if record is not None else []
+    return "/".join("null" if v is None else str(v) for v in values)
+
+
+def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, prune: bool = True) -> FilePlan:
+    """The files a row-level command on ``relation`` (a LakeRelation) with ``condition`` (a JVM
+    expression, None: every row) touches at the table's current snapshot. ``drop_whole``: find
+    the files every row of which matches (DELETE). ``prune``: False reads every file (a MERGE
+    that must see the rows matching nothing)."""
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return FilePlan(None)
+    expr, exact = AlwaysTrue(), True
+    if condition is not None and prune:
+        columns = {a.jvm.exprId().id(): a.name for a in relation.output}
+        expr, exact = to_iceberg(condition, columns)
+    planned = plan_scan(table, snapshot.snapshot_id, expr)
+    proven = None
+    if drop_whole and exact and condition is not None and not _has_subquery(spark, condition):
+        proven = _all_rows_match(table, expr)
+    whole = tuple(p for p in planned.files if proven is not None and proven(p.file))
+    read = tuple(p for p in planned.files if proven is None or not proven(p.file))
+    return FilePlan(snapshot.snapshot_id, expr, planned, whole, read)
+
+
+def _all_rows_match(table, expr: BooleanExpression):
+    """A test that proves a data file's every row matches expr, from its partition (strict
+    projection) or its column metrics; None when expr has a negation, whose Iceberg meaning
+    (NULL is not equal to 5) differs from SQL's (NULL != 5 is not true)."""
+    if has_negation(expr) or expr == AlwaysTrue():
+        return None
+    return every_row_matches(table, expr)
+
+
+def _has_subquery(spark, condition) -> bool:
+    return bool(spark._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(condition))

@@ -34,9 +34,8 @@ from pyiceberg.table.snapshots import Operation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from lakerules import commit, jvm as J, progress, write
+from lakerules import commit, jvm as J, progress, row_plans, write
 from lakerules.errors import LakeError, NotSupported
-from lakerules.expressions import to_iceberg
 from lakerules import plan as P
 from lakerules.plan import LakeScan
 from lakerules.planning import ScanPlan, plan_scan
@@ -53,18 +52,12 @@ def run_delete(ctx, node):
     if snapshot is None:
         return _affected(spark, 0)
     condition = node.condition
-    if condition is not None and not condition.deterministic():
-        raise LakeError(f"lakerules: DELETE FROM {t}: the condition {condition.sql()} is not deterministic")
     if condition is None:
         return _truncate(ctx, table, snapshot)
-
-    columns = {a.jvm.exprId().id(): a.name for a in node.relation.output}
-    expr, exact = to_iceberg(condition, columns)
-    planned = plan_scan(table, snapshot.snapshot_id, expr)
-    whole, partial = [], []
-    proven = _all_rows_match(table, expr) if exact and not _has_subquery(spark, condition) else None
-    for p in planned.files:
-        (whole if proven is not None and proven(p.file) else partial).append(p)
+    files = node.files
+    if files is None or files.snapshot_id != snapshot.snapshot_id:  # the table moved since planning
+        files = row_plans.plan_files(spark, table, node.relation, condition, drop_whole=True)
+    expr, planned, whole, partial = files.expr, files.scan, list(files.whole), list(files.read)
 
     matched, counts, partitions = _matched_positions(ctx, node, table, snapshot, planned, partial)
     try:
@@ -86,22 +79,6 @@ def run_delete(ctx, node):
         if matched is not None:
             matched.unpersist()
     return _affected(spark, affected)
-
-
-# ---- which files --------------------------------------------------------------------------------
-
-
-def _all_rows_match(table, expr: BooleanExpression):
-    """A test that proves a data file's every row matches expr, from its partition (strict
-    projection) or its column metrics; None when expr has a negation, whose Iceberg meaning
-    (NULL is not equal to 5) differs from SQL's (NULL != 5 is not true)."""
-    if write.has_negation(expr) or expr == AlwaysTrue():
-        return None
-    return write.every_row_matches(table, expr)
-
-
-def _has_subquery(spark, condition) -> bool:
-    return bool(spark._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(condition))
 
 
 def _partial_scan(node, table, snapshot, planned: ScanPlan, files) -> LakeScan:
@@ -311,10 +288,10 @@ def run_update(ctx, node):
     snapshot = table.current_snapshot()
     if snapshot is None:
         return _affected(spark, 0)
-    columns = {a.jvm.exprId().id(): a.name for a in node.relation.output}
-    expr, _ = to_iceberg(node.condition, columns) if node.condition is not None else (AlwaysTrue(), True)
-    planned = plan_scan(table, snapshot.snapshot_id, expr)
-    files = list(planned.files)
+    plan = node.files
+    if plan is None or plan.snapshot_id != snapshot.snapshot_id:  # the table moved since planning
+        plan = row_plans.plan_files(spark, table, node.relation, node.condition, drop_whole=False)
+    expr, planned, files = plan.expr, plan.scan, list(plan.read)
     if not files:
         return _affected(spark, 0)
     if node.condition is None:
@@ -461,14 +438,13 @@ def run_merge(ctx, node):
         raise LakeError(f"lakerules: MERGE INTO {t}: the ON condition {node.condition.sql()} is not deterministic")
     table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
     snapshot = table.current_snapshot()
-    columns = {a.jvm.exprId().id(): a.name for a in node.relation.output}
     # the read of the target: pruned by the ON condition's target-only parts, unless rows that
-    # match nothing must be seen (WHEN NOT MATCHED BY SOURCE)
-    expr = AlwaysTrue()
-    if not node.not_matched_by_source:
-        expr, _ = to_iceberg(node.condition, columns)
-    planned = plan_scan(table, snapshot.snapshot_id, expr) if snapshot is not None else ScanPlan()
-    files = list(planned.files)
+    # match nothing must be seen (WHEN NOT MATCHED BY SOURCE); planned by the rule
+    plan = node.files
+    if plan is None or plan.snapshot_id != (snapshot.snapshot_id if snapshot is not None else None):
+        plan = row_plans.plan_files(spark, table, node.relation, node.condition, drop_whole=False,
+                                    prune=not node.not_matched_by_source)
+    expr, planned, files = plan.expr, plan.scan, list(plan.read)
 
     # target rows (relation exprIds) with FILE_COL, POS_COL and a presence marker
     df = scan_dataframe(ctx, _partial_scan(node, table, snapshot, planned, files) if snapshot else

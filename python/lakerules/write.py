@@ -19,8 +19,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression, Not, NotEqualTo, NotIn, NotStartsWith
-from pyiceberg.expressions.visitors import _StrictMetricsEvaluator, expression_evaluator, strict_projection
+from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io.pyarrow import (
     compute_statistics_plan,
     data_file_statistics_from_parquet_metadata,
@@ -29,7 +28,7 @@ from pyiceberg.io.pyarrow import (
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
-from pyiceberg.typedef import KeyDefaultDict, Record
+from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -37,6 +36,7 @@ from pyspark.sql import functions as F
 from lakerules import commit, jvm as J, partitioning, paths, progress, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
+from lakerules.row_plans import every_row_matches, has_negation
 from lakerules.maintenance import hidden
 
 CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4_raw", "uncompressed": "none", "none": "none", "brotli": "brotli"}
@@ -358,30 +358,6 @@ def _current_files(table: Table) -> list[DataFile]:
     if table.current_snapshot() is None:
         return []
     return [task.file for task in table.scan().plan_files()]
-
-
-def has_negation(expr: BooleanExpression) -> bool:
-    """Whether expr negates: Iceberg's NOT (and !=, NOT IN, NOT STARTS WITH) holds on NULL, SQL's
-    does not (NULL != 5 is not true), so such a translation proves nothing about SQL's rows."""
-    if isinstance(expr, (Not, NotEqualTo, NotIn, NotStartsWith)):
-        return True
-    return any(has_negation(getattr(expr, side)) for side in ("left", "right", "child") if hasattr(expr, side))
-
-
-def every_row_matches(table: Table, expr: BooleanExpression):
-    """A test that proves, in Iceberg's expression semantics, that every row of a data file
-    matches expr: from its partition (the strict projection of expr holds on it) or from its
-    column metrics."""
-    schema = table.schema()
-    metrics = _StrictMetricsEvaluator(schema, expr)
-
-    def partition_test(spec_id: int):
-        spec = table.specs()[spec_id]
-        projected = strict_projection(schema, spec)(expr)
-        return expression_evaluator(Schema(*spec.partition_type(schema).fields), projected, True)
-
-    tests = KeyDefaultDict(partition_test)
-    return lambda f: bool(tests[f.spec_id](f.partition)) or metrics.eval(f) is True
 
 
 def _files_to_overwrite(table: Table, condition) -> list[DataFile]:

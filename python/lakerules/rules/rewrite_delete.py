@@ -6,21 +6,28 @@ becomes
         SELECT <file>, <position> FROM lake.db.t WHERE kind = 'spam'
 
 or, when the table says ``write.delete.mode=copy-on-write`` (or is format v1), a rewrite of the
-files that hold matched rows. What runs is in lakerules.rowlevel.
+files that hold matched rows. The files are planned here (row_plans.plan_files: which may hold
+matching rows, which are dropped whole), so EXPLAIN shows them; what runs is in
+lakerules.rowlevel, which plans again only if the table moved since.
 """
 
 from __future__ import annotations
 
+from lakerules.errors import LakeError
 from lakerules.plan import DeleteFromLake, Node, WriteDeletes
-from lakerules.row_plans import delete_mode
+from lakerules.row_plans import delete_mode, plan_files
 
 
 def rewrite_delete(plan: Node, ctx) -> Node:
     match plan:
         case DeleteFromLake():
             t = plan.table
+            if plan.condition is not None and not plan.condition.deterministic():
+                raise LakeError(f"lakerules: DELETE FROM {t}: the condition {plan.condition.sql()} is not deterministic")
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            files = None if plan.condition is None else plan_files(ctx.spark, table, plan.relation, plan.condition,
+                                                                   drop_whole=True)
             return WriteDeletes(table=t, relation=plan.relation, condition=plan.condition,
-                                mode=delete_mode(table), jvm=plan.jvm)
+                                mode=delete_mode(table), jvm=plan.jvm, files=files)
         case _:
             return plan

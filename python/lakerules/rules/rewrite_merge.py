@@ -12,13 +12,19 @@ What runs is in lakerules.rowlevel.
 from __future__ import annotations
 
 from lakerules.plan import MergeIntoLake, Node, WriteMerge
+from lakerules.row_plans import plan_files
 
 
 def rewrite_merge(plan: Node, ctx) -> Node:
     match plan:
         case MergeIntoLake():
-            return WriteMerge(table=plan.table, relation=plan.relation, source=plan.source,
+            t = plan.table
+            table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            # the target read: pruned by the ON condition, unless rows matching nothing must be seen
+            files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False,
+                               prune=not plan.not_matched_by_source)
+            return WriteMerge(table=t, relation=plan.relation, source=plan.source,
                               condition=plan.condition, matched=plan.matched, not_matched=plan.not_matched,
-                              not_matched_by_source=plan.not_matched_by_source, jvm=plan.jvm)
+                              not_matched_by_source=plan.not_matched_by_source, jvm=plan.jvm, files=files)
         case _:
             return plan

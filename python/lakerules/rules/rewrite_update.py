@@ -12,7 +12,7 @@ or a copy-on-write rewrite of the affected files when the table says
 from __future__ import annotations
 
 from lakerules.plan import Node, UpdateLake, WriteUpdate
-from lakerules.row_plans import check_assignments, update_mode
+from lakerules.row_plans import check_assignments, plan_files, update_mode
 
 
 def rewrite_update(plan: Node, ctx) -> Node:
@@ -21,7 +21,8 @@ def rewrite_update(plan: Node, ctx) -> Node:
             t = plan.table
             check_assignments(plan)
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False)
             return WriteUpdate(table=t, relation=plan.relation, assignments=plan.assignments,
-                               condition=plan.condition, mode=update_mode(table), jvm=plan.jvm)
+                               condition=plan.condition, mode=update_mode(table), jvm=plan.jvm, files=files)
         case _:
             return plan
