@@ -122,3 +122,24 @@ def test_jobs_are_named_after_the_statement_and_step(spark, ns, table):
     assert any(n.startswith(f"lakerules DELETE {table}") for n in names), names
     assert any(n.startswith(f"lakerules UPDATE {table}") for n in names), names
     assert any(n.startswith(f"lakerules OPTIMIZE {table}") for n in names), names
+
+
+def test_explain_shows_the_planned_files_and_bins(spark, iceberg_catalog, ns):
+    t = f"lake.{ns}.p"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, kind STRING) PARTITIONED BY (kind)")
+    for i in range(2):
+        spark.sql(f"INSERT INTO {t} SELECT id, CAST(id % 2 AS STRING) FROM range({i * 10}, {i * 10 + 10}, 1, 1)")
+    delete = spark.sql(f"EXPLAIN DELETE FROM {t} WHERE kind = '1' OR id = 2").collect()[0][0]
+    # kind = '1': its 2 files go whole; id = 2: column metrics leave 1 file of kind 0 to read
+    assert "3 of 4 data files may hold matching rows" in delete, delete
+    assert "dropped whole, not read (every row matches, by partition or column metrics): 2 files" in delete, delete
+    assert "read to find matching rows: 1 files" in delete, delete
+    assert "partitions written to (at most one delete file each): 1: 0 (1 files)" in delete, delete
+    whole = spark.sql(f"EXPLAIN DELETE FROM {t} WHERE kind = '1'").collect()[0][0]
+    assert "2 of 4 data files may hold matching rows" in whole, whole
+    assert "dropped whole, not read (every row matches, by partition or column metrics): 2 files, 10 rows" in whole
+    update = spark.sql(f"EXPLAIN UPDATE {t} SET id = 0 WHERE kind = '0'").collect()[0][0]
+    assert "read to find matching rows: 2 files" in update, update
+    optimize = spark.sql(f"EXPLAIN OPTIMIZE {t} ZORDER BY (id)").collect()[0][0]
+    assert "z-order by (id)" in optimize and "bins: 2: 4 files in, about 2 files out" in optimize, optimize
+    assert state(iceberg_catalog, ns, "p")[0] == 2  # explaining ran nothing
