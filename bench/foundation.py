@@ -265,6 +265,5 @@ if __name__ == "__main__":
     if a.overhead_worker:
         _worker(a.overhead_worker)
     else:
-        import run as runner
-
-        runner.main(["--only", NAME, *rest])
+        # the runner, as its own program (it imports this module: no import circle)
+        os.execv(sys.executable, [sys.executable, str(Path(__file__).with_name("run.py")), "--only", NAME, *rest])
