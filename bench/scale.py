@@ -10,6 +10,10 @@
 3. long history: --inserts single-row INSERTs (default 1,000) into one table: the last commits'
    time vs the early ones', the manifests the table ends with, and a point query on it vs the
    same rows written by one INSERT.
+4. many deletes: --deletes single-row DELETEs (default 1,000), each on another file of a table of
+   as many files of 50 rows (so as many position delete files, each applying to one data file):
+   the full scan vs ``spark.read.parquet`` of the same files, then OPTIMIZE (which compacts the
+   small files and applies the deletes) and the full scan again.
 
 The tables of 1. and 2. are written with pyarrow (tiny Parquet files carrying the Iceberg field
 ids, a process per core) into their own pyiceberg SQL catalog under bench/out/scale/cache/<size>/
@@ -43,7 +47,8 @@ AGG = "SELECT count(*), sum(v) FROM {src}"
 
 
 def size(args) -> str:
-    return f"{args.files:,} x {MANY_ROWS} and {args.big_files:,} x {BIG_ROWS} files, {args.inserts:,} INSERTs"
+    return (f"{args.files:,} x {MANY_ROWS} and {args.big_files:,} x {BIG_ROWS} files, {args.inserts:,} INSERTs, "
+            f"{args.deletes:,} DELETEs")
 
 
 # ---- generation ----------------------------------------------------------------------------------
@@ -328,8 +333,47 @@ def history(spark, args, report: Report) -> None:
                f"{t['hist']:.2f} s vs {t['once']:.2f} s = **{ratio:.2f}x**", "<= 1.2x", verdict(ratio <= 1.2))
 
 
+def many_deletes(spark, args, report: Report) -> None:
+    n = args.deletes
+    info = generate(n, MANY_ROWS, 10, args.reuse)
+    print(f"  ({n:,} files: {_generated(info)})", flush=True)
+    # a table of its own over the cached files: the DELETEs below must not touch the cached metadata
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
+    _catalog().register_table(("bench", "dels"), info["metadata_location"])
+    lake, rows = "lake.bench.dels", n * MANY_ROWS
+    spark.read.parquet(*info["paths"]).createOrReplaceTempView("plain_dels")
+    gone = [i * MANY_ROWS + (i * 7) % MANY_ROWS for i in range(n)]  # one row of each file
+    times = []
+    for i, x in enumerate(gone):
+        times.append(timed(lambda: spark.sql(f"DELETE FROM {lake} WHERE id = {x}").collect()))
+        if (i + 1) % 200 == 0:
+            print(f"    {i + 1} DELETEs, the last took {times[-1]:.2f} s", flush=True)
+    expected = (rows - n, sum(value(i) for i in range(rows)) - sum(value(x) for x in gone))
+    summary = _catalog().load_table("bench.dels").current_snapshot().summary
+    ours = _agg(spark, lake)
+    t = side_by_side(args.runs, lakerules=lambda: _agg(spark, lake), plain=lambda: _agg(spark, "plain_dels"))
+    ratio = t["lakerules"] / t["plain"]
+    report.add(f"{n:,} single-row DELETEs, each on another of {n:,} files x {MANY_ROWS} rows "
+               f"({summary.get('total-delete-files')} delete files): count(*), sum(v) vs spark.read.parquet "
+               "of the original files",
+               f"{t['lakerules']:.2f} s vs {t['plain']:.2f} s = **{ratio:.2f}x**; result as expected: {ours == expected} "
+               f"(DELETEs: first 10 {statistics.median(times[:10]):.2f} s, last 10 {statistics.median(times[-10:]):.2f} s, "
+               f"median)", "<= 1.15x, as expected", verdict(ratio <= 1.15 and ours == expected))
+    took = timed(lambda: spark.sql(f"OPTIMIZE {lake}").collect())
+    table = _catalog().load_table("bench.dels")
+    summary = table.current_snapshot().summary
+    ours = _agg(spark, lake)
+    t = side_by_side(args.runs, lakerules=lambda: _agg(spark, lake), plain=lambda: _agg(spark, "plain_dels"))
+    ratio = t["lakerules"] / t["plain"]
+    report.add(f"  after OPTIMIZE ({took:.1f} s): {summary.get('total-data-files')} data files, "
+               f"{summary.get('total-delete-files')} delete files; the same scan vs spark.read.parquet of the original files",
+               f"{t['lakerules']:.2f} s vs {t['plain']:.2f} s = **{ratio:.2f}x**; result as expected: {ours == expected}",
+               "no delete files, as expected", verdict(summary.get("total-delete-files") == "0" and ours == expected))
+    spark.catalog.dropTempView("plain_dels")
+
+
 def run(spark, args, report: Report) -> None:
-    for step in (many_files, metadata, history):
+    for step in (many_files, metadata, history, many_deletes):
         started = time.perf_counter()
         step(spark, args, report)
         print(f"  ({step.__name__} took {time.perf_counter() - started:.0f} s)", flush=True)
