@@ -373,7 +373,12 @@ def many_deletes(spark, args, report: Report) -> None:
 
 
 def run(spark, args, report: Report) -> None:
-    for step in (many_files, metadata, history, many_deletes):
+    steps = dict(files=many_files, metadata=metadata, history=history, deletes=many_deletes)
+    chosen = [x.strip() for x in (args.scale_steps or ",".join(steps)).split(",") if x.strip()]
+    unknown = [x for x in chosen if x not in steps]
+    if unknown:
+        raise SystemExit(f"--scale-steps: unknown {unknown}; the steps are {', '.join(steps)}")
+    for step in (steps[x] for x in chosen):
         started = time.perf_counter()
         step(spark, args, report)
         print(f"  ({step.__name__} took {time.perf_counter() - started:.0f} s)", flush=True)
