@@ -1,4 +1,8 @@
-"""The SQL lakerules adds to Spark's, as a sqlglot dialect: Spark plus ``OPTIMIZE``.
+"""The SQL lakerules adds to Spark's, as a sqlglot dialect: Spark plus ``OPTIMIZE``, ``CALL``
+and Iceberg's partition evolution (``ALTER TABLE ... ADD|DROP|REPLACE PARTITION FIELD``).
+
+Comments anywhere (``/* nightly */ OPTIMIZE ...``), quoted names (backticks, doubled inside) and
+string literals are the tokenizer's: no statement is taken apart by regular expressions.
 
 Delta Lake's grammar (``DeltaSqlBase.g4``, ``#optimizeTable``)::
 
@@ -33,6 +37,27 @@ from sqlglot.tokens import TokenType
 from lakerules.errors import LakeError, LakeSyntaxError
 
 
+class Call(exp.Expression):
+    """CALL catalog.namespace.procedure(args): ``this`` the name's parts, ``args`` a list of
+    (name or None, the argument's text as written) pairs."""
+
+    arg_types = {"this": True, "args": False}
+
+
+class PartitionField(exp.Expression):
+    """ALTER TABLE t ADD|DROP|REPLACE PARTITION FIELD: ``this`` the table's name parts, ``op``,
+    ``field`` (and for REPLACE ``new``) a :class:`FieldSpec`."""
+
+    arg_types = {"this": True, "op": True, "field": True, "new": False}
+
+
+class FieldSpec(exp.Expression):
+    """A partition field: ``transform`` (None: a column, identity or a field's name) with
+    ``args`` ({"lit": "16"} or {"ref": [parts]}), or ``column`` parts; ``alias``."""
+
+    arg_types = {"transform": False, "args": False, "column": False, "alias": False}
+
+
 class Optimize(exp.Expression):
     """OPTIMIZE: ``this`` the table, ``where`` its partition predicate (``where_text`` the
     predicate as written), ``zorder`` the z-order columns."""
@@ -49,15 +74,151 @@ _OPERATORS = {
 
 class LakeSpark(Spark):
     class Tokenizer(Spark.Tokenizer):
-        # OPTIMIZE is a word again, not a command keyword that swallows the statement.
-        KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k != "OPTIMIZE"}
+        # OPTIMIZE and CALL are words again, not command keywords that swallow the statement.
+        KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k not in ("OPTIMIZE", "CALL")}
 
     class Parser(Spark.Parser):
         def _parse_statement(self):
             # As sqlglot's own parser takes WHILE: a statement named by its first word.
             if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("OPTIMIZE"):
                 return self._parse_optimize()
+            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("CALL"):
+                return self._parse_call()
+            if self._curr and self._curr.token_type == TokenType.ALTER and self._is_partition_field():
+                return self._parse_partition_field()
             return super()._parse_statement()
+
+        # ---- CALL --------------------------------------------------------------------------
+
+        def _parse_call(self) -> Call:
+            if self._at_end():
+                self._error_at_end("CALL needs a procedure name")
+            name = self._parse_name_parts("CALL needs a procedure name")
+            if not self._match(TokenType.L_PAREN):
+                self._expected("( after the procedure name")
+            args = []
+            if not self._match(TokenType.R_PAREN):
+                while True:
+                    args.append(self._parse_call_arg())
+                    if self._match(TokenType.COMMA):
+                        continue
+                    if not self._match(TokenType.R_PAREN):
+                        self._expected(", or ) after an argument")
+                    break
+            self._end_of_statement()
+            return self.expression(Call(this=name, args=args))
+
+        def _parse_call_arg(self):
+            name = None
+            if self._next and self._next.token_type == TokenType.FARROW and self._curr.token_type in (
+                    TokenType.VAR, TokenType.IDENTIFIER) or (self._next and self._next.token_type == TokenType.FARROW):
+                name = self._curr.text
+                self._advance()
+                self._advance()
+            if self._at_end() or self._curr.token_type in (TokenType.COMMA, TokenType.R_PAREN):
+                self._expected("an argument value")
+            first = self._curr
+            if self._parse_assignment() is None:
+                self._expected("an argument value")
+            return name, self.sql[first.start : self._prev.end + 1]
+
+        # ---- ALTER TABLE ... PARTITION FIELD -----------------------------------------------
+
+        def _is_partition_field(self) -> bool:
+            """ALTER TABLE <name> ADD|DROP|REPLACE PARTITION FIELD, looked ahead without moving."""
+            i, tokens = self._index, self._tokens
+            texts = [t.text.upper() for t in tokens[i:i + 2]]
+            if texts != ["ALTER", "TABLE"]:
+                return False
+            for j in range(i + 2, len(tokens) - 2):
+                if (tokens[j].text.upper() in ("ADD", "DROP", "REPLACE") and tokens[j + 1].text.upper() == "PARTITION"
+                        and tokens[j + 2].text.upper() == "FIELD"):
+                    return True
+            return False
+
+        def _parse_partition_field(self) -> PartitionField:
+            self._advance(2)  # ALTER TABLE
+            table = self._parse_name_parts("ALTER TABLE needs a table name")
+            op = self._curr.text.upper() if self._curr else ""
+            if op not in ("ADD", "DROP", "REPLACE"):
+                self._expected("ADD, DROP or REPLACE PARTITION FIELD after the table name")
+            self._advance(3)  # op PARTITION FIELD
+            field = self._parse_field_spec(alias_allowed=op == "ADD")
+            new = None
+            if op == "REPLACE":
+                if not self._match_text_seq("WITH"):
+                    self._expected("WITH <new field> after REPLACE PARTITION FIELD <old field>")
+                new = self._parse_field_spec(alias_allowed=True)
+            self._end_of_statement()
+            return self.expression(PartitionField(this=table, op=op, field=field, new=new))
+
+        def _parse_field_spec(self, alias_allowed: bool) -> FieldSpec:
+            if self._at_end():
+                self._error_at_end("expected a partition field")
+            transform = args = column = alias = None
+            if self._next and self._next.token_type == TokenType.L_PAREN and self._curr.text.isidentifier():
+                transform = self._curr.text
+                self._advance(2)
+                args = []
+                while True:
+                    if self._curr and self._curr.token_type == TokenType.NUMBER:
+                        args.append({"lit": self._curr.text})
+                        self._advance()
+                    else:
+                        args.append({"ref": self._column_parts("a column or a number")})
+                    if self._match(TokenType.COMMA):
+                        continue
+                    if not self._match(TokenType.R_PAREN):
+                        self._expected(", or ) in the transform's arguments")
+                    break
+            else:
+                column = self._column_parts("a partition field")
+            if self._match(TokenType.ALIAS):
+                if not alias_allowed:
+                    self.raise_error("AS names a new partition field; here the field is an existing one", self._prev)
+                ident = self._parse_id_var(any_token=False)
+                if ident is None:
+                    self._expected("a name after AS")
+                alias = ident.name
+            return FieldSpec(transform=transform, args=args, column=column, alias=alias)
+
+        # ---- shared -----------------------------------------------------------------------
+
+        def _parse_name_parts(self, missing: str) -> list[str]:
+            """A multipart name: words or quoted names separated by dots (keywords are words here)."""
+            parts = []
+            while True:
+                if self._at_end():
+                    self._error_at_end(missing)
+                tok = self._curr
+                if tok.token_type == TokenType.IDENTIFIER:
+                    parts.append(tok.text)
+                elif tok.token_type != TokenType.STRING and tok.text.replace("_", "a").isalnum():
+                    parts.append(tok.text)
+                else:
+                    self.raise_error(missing, tok)
+                self._advance()
+                if not self._match(TokenType.DOT):
+                    return parts
+
+        def _column_parts(self, what: str) -> list[str]:
+            if self._at_end():
+                self._error_at_end(f"expected {what}")
+            start = self._curr
+            column = self._parse_column()
+            if not isinstance(column, exp.Column) or not all(isinstance(p, exp.Identifier) for p in column.parts):
+                self.raise_error(f"expected {what}", start)
+            return [p.name for p in column.parts]
+
+        def _expected(self, what: str) -> None:
+            if self._at_end():
+                self._error_at_end(f"expected {what}")
+            self.raise_error(f"expected {what}", self._curr)
+
+        def _end_of_statement(self) -> None:
+            self._match(TokenType.SEMICOLON)
+            if not self._at_end():
+                self.raise_error(f"unexpected {self._curr.text!r} after the statement", self._curr)
 
         def _parse_optimize(self) -> Optimize:
             if self._at_end():
@@ -121,17 +282,81 @@ class LakeSpark(Spark):
 
 def parse_optimize(sql: str) -> Optimize:
     """The OPTIMIZE statement of sql, or a LakeSyntaxError that says where its syntax is wrong."""
+    return _parse_one(sql, Optimize, "OPTIMIZE")
+
+
+def parse_call(sql: str) -> Call:
+    r"""The CALL statement of sql.
+
+    >>> c = parse_call("-- nightly\nCALL lake.system.expire_snapshots(table => 'db.t', retain_last => 2);")
+    >>> c.this, c.args["args"]
+    (['lake', 'system', 'expire_snapshots'], [('table', "'db.t'"), ('retain_last', '2')])
+    >>> parse_call("CALL `my.cat`.system.f('a,b', map('k', 'v'))").args["args"]
+    [(None, "'a,b'"), (None, "map('k', 'v')")]
+    """
+    return _parse_one(sql, Call, "CALL")
+
+
+def parse_partition_field(sql: str) -> PartitionField:
+    """An ALTER TABLE ... ADD|DROP|REPLACE PARTITION FIELD statement of sql.
+
+    >>> p = parse_partition_field("ALTER TABLE lake.db.t ADD PARTITION FIELD bucket(4, `a,b`) AS `p(1)`")
+    >>> p.this, p.args["op"], p.args["field"].args
+    (['lake', 'db', 't'], 'ADD', {'transform': 'bucket', 'args': [{'lit': '4'}, {'ref': ['a,b']}], 'column': None, 'alias': 'p(1)'})
+    >>> parse_partition_field("ALTER TABLE lake.db.t/**/,lake.db.u ADD PARTITION FIELD bucket(4, id)")
+    Traceback (most recent call last):
+    ...
+    lakerules.errors.LakeSyntaxError: lakerules: ALTER TABLE syntax error at line 1, column 26: expected ADD, DROP or REPLACE PARTITION FIELD after the table name
+      ALTER TABLE lake.db.t/**/,lake.db.u ADD PARTITION FIELD bucket(4, id)
+                               ^
+    """
+    return _parse_one(sql, PartitionField, "ALTER TABLE")
+
+
+def statement_kind(sql: str) -> str | None:
+    r"""Which lakerules statement sql is ("OPTIMIZE", "CALL", "PARTITION FIELD", "EXPLAIN"), by its
+    first words after comments; None for anything else (Spark's own statements).
+
+    >>> statement_kind("/* nightly */ OPTIMIZE lake.db.t")
+    'OPTIMIZE'
+    >>> statement_kind("-- c\n  call lake.system.f()")
+    'CALL'
+    >>> statement_kind("SELECT 1") is None
+    True
+    """
+    try:
+        tokens = LakeSpark().tokenize(sql)
+    except Exception:  # noqa: BLE001 - not tokenizable: Spark's parser says what is wrong
+        return None
+    words = [t.text.upper() for t in tokens[:1]]
+    if words == ["OPTIMIZE"] or words == ["CALL"] or words == ["EXPLAIN"]:
+        return words[0]
+    if words == ["ALTER"]:
+        upper = [t.text.upper() for t in tokens]
+        for j in range(2, len(upper) - 2):
+            if upper[j] in ("ADD", "DROP", "REPLACE") and upper[j + 1] == "PARTITION" and upper[j + 2] == "FIELD":
+                return "PARTITION FIELD"
+    return None
+
+
+def after_first_word(sql: str) -> str:
+    """sql from its second token on (what follows EXPLAIN), comments before it dropped."""
+    tokens = LakeSpark().tokenize(sql)
+    return sql[tokens[0].end + 1:].lstrip() if tokens else ""
+
+
+def _parse_one(sql: str, kind: type, name: str):
     try:
         tree = LakeSpark().parse(sql, error_level=ErrorLevel.IMMEDIATE)
     except ParseError as e:
-        raise _syntax_error(sql, e) from None
+        raise _syntax_error(sql, e, name) from None
     statements = [t for t in tree if t is not None]
-    if len(statements) != 1 or not isinstance(statements[0], Optimize):
-        raise LakeError("lakerules: expected one OPTIMIZE statement")
+    if len(statements) != 1 or not isinstance(statements[0], kind):
+        raise LakeError(f"lakerules: expected one {name} statement")
     return statements[0]
 
 
-def _syntax_error(sql: str, e: ParseError) -> LakeSyntaxError:
+def _syntax_error(sql: str, e: ParseError, name: str = "OPTIMIZE") -> LakeSyntaxError:
     err = e.errors[0] if e.errors else {}
     line, col = err.get("line") or 1, err.get("col") or 1
     near = err.get("highlight") or ""
@@ -139,5 +364,5 @@ def _syntax_error(sql: str, e: ParseError) -> LakeSyntaxError:
     col = max(1, col - max(len(near), 1) + 1)  # sqlglot gives the token's last column
     lines = sql.splitlines() or [sql]
     text = lines[min(line, len(lines)) - 1]
-    message = f"lakerules: OPTIMIZE syntax error at line {line}, column {col}: {description}\n  {text}\n  {' ' * (col - 1)}^"
+    message = f"lakerules: {name} syntax error at line {line}, column {col}: {description}\n  {text}\n  {' ' * (col - 1)}^"
     return LakeSyntaxError(message, sql, line, col, near, f": {description}")

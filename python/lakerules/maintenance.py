@@ -28,7 +28,6 @@ snapshots needed.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
@@ -90,37 +89,36 @@ RESULTS = {
     "rewrite_manifests": "rewritten_manifests_count int, added_manifests_count int",
 }
 
-_NAMED = re.compile(r"\s*([A-Za-z_]\w*)\s*=>\s*(.*\S)\s*$", re.DOTALL)
 
 
 # ---- the statement --------------------------------------------------------------------------------
 
 
-def bind(spark, procedure: str, catalog: str, args_text: str) -> dict:
+def bind(spark, procedure: str, catalog: str, args: list[tuple[str | None, str]]) -> dict:
     """The procedure's arguments by name, evaluated by Spark and cast to the parameters' types
-    (timestamps as microseconds since the epoch); absent optional arguments are None."""
+    (timestamps as microseconds since the epoch); absent optional arguments are None. ``args``:
+    (name or None, the argument's text) pairs, as lakerules.dialect parsed the CALL."""
     params = PROCEDURES[procedure]
     by_name = {p.name: p for p in params}
     where = f"CALL {catalog}.system.{procedure}"
-    texts = split_arguments(args_text, where)
-    named = [_NAMED.match(t) for t in texts]
     given: dict[str, str] = {}
+    named = [name is not None for name, _ in args]
     if any(named) and not all(named):
         raise LakeError(f"lakerules: {where}: mixing positional and named arguments is not supported")
-    if all(named) and texts:
-        for m in named:
-            name = m.group(1).lower()
+    if args and all(named):
+        for raw, text in args:
+            name = raw.lower()
             if name not in by_name:
-                raise LakeError(f"lakerules: {where}: unknown argument {m.group(1)!r}; its arguments are "
+                raise LakeError(f"lakerules: {where}: unknown argument {raw!r}; its arguments are "
                                 f"{[p.name for p in params]}")
             if name in given:
                 raise LakeError(f"lakerules: {where}: argument {name!r} is given more than once")
-            given[name] = m.group(2)
+            given[name] = text
     else:
-        if len(texts) > len(params):
-            raise LakeError(f"lakerules: {where}: {len(texts)} arguments given; it takes at most {len(params)}: "
+        if len(args) > len(params):
+            raise LakeError(f"lakerules: {where}: {len(args)} arguments given; it takes at most {len(params)}: "
                             f"{[p.name for p in params]}")
-        given = {p.name: t for p, t in zip(params, texts)}
+        given = {p.name: text for p, (_, text) in zip(params, args)}
     for p in params:
         if p.required and p.name not in given:
             raise LakeError(f"lakerules: {where}: missing required argument {p.name!r}")
@@ -146,38 +144,6 @@ def bind(spark, procedure: str, catalog: str, args_text: str) -> dict:
     if values["table"] is None:
         raise LakeError(f"lakerules: {where}: argument 'table' is NULL")
     return values
-
-
-def split_arguments(text: str, where: str) -> list[str]:
-    """The top-level comma-separated arguments of a call (quotes, backquotes and brackets respected)."""
-    out, depth, start, i, quote = [], 0, 0, 0, None
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\" and quote != "`":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "'\"`":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth < 0:
-                raise LakeError(f"lakerules: {where}: unbalanced parentheses in the arguments")
-        elif c == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-        i += 1
-    if quote or depth:
-        raise LakeError(f"lakerules: {where}: unterminated quote or parenthesis in the arguments")
-    last = text[start:]
-    if last.strip() or out:
-        out.append(last)
-    if any(not a.strip() for a in out):
-        raise LakeError(f"lakerules: {where}: an argument is empty")
-    return [a.strip() for a in out]
 
 
 def command(procedure: str, values: dict):

@@ -1,7 +1,8 @@
 """Statements Spark's grammar does not have, routed by the shim's parser to Python.
 
-Each statement has a pattern that selects it (the shim routes only texts that match one) and
-a function that runs it and returns the JVM plan of its result.
+The shim routes texts that may be one of them (ROUTES, comments allowed before); the one
+sqlglot dialect (lakerules.dialect) parses each, and a syntax error is Spark's ParseException
+with its position. Each becomes a planned command on its table, run when Spark executes it.
 
 Partition evolution, as Iceberg's Spark extensions spell it:
     ALTER TABLE t ADD PARTITION FIELD bucket(16, id) [AS name]
@@ -21,57 +22,48 @@ from typing import Callable
 
 from pyiceberg.transforms import IdentityTransform
 
-from lakerules import explain as explain_mod, jvm as J, partitioning, pending
+from lakerules import dialect, explain as explain_mod, jvm as J, partitioning, pending
 from lakerules.errors import LakeError
 
-_IDENT = r"(?:`[^`]*`|[^\s`])+"
-_PARTITION_FIELD = re.compile(
-    rf"\s*ALTER\s+TABLE\s+(?P<table>{_IDENT})\s+(?P<op>ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\s+(?P<rest>.*?)\s*;?\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
-_TRANSFORM = re.compile(r"\s*(?P<name>\w+)\s*\((?P<args>[^()]*)\)\s*(?P<rest>.*)$", re.DOTALL)
-
-_EXPLAIN = re.compile(r"\s*EXPLAIN(?:\s+(?P<mode>EXTENDED|FORMATTED|CODEGEN|COST))?\s+(?P<inner>.*)$", re.IGNORECASE | re.DOTALL)
-
-# What the shim routes to Python: the start of each statement above, and EXPLAIN (so that
-# explaining a lake command never runs it).
-ROUTES = rf"\s*(?:ALTER\s+TABLE\s+{_IDENT}\s+(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b|CALL\b)"
-_OPTIMIZE = re.compile(r"\s*OPTIMIZE\b", re.IGNORECASE)
-# CALL catalog.system.procedure(args): lakerules.maintenance (other catalogs' CALLs stay Spark's)
-_NAME_PART = r"(?:`(?:[^`]|``)*`|[A-Za-z_0-9]+)"
-_CALL = re.compile(
-    rf"\s*CALL\s+(?P<name>{_NAME_PART}(?:\s*\.\s*{_NAME_PART})*)\s*\((?P<args>.*)\)\s*;?\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
+# What the shim routes to Python (io.lakerules.Bridge.routed): texts that may start, after
+# comments, with one of the statements above, or EXPLAIN (so that EXPLAIN of a lake command
+# shows its plan). Cheap and conservative: the dialect then decides (lakerules.dialect), and a
+# text that is not ours goes to Spark's parser unchanged.
+_LEAD = r"(?:\s+|/\*.*?\*/|--[^\n]*(?:\n|$))*"
+ROUTES = rf"{_LEAD}(?:ALTER\s+TABLE\b.*\b(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b|CALL\b)"
+_EXPLAIN_MODE = re.compile(r"(EXTENDED|FORMATTED|CODEGEN|COST)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 
 
 def parse(ctx, sql_text: str):
     """The plan for a routed statement: its target table under a command marker, or None."""
-    m = _EXPLAIN.match(sql_text)
-    if m:
-        return _explain(ctx, m.group("inner"), m.group("mode"))
-    m = _PARTITION_FIELD.match(sql_text)
-    if m:
-        op, rest = m.group("op").upper(), m.group("rest")
-        return _marked(ctx, m.group("table"), lambda ctx, table: _partition_field(ctx, table, op, rest))
-    if _OPTIMIZE.match(sql_text):  # OPTIMIZE ... [ZORDER BY ...]: lakerules.optimize
+    kind = dialect.statement_kind(sql_text)
+    if kind == "EXPLAIN":
+        inner, mode = dialect.after_first_word(sql_text), None
+        m = _EXPLAIN_MODE.match(inner)
+        if m:
+            mode, inner = m.group(1), m.group(2)
+        return _explain(ctx, inner, mode)
+    if kind == "PARTITION FIELD":
+        stmt = dialect.parse_partition_field(sql_text)
+        op, old, new = stmt.args["op"], stmt.args["field"], stmt.args.get("new")
+        return _marked(ctx, stmt.this, lambda ctx, table: _partition_field(ctx, table, op, old, new))
+    if kind == "OPTIMIZE":  # OPTIMIZE ... [ZORDER BY ...]: lakerules.optimize
         from lakerules import optimize
 
         statement = optimize.parse(sql_text)
         return _marked(ctx, statement.table, optimize.command(statement))
-    m = _CALL.match(sql_text)
-    if m:
-        return _call(ctx, m.group("name"), m.group("args"))
+    if kind == "CALL":
+        stmt = dialect.parse_call(sql_text)
+        return _call(ctx, stmt.this, stmt.args.get("args") or [])
     return None  # not ours: Spark's parser takes it
 
 
-def _call(ctx, name_text: str, args_text: str):
+def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
     """CALL <lake catalog>.system.<procedure>(...); None for another catalog's CALL."""
     from lakerules import maintenance
 
     spark = ctx.spark
     parser = spark._jsparkSession.sessionState().sqlParser()
-    parts = [str(p) for p in J.from_seq(parser.parseMultipartIdentifier(name_text))]
     if len(parts) == 2:
         parts = [spark.catalog.currentCatalog(), *parts]
     if len(parts) != 3 or not _is_lake_catalog(spark, parts[0]):
@@ -83,7 +75,7 @@ def _call(ctx, name_text: str, args_text: str):
             f"{', '.join(f'{catalog}.system.' + p for p in maintenance.PROCEDURES)}"
         )
     procedure = procedure.lower()
-    values = maintenance.bind(spark, procedure, catalog, args_text)
+    values = maintenance.bind(spark, procedure, catalog, args)
     table_parts = [str(p) for p in J.from_seq(parser.parseMultipartIdentifier(values["table"]))]
     if len(table_parts) >= 3 and (table_parts[0].lower() == catalog.lower()
                                   or _is_catalog(spark, table_parts[0])):
@@ -131,7 +123,7 @@ def _explain(ctx, inner: str, mode: str | None):
     Statements that touch no lake table are left to Spark's own EXPLAIN.
     """
     state = ctx.spark._jsparkSession.sessionState()
-    if _EXPLAIN.match(inner) or _PARTITION_FIELD.match(inner):
+    if dialect.statement_kind(inner) == "EXPLAIN":
         return None
     analyzed = state.analyzer().execute(state.sqlParser().parsePlan(inner))
     if J.class_name(analyzed) == "io.lakerules.LakeCommand":
@@ -141,83 +133,57 @@ def _explain(ctx, inner: str, mode: str | None):
     return J.result_rows(ctx.spark, [(explain_mod.explain_text(ctx.spark, analyzed, mode),)], "plan string")
 
 
-def _partition_field(ctx, table, op: str, rest: str):
+def _partition_field(ctx, table, op: str, old, new):
+    """ADD/DROP/REPLACE PARTITION FIELD, the fields as the dialect parsed them (FieldSpec)."""
     schema = table.schema()
     with table.update_spec() as update:
         if op == "ADD":
-            transform, column, alias = _parse_field(rest, schema)
+            transform, column, alias = _field(old, schema)
             update.add_field(column, transform, alias)
         elif op == "DROP":
-            update.remove_field(_existing_field(table, rest))
-        else:
-            old, _, new = _split_with(rest)
             update.remove_field(_existing_field(table, old))
-            transform, column, alias = _parse_field(new, schema)
+        else:
+            update.remove_field(_existing_field(table, old))
+            transform, column, alias = _field(new, schema)
             update.add_field(column, transform, alias)
     return J.empty_result(ctx.spark)
 
 
-def _split_with(rest: str) -> tuple[str, str, str]:
-    parts = re.split(r"\s+WITH\s+", rest, maxsplit=1, flags=re.IGNORECASE)
-    if len(parts) != 2:
-        raise LakeError("lakerules: REPLACE PARTITION FIELD needs: REPLACE PARTITION FIELD <old> WITH <new>")
-    return parts[0], "WITH", parts[1]
-
-
-def _parse_field(text: str, schema):
-    """'bucket(16, id) AS b' -> (transform, source column, partition field name or None)."""
-    text = text.strip()
-    m = _TRANSFORM.match(text)
-    if m:
-        args = [a.strip() for a in m.group("args").split(",") if a.strip()]
-        spark_args = [{"lit": a} if re.fullmatch(r"-?\d+", a) else {"ref": _unquote(a).split(".")} for a in args]
-        transform, column = partitioning.parse_transform(m.group("name"), spark_args)
-        rest = m.group("rest").strip()
+def _field(spec, schema):
+    """A FieldSpec -> (transform, source column, partition field name or None)."""
+    name = spec.args.get("transform")
+    if name is not None:
+        transform, column = partitioning.parse_transform(name, spec.args.get("args") or [])
     else:
-        first, _, rest = text.partition(" ")
-        transform, column, rest = IdentityTransform(), _unquote(first), rest.strip()
-    alias = None
-    if rest:
-        am = re.fullmatch(r"AS\s+(\S+)", rest, re.IGNORECASE)
-        if not am:
-            raise LakeError(f"lakerules: cannot parse partition field {text!r}: unexpected {rest!r}")
-        alias = _unquote(am.group(1))
+        transform, column = IdentityTransform(), ".".join(spec.args["column"])
     try:
         source = schema.find_field(column, case_sensitive=False)
     except ValueError:
         raise LakeError(f"lakerules: partition column {column!r} is not a column of the table") from None
     partitioning.check_transform(transform, source, column)
-    return transform, schema.find_column_name(source.field_id), alias
+    return transform, schema.find_column_name(source.field_id), spec.args.get("alias")
 
 
-def _existing_field(table, text: str) -> str:
-    """The name of the current spec's field that text names, by name or by transform."""
-    text = text.strip()
-    spec, schema = table.spec(), table.schema()
-    for f in spec.fields:
-        if f.name.lower() == _unquote(text).lower():
-            return f.name
+def _shown(spec) -> str:
+    if spec.args.get("transform") is None:
+        return ".".join(spec.args["column"])
+    args = ", ".join(a["lit"] if "lit" in a else ".".join(a["ref"]) for a in spec.args.get("args") or [])
+    return f"{spec.args['transform']}({args})"
+
+
+def _existing_field(table, spec) -> str:
+    """The name of the current spec's field that spec names, by name or by transform."""
+    current, schema = table.spec(), table.schema()
+    if spec.args.get("transform") is None:
+        for f in current.fields:
+            if f.name.lower() == ".".join(spec.args["column"]).lower():
+                return f.name
     try:
-        transform, column, _ = _parse_field(text, schema)
+        transform, column, _ = _field(spec, schema)
     except LakeError:
-        raise LakeError(f"lakerules: table {table.name()} has no partition field {text!r} in its current spec") from None
+        raise LakeError(f"lakerules: table {table.name()} has no partition field {_shown(spec)!r} in its current spec") from None
     source_id = schema.find_field(column).field_id
-    for f in spec.fields:
+    for f in current.fields:
         if f.source_id == source_id and f.transform == transform:
             return f.name
-    raise LakeError(f"lakerules: table {table.name()} has no partition field {text!r} in its current spec")
-
-
-_PART = re.compile(r"\s*(?:`((?:[^`]|``)*)`|([^.`\s]+))\s*(?:\.|$)")
-
-
-def _unquote(name: str) -> str:
-    """A possibly quoted (multipart) name as its parts joined by dots: `a``b`.c -> a`b.c."""
-    parts, pos, name = [], 0, name.strip()
-    while pos < len(name):
-        m = _PART.match(name, pos)
-        if not m or m.end() == pos:
-            raise LakeError(f"lakerules: cannot parse the name {name!r}")
-        parts.append(m.group(1).replace("``", "`") if m.group(1) is not None else m.group(2))
-        pos = m.end()
-    return ".".join(parts)
+    raise LakeError(f"lakerules: table {table.name()} has no partition field {_shown(spec)!r} in its current spec")
