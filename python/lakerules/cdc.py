@@ -68,14 +68,14 @@ def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: lis
 
 
 def _resolve(spark, name: str) -> tuple[str, tuple[str, ...], str]:
-    parts = [str(p) for p in J.from_seq(spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(name))]
-    bridge = spark._jvm.io.lakerules.Bridge
+    parts = J.name_parts(spark, name)
+    bridge = J.bridge(spark)
     if len(parts) >= 3 or (len(parts) == 2 and bridge.catalogOptions(parts[0]) is not None):
         catalog, rest = parts[0], parts[1:]
     else:
         catalog, rest = spark.catalog.currentCatalog(), parts
     if bridge.catalogOptions(catalog) is None:
-        spark._jsparkSession.sessionState().catalogManager().catalog(catalog)  # initializes it
+        J.catalog_manager(spark).catalog(catalog)  # initializes it
         if bridge.catalogOptions(catalog) is None:
             raise LakeError(f"lakerules: {name} is not a table of a lake catalog")
     if len(rest) < 2:

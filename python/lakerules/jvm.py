@@ -133,3 +133,55 @@ def command_node(spark: SparkSession, action, result_schema: str, description: s
     io.lakerules.LakeAction) when Spark executes the statement; ``result_schema`` is lakerules'
     own fixed DDL of its result columns."""
     return spark._jvm.io.lakerules.LakeCommand.create(action, result_schema, description)
+
+
+# ---- Catalyst objects lakerules builds (so the rest of the package does not reach into _jvm) ----
+
+
+def expressions(spark: SparkSession):
+    """Catalyst's expressions package (org.apache.spark.sql.catalyst.expressions)."""
+    return spark._jvm.org.apache.spark.sql.catalyst.expressions
+
+
+def literal(spark: SparkSession, value, data_type=None):
+    """A Catalyst Literal of a Python value (of ``data_type``, a JVM DataType, when given)."""
+    lit = getattr(getattr(expressions(spark), "Literal$"), "MODULE$")
+    return lit.create(value, data_type) if data_type is not None else lit.apply(value)
+
+
+def true_literal(spark: SparkSession):
+    return getattr(getattr(expressions(spark), "Literal$"), "MODULE$").TrueLiteral()
+
+
+def filter_plan(spark: SparkSession, condition, plan):
+    """Filter(condition, plan)."""
+    return spark._jvm.org.apache.spark.sql.catalyst.plans.logical.Filter(condition, plan)
+
+
+def rename_project(spark: SparkSession, plan, attributes):
+    """plan's columns under ``attributes``' names and exprIds (io.lakerules.Bridge.renameProject)."""
+    return spark._jvm.io.lakerules.Bridge.renameProject(plan, to_java_list(spark, attributes))
+
+
+def project_as(spark: SparkSession, plan, exprs, names):
+    """Project(exprs(i) AS names(i)) over plan, fresh exprIds (io.lakerules.Bridge.projectAs)."""
+    return spark._jvm.io.lakerules.Bridge.projectAs(plan, to_java_list(spark, exprs), to_java_list(spark, names))
+
+
+def has_subquery(spark: SparkSession, condition) -> bool:
+    return bool(expressions(spark).SubqueryExpression.hasSubquery(condition))
+
+
+def name_parts(spark: SparkSession, name: str) -> list[str]:
+    """A multipart name as Spark's parser reads it (quoting as Spark's own statements)."""
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    return [str(p) for p in from_seq(parser.parseMultipartIdentifier(name))]
+
+
+def catalog_manager(spark: SparkSession):
+    return spark._jsparkSession.sessionState().catalogManager()
+
+
+def bridge(spark: SparkSession):
+    """io.lakerules.Bridge, the shim's static entry points."""
+    return spark._jvm.io.lakerules.Bridge

@@ -159,4 +159,4 @@ def _all_rows_match(table, expr: BooleanExpression):
 
 
 def _has_subquery(spark, condition) -> bool:
-    return bool(spark._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(condition))
+    return J.has_subquery(spark, condition)

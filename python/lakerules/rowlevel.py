@@ -105,18 +105,13 @@ def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool):
             f"lakerules: column(s) {missing} of {node.table} changed while the statement was planned; run it again"
         )
     plan = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL))
-    targets = spark._jvm.java.util.ArrayList()
-    for a in node.relation.output:
-        targets.add(a.jvm)
-    plan = spark._jvm.io.lakerules.Bridge.renameProject(plan, targets)
-    e = spark._jvm.org.apache.spark.sql.catalyst.expressions
+    plan = J.rename_project(spark, plan, [a.jvm for a in node.relation.output])
+    e = J.expressions(spark)
     condition = node.condition
     if not keep_matching:
         # a row stays unless the condition is TRUE for it (NULL keeps it, as SQL's WHERE does)
-        true = getattr(getattr(e, "Literal$"), "MODULE$").TrueLiteral()
-        condition = e.Not(e.EqualNullSafe(condition, true))
-    filtered = spark._jvm.org.apache.spark.sql.catalyst.plans.logical.Filter(condition, plan)
-    return J.dataframe(spark, filtered)
+        condition = e.Not(e.EqualNullSafe(condition, J.true_literal(spark)))
+    return J.dataframe(spark, J.filter_plan(spark, condition, plan))
 
 
 def _matched_positions(ctx, node, table, snapshot, planned, partial):
@@ -268,17 +263,13 @@ def _new_values(spark, node, plan, keep_positions: bool):
     """Project over plan (the relation's columns, then FILE_COL, POS_COL): each column its
     assigned value or itself, then the position columns if asked."""
     values = {key.exprId().id(): value for key, value in node.assignments}
-    exprs = spark._jvm.java.util.ArrayList()
-    names = spark._jvm.java.util.ArrayList()
-    for a in node.relation.output:
-        exprs.add(values.get(a.jvm.exprId().id(), a.jvm))
-        names.add(a.name)
+    exprs = [values.get(a.jvm.exprId().id(), a.jvm) for a in node.relation.output]
+    names = [a.name for a in node.relation.output]
     if keep_positions:
-        output = J.from_seq(plan.output())
-        for attr in output[-2:]:
-            exprs.add(attr)
-            names.add(attr.name())
-    return spark._jvm.io.lakerules.Bridge.projectAs(plan, exprs, names)
+        for attr in J.from_seq(plan.output())[-2:]:
+            exprs.append(attr)
+            names.append(attr.name())
+    return J.project_as(spark, plan, exprs, names)
 
 
 def run_update(ctx, node):
@@ -389,10 +380,7 @@ def _rows_of_all(ctx, node, scan: LakeScan):
     df = scan_dataframe(ctx, scan, positions=True)
     names = [a.name for a in node.relation.output]
     plan = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL))
-    targets = spark._jvm.java.util.ArrayList()
-    for a in node.relation.output:
-        targets.add(a.jvm)
-    return J.dataframe(spark, spark._jvm.io.lakerules.Bridge.renameProject(plan, targets))
+    return J.dataframe(spark, J.rename_project(spark, plan, [a.jvm for a in node.relation.output]))
 
 
 def _all_delete_files(table, snapshot) -> list:
@@ -411,23 +399,11 @@ T_COL, S_COL = "__lakerules_t", "__lakerules_s"
 KEEP, UPDATE, DELETE, INSERT = 0, 1, 2, 3
 
 
-def _literal(spark, value, data_type=None):
-    lit = getattr(getattr(spark._jvm.org.apache.spark.sql.catalyst.expressions, "Literal$"), "MODULE$")
-    return lit.create(value, data_type) if data_type is not None else lit.apply(value)
-
-
-def _jlist(spark, items):
-    out = spark._jvm.java.util.ArrayList()
-    for i in items:
-        out.add(i)
-    return out
-
-
 def run_merge(ctx, node):
     spark = ctx.spark
     t = node.table
-    e = spark._jvm.org.apache.spark.sql.catalyst.expressions
-    bridge = spark._jvm.io.lakerules.Bridge
+    e = J.expressions(spark)
+    bridge = J.bridge(spark)
     for a in node.matched + node.not_matched + node.not_matched_by_source:
         for key, value in a.assignments:
             if J.simple_name(key) != "AttributeReference":
@@ -452,8 +428,8 @@ def run_merge(ctx, node):
                                  schema=table.schema(), plan=ScanPlan()), positions=True)
     names = [a.name for a in node.relation.output]
     target = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL, F.lit(True).alias(T_COL)))
-    target = bridge.renameProject(target, _jlist(spark, [a.jvm for a in node.relation.output]))
-    source = bridge.withColumns(node.source, _jlist(spark, [_literal(spark, True)]), _jlist(spark, [S_COL]))
+    target = bridge.renameProject(target, J.to_java_list(spark, [a.jvm for a in node.relation.output]))
+    source = bridge.withColumns(node.source, J.to_java_list(spark, [J.literal(spark, True)]), J.to_java_list(spark, [S_COL]))
     joined = bridge.join(target, source, node.join_type(), node.condition)
     out = J.from_seq(joined.output())
     t_attr = next(a for a in out if a.name() == T_COL)
@@ -466,9 +442,9 @@ def run_merge(ctx, node):
         for a in clauses:
             branches.append((when if a.condition is None else e.And(when, a.condition), a))
     codes = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
-    op = bridge.caseWhen(_jlist(spark, [c for c, _ in branches]),
-                         _jlist(spark, [_literal(spark, codes[a.kind]) for _, a in branches]),
-                         _literal(spark, KEEP))
+    op = bridge.caseWhen(J.to_java_list(spark, [c for c, _ in branches]),
+                         J.to_java_list(spark, [J.literal(spark, codes[a.kind]) for _, a in branches]),
+                         J.literal(spark, KEEP))
     values = []
     for attr in node.relation.output:
         ident = attr.jvm.exprId().id()
@@ -478,14 +454,14 @@ def run_merge(ctx, node):
             if a.kind == "update":
                 per_branch.append(assigned.get(ident, attr.jvm))
             elif a.kind == "insert":
-                per_branch.append(assigned.get(ident, _literal(spark, None, attr.jvm.dataType())))
+                per_branch.append(assigned.get(ident, J.literal(spark, None, attr.jvm.dataType())))
             else:
-                per_branch.append(_literal(spark, None, attr.jvm.dataType()))
-        values.append(bridge.caseWhen(_jlist(spark, [c for c, _ in branches]), _jlist(spark, per_branch),
-                                      _literal(spark, None, attr.jvm.dataType())))
+                per_branch.append(J.literal(spark, None, attr.jvm.dataType()))
+        values.append(bridge.caseWhen(J.to_java_list(spark, [c for c, _ in branches]), J.to_java_list(spark, per_branch),
+                                      J.literal(spark, None, attr.jvm.dataType())))
     exprs = values + [op, t_attr, s_attr] + [a for a in out if a.name() in (FILE_COL, POS_COL)]
-    projected = bridge.projectAs(joined, _jlist(spark, exprs),
-                                 _jlist(spark, names + [OP_COL, T_COL, S_COL] + [a.name() for a in out if a.name() in (FILE_COL, POS_COL)]))
+    projected = bridge.projectAs(joined, J.to_java_list(spark, exprs),
+                                 J.to_java_list(spark, names + [OP_COL, T_COL, S_COL] + [a.name() for a in out if a.name() in (FILE_COL, POS_COL)]))
     rows = J.dataframe(spark, projected).where(
         (F.col(OP_COL) != KEEP) | (F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
     )

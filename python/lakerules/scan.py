@@ -165,10 +165,7 @@ def aliased_plan(ctx, scan: LakeScan, df: DataFrame, extra: list[str] = ()):
             "with; the table changed while the query was planned, run it again"
         )
     plan = df.select(*[J.column(n) for n in [*names, *extra]])._jdf.queryExecution().optimizedPlan()
-    targets = spark._jvm.java.util.ArrayList()
-    for attr in scan.output:
-        targets.add(attr.jvm)
-    return spark._jvm.io.lakerules.Bridge.renameProject(plan, targets)
+    return J.rename_project(spark, plan, [attr.jvm for attr in scan.output])
 
 
 # ---- position deletes ----------------------------------------------------------------------------

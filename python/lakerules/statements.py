@@ -63,7 +63,6 @@ def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
     from lakerules import maintenance
 
     spark = ctx.spark
-    parser = spark._jsparkSession.sessionState().sqlParser()
     if len(parts) == 2:
         parts = [spark.catalog.currentCatalog(), *parts]
     if len(parts) != 3 or not _is_lake_catalog(spark, parts[0]):
@@ -76,7 +75,7 @@ def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
         )
     procedure = procedure.lower()
     values = maintenance.bind(spark, procedure, catalog, args)
-    table_parts = [str(p) for p in J.from_seq(parser.parseMultipartIdentifier(values["table"]))]
+    table_parts = J.name_parts(spark, values["table"])
     if len(table_parts) >= 3 and (table_parts[0].lower() == catalog.lower()
                                   or _is_catalog(spark, table_parts[0])):
         if table_parts[0].lower() != catalog.lower():
@@ -93,15 +92,15 @@ def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
 
 
 def _is_catalog(spark, name: str) -> bool:
-    return bool(spark._jsparkSession.sessionState().catalogManager().isCatalogRegistered(name))
+    return bool(J.catalog_manager(spark).isCatalogRegistered(name))
 
 
 def _is_lake_catalog(spark, name: str) -> bool:
-    bridge = spark._jvm.io.lakerules.Bridge
+    bridge = J.bridge(spark)
     if bridge.catalogOptions(name) is not None:
         return True
     try:
-        spark._jsparkSession.sessionState().catalogManager().catalog(name)  # initializes it
+        J.catalog_manager(spark).catalog(name)  # initializes it
     except Exception:  # noqa: BLE001 - not a catalog at all: Spark's error, from its own parse
         return False
     return bridge.catalogOptions(name) is not None
@@ -112,8 +111,7 @@ def _marked(ctx, table: str | list[str], run: Callable):
     when Spark resolved it (lakerules.pending), and runs when Spark executes the statement. ``table``: the name as the statement spelled it (Spark's parser reads it, as it
     would its own statement's) or its parts."""
     if isinstance(table, str):
-        parser = ctx.spark._jsparkSession.sessionState().sqlParser()
-        table = [str(p) for p in J.from_seq(parser.parseMultipartIdentifier(table))]
+        table = J.name_parts(ctx.spark, table)
     return J.star_from(ctx.spark, table, pending.put(run))
 
 
@@ -128,7 +126,7 @@ def _explain(ctx, inner: str, mode: str | None):
     analyzed = state.analyzer().execute(state.sqlParser().parsePlan(inner))
     if J.class_name(analyzed) == "io.lakerules.LakeCommand":
         return J.result_rows(ctx.spark, [("== lakerules plan (not run) ==\n" + analyzed.description(),)], "plan string")
-    if not ctx.spark._jvm.io.lakerules.Bridge.touchesLake(analyzed):
+    if not J.bridge(ctx.spark).touchesLake(analyzed):
         return None
     return J.result_rows(ctx.spark, [(explain_mod.explain_text(ctx.spark, analyzed, mode),)], "plan string")
 
