@@ -89,7 +89,11 @@ def check_name(kind: str, name: str, full: str | None = None) -> None:
 
 
 def check_identifier(namespace, name: str | None = None, what: str = "table") -> None:
-    """check_name for each part of a namespace and, if given, a table name."""
+    """check_name for each part of a namespace and, if given, a table name (which needs a
+    namespace: <catalog>.<table> names none)."""
+    if name is not None and not namespace:
+        raise LakeError(f"lakerules: {what} name {name!r} has no namespace: a lake {what} is named "
+                        f"<catalog>.<namespace>.<{what}> (CREATE NAMESPACE makes one)")
     for part in namespace:
         check_name("namespace", part)
     if name is not None:

@@ -52,6 +52,10 @@ def run_write(ctx, node, query_plan):
     t = node.table
     table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
     removed = []
+    if table.current_snapshot() is not None:
+        # the commit reads the table's manifest list: one missing or damaged fails here, before
+        # any file is written
+        table.current_snapshot().manifests(table.io)
     if node.mode == "overwrite":
         removed = _files_to_overwrite(table, node.delete_condition)  # before writing: fail early
     written = write_data_files(ctx, t.catalog, table, J.dataframe(ctx.spark, query_plan))
