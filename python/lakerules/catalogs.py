@@ -15,7 +15,7 @@ from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
-from lakerules import metadata_cache, metadata_files, partitioning, paths, schema as schemas
+from lakerules import far_dates, metadata_cache, metadata_files, partitioning, paths, schema as schemas
 from lakerules.errors import CatalogError, CatalogUnavailable, LakeError, NotSupported, UnreadableFile
 
 # Spark passes these as table properties; they are not Iceberg properties.
@@ -24,6 +24,7 @@ _SPARK_RESERVED = {"provider", "owner", "location", "is_managed_location", "exte
 
 metadata_cache.install()
 metadata_files.install()
+far_dates.install()
 
 
 def qualified(catalog: str, namespace, name: str) -> str:

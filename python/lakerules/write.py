@@ -290,7 +290,7 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
         path = f"{target}/{relative}"
         with table.io.new_input(path).open() as f:
             metadata = pq.read_metadata(f)
-        stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, id_mapping)
+        stats = data_file_statistics_from_parquet_metadata(_RawTemporal(metadata), stats_plan, id_mapping)
         directory = relative.rsplit("/", 1)[0] if "/" in relative else ""
         if locate is not None:
             spec_id, values = locate(directory)
@@ -313,6 +313,45 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
 
     with ThreadPoolExecutor(FOOTER_THREADS) as pool:
         return [f for f in pool.map(one, listed) if f.record_count > 0]
+
+
+class _RawTemporal:
+    """A Parquet footer whose DATE and TIMESTAMP (microseconds) statistics are the integers stored
+    (days, microseconds since the epoch), which Iceberg's metrics are. pyarrow gives them as Python
+    dates and datetimes, which end at year 9999 (an OverflowError past it), where Spark's DATE and
+    TIMESTAMP values, and Iceberg's, go on to years 5881580 and 294247."""
+
+    def __init__(self, inner, kind: str = "file"):
+        self._inner, self._kind = inner, kind
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def row_group(self, i):
+        return _RawTemporal(self._inner.row_group(i), "row group")
+
+    def column(self, i):
+        return _RawTemporal(self._inner.column(i), "column")
+
+    @property
+    def statistics(self):
+        stats = self._inner.statistics
+        return _RawTemporal(stats, "statistics") if stats is not None and _integer_time(stats) else stats
+
+    @property
+    def min(self):
+        return self._inner.min_raw
+
+    @property
+    def max(self):
+        return self._inner.max_raw
+
+
+def _integer_time(stats) -> bool:
+    logical = stats.logical_type
+    if logical is None or logical.type not in ("DATE", "TIMESTAMP"):
+        return False
+    return logical.type == "DATE" or '"timeUnit": "microseconds"' in logical.to_json()
 
 
 def delete_files(table: Table, files: list[DataFile]) -> None:
