@@ -465,3 +465,37 @@ def test_an_hour_partition_value_out_of_range_is_a_clear_error(spark, ns, wareho
                     "Nothing was committed")
             assert state(warehouse, ns, "hours", t.location()) == before
     assert [tuple(r) for r in spark.sql(f"SELECT id, unix_micros(ts) FROM {table}").collect()] == [(1, 2**62)]
+
+
+# ---- names the catalog or pyiceberg's file IO would not keep as written ------------------------------
+
+
+@pytest.mark.parametrize("bad,problem", [
+    ("a.b", "contains '.', which a SQL catalog uses to separate nested namespaces"),
+    (" x", "starts or ends with whitespace, which a SQL catalog strips"),
+    ("x\u2003", "starts or ends with whitespace"),
+    ("  ", "is only whitespace"),
+])
+def test_namespace_names_a_sql_catalog_would_change_are_refused(spark, ns, iceberg_catalog, bad, problem):
+    """pyiceberg's SQL catalog stores lake.`a.b` as the nested lake.a.b and lake.` x` as lake.x:
+    the same namespace under another name for every reader. Found by tests/test_hostile_alphabet.py."""
+    before = iceberg_catalog.list_namespaces()
+    refused(spark, f"CREATE NAMESPACE lake.`{bad}`", f"namespace name {bad!r}", problem)
+    refused(spark, f"CREATE TABLE lake.`{bad}`.t (id BIGINT)", problem)
+    spark.sql(f"CREATE TABLE lake.{ns}.t (id BIGINT)")
+    refused(spark, f"ALTER TABLE lake.{ns}.t RENAME TO lake.`{bad}`.t", problem)
+    assert iceberg_catalog.list_namespaces() == before
+    assert iceberg_catalog.list_tables(ns) == [(ns, "t")]
+
+
+@pytest.mark.parametrize("bad", ["a\tb", "a\nb", "a\rb"])
+def test_names_and_locations_with_characters_pyiceberg_drops_are_refused(spark, ns, warehouse, iceberg_catalog, bad):
+    """Python's URL parsing, which pyiceberg's file IO runs every path through, drops tabs and line
+    breaks: a table so named was created, then its first INSERT failed reading its own files.
+    Found by tests/test_hostile_alphabet.py."""
+    quoted = f"`{bad}`"
+    refused(spark, f"CREATE TABLE lake.{ns}.{quoted} (id BIGINT)", "a tab, line feed or carriage return")
+    refused(spark, f"CREATE NAMESPACE lake.{quoted}", "a tab, line feed or carriage return")
+    location = f"{warehouse}/{ns}-{bad}/t".replace("\\", "\\\\")
+    refused(spark, f"CREATE TABLE lake.{ns}.t (id BIGINT) LOCATION '{location}'", "a tab, line feed or carriage return")
+    assert iceberg_catalog.list_tables(ns) == []

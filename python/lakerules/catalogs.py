@@ -41,6 +41,28 @@ def _shown(key: str, value: str) -> str:
     return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", str(value))
 
 
+def _kept_as_spelled(catalog: str, cat: Catalog, namespace) -> None:
+    """Refuse a namespace name a SQL catalog would not keep as written: pyiceberg's SQL catalog
+    stores a namespace as its parts joined with '.', each stripped of surrounding whitespace, so
+    lake.`a.b` would be the nested namespace lake.a.b and lake.` x ` would be lake.x (the same
+    namespace, under another name, for every reader)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    if not isinstance(cat, SqlCatalog):
+        return
+    for part in namespace:
+        if "." in part:
+            problem = ("contains '.', which a SQL catalog uses to separate nested namespaces: it would be "
+                       f"the same namespace as {'.'.join((catalog, *part.split('.')))}")
+        elif part != part.strip():
+            problem = (f"starts or ends with whitespace, which a SQL catalog strips: it would be the namespace "
+                       f"{part.strip()!r}" if part.strip() else "is only whitespace, which a SQL catalog cannot store")
+        else:
+            continue
+        raise LakeError(f"lakerules: namespace name {part!r} {problem}. Choose a name without it "
+                        f"(catalog {catalog!r} is a pyiceberg SQL catalog)")
+
+
 def _not_root(catalog: str, namespace, statement: str) -> None:
     if not namespace:
         raise LakeError(f"lakerules: {statement} needs a namespace of catalog {catalog!r} "
@@ -109,6 +131,8 @@ class Catalogs:
     def _namespace_exists(cat: Catalog, ns: tuple) -> bool:
         if not ns:
             return True  # the catalog's root, which holds namespaces (and no tables)
+        if any(not part.strip() for part in ns):
+            return False  # no catalog keeps such a namespace (pyiceberg refuses to look it up)
         try:
             cat.load_namespace_properties(ns)
             return True
@@ -123,6 +147,7 @@ class Catalogs:
     def _op_create_namespace(self, name, cat, a):
         _not_root(name, a["namespace"], "CREATE NAMESPACE")
         paths.check_identifier(a["namespace"])
+        _kept_as_spelled(name, cat, a["namespace"])
         cat.create_namespace(tuple(a["namespace"]), a.get("properties") or {})
         return {}
 
@@ -192,6 +217,7 @@ class Catalogs:
     def _op_create_table(self, name, cat, a):
         ns, tname = tuple(a["namespace"]), a["name"]
         paths.check_identifier(ns, tname)
+        _kept_as_spelled(name, cat, ns)
         props = dict(a.get("properties") or {})
         provider = props.get("provider")
         if provider and provider.lower() != "iceberg":
@@ -240,6 +266,7 @@ class Catalogs:
         if len(to_ns) > 1 and to_ns[0] == name:
             to_ns = to_ns[1:]  # RENAME TO cat.ns.t: Spark passes the name as written
         paths.check_identifier(to_ns, dst["name"])
+        _kept_as_spelled(name, cat, to_ns)
         if not self._namespace_exists(cat, tuple(to_ns)):
             raise CatalogError("NoSuchNamespace", "no such namespace", to_ns)
         cat.rename_table((*src["namespace"], src["name"]), (*to_ns, dst["name"]))
@@ -269,6 +296,8 @@ def guarded(cat: Catalog, name: str, props: dict | None = None) -> Catalog:
 
     def load(identifier):
         ident = Catalog.identifier_to_tuple(identifier)
+        if any(not part.strip() for part in ident[:-1]):  # pyiceberg raises a ValueError for it
+            raise ie.NoSuchTableError(f"Table does not exist: {'.'.join(ident)}")
         try:
             table = load_table(identifier)
         except UnreadableFile as e:
