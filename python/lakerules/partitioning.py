@@ -184,7 +184,8 @@ class PartitionColumn:
 def partition_columns(spec: PartitionSpec, schema: Schema, catalog: str, taken: set[str]) -> list[PartitionColumn]:
     out = []
     for f in spec.fields:
-        name = _free_name(f.name, taken)
+        # the folder name: Spark escapes what a path cannot hold, but not NUL (a file system refuses it)
+        name = _free_name(f.name.replace("\0", "_"), taken)
         taken.add(name)
         source = schema.find_field(f.source_id)
         path = _path(schema, f.source_id)
