@@ -162,7 +162,8 @@ def test_a_damaged_metadata_file_is_a_clear_error_and_drop_table_still_drops(
     before = state(warehouse, ns, name, t.location())
     problem = "is missing" if how == "missing" else "cannot be read"
     every = statements(full, ns, name, spark)
-    chosen = every if how in ("missing", "truncated") else {k: every[k] for k in ("select", "insert", "delete")}
+    # every statement loads the table the same way: all of them once, a few for the other damages
+    chosen = every if how == "missing" else {k: every[k] for k in ("select", "insert", "delete", "expire")}
     for what, statement in chosen.items():
         refused(spark, statement, f"table {full}", "metadata file", str(path), problem, "Nothing was changed")
         assert state(warehouse, ns, name, t.location()) == before, f"{what} changed the table"
@@ -267,7 +268,7 @@ def test_a_read_only_catalog_database_is_a_clear_error_and_leaves_nothing(
     spark.sql(f"CREATE TABLE {other} (id BIGINT) PARTITIONED BY (bucket(2, id))")
     before = state(warehouse, ns, name, t.location())
     every = statements(full, ns, name, spark)
-    del every["orphans"], every["orphans (dry run)"], every["select"], every["describe"]  # read only: they work
+    every = {k: every[k] for k in ("insert", "delete", "merge", "add column", "expire")}  # (reads work)
     every |= {
         "create table": f"CREATE TABLE lake.{ns}.new (id BIGINT)",
         "create table as select": f"CREATE TABLE lake.{ns}.new2 AS SELECT 1L AS id",
@@ -381,7 +382,7 @@ def _pyiceberg_far_rows(iceberg_catalog, ident) -> list[tuple]:
     return sorted(zip(arrow.column("id").to_pylist(), *(c.to_pylist() for c in cols)))
 
 
-@pytest.mark.parametrize("partitioning", ["", "PARTITIONED BY (days(ts), months(n), years(d), d)"])
+@pytest.mark.parametrize("partitioning", ["PARTITIONED BY (days(ts), months(n), years(d), d)"])
 def test_dates_and_timestamps_past_year_9999(spark, ns, iceberg_catalog, partitioning):
     """Inserted, partitioned, filtered, deleted, updated and compacted with ANSI mode off (where
     they used to fail with Python's OverflowError); the partition values are the ones Spark
