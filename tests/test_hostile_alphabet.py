@@ -356,11 +356,14 @@ def test_string_literal_renders_every_value_in_both_settings(spark):
 # ---- what this test found, kept as plain tests ------------------------------------------------------
 
 
-@pytest.mark.parametrize("partition", ["bucket(3, {c})", "{c}", "truncate(2, {c})"])
-def test_a_partition_source_column_named_with_nul(spark, ns, engines, partition):
+@pytest.mark.parametrize("column,partition", [("k\0 \n#%20", "bucket(3, {c})"), ("k\0", "{c}"),
+                                              (".", "truncate(2, {c})"), (".x", "{c}")])
+def test_partition_folders_of_hostile_column_names(spark, ns, engines, partition, column):
     """Spark escapes what a folder name cannot hold, but not NUL: a partition field named after a
-    column holding one made every write fail ('Mkdirs failed to create ...')."""
-    c = ident("k\0 \n#%20")
+    column holding one made every write fail ('Mkdirs failed to create ...'). Nor a leading '.':
+    the folder of a partition field named '.' or '._trunc' is hidden from listings, so an INSERT
+    committed nothing and returned normally, its rows lost."""
+    c = ident(column)
     table = f"lake.{ns}.nul"
     spark.sql(f"CREATE TABLE {table} (id BIGINT, {c} STRING) PARTITIONED BY ({partition.format(c=c)})")
     spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, NULL), (3, 'abc')")

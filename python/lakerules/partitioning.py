@@ -184,8 +184,11 @@ class PartitionColumn:
 def partition_columns(spec: PartitionSpec, schema: Schema, catalog: str, taken: set[str]) -> list[PartitionColumn]:
     out = []
     for f in spec.fields:
-        # the folder name: Spark escapes what a path cannot hold, but not NUL (a file system refuses it)
-        name = _free_name(f.name.replace("\0", "_"), taken)
+        # the folder name: Spark escapes what a path cannot hold, but not NUL (a file system refuses
+        # it), nor a leading '.', which hides the folder from every listing (its files were never
+        # committed: the rows were lost); '_' leads hidden names too, unless they hold '='
+        name = f.name.replace("\0", "_")
+        name = _free_name(f"p{name}" if name.startswith((".", "_")) else name, taken)
         taken.add(name)
         source = schema.find_field(f.source_id)
         path = _path(schema, f.source_id)
