@@ -394,6 +394,10 @@ def guarded(cat: Catalog, name: str, props: dict | None = None) -> Catalog:
         forget_written()
         try:
             return commit_table(table, requirements, updates)
+        except CatalogUnavailable as e:  # reading the table back before writing anything
+            if forget_written() is None:
+                e.landed = False  # nothing written: the commit cannot have landed
+            raise
         except DBAPIError as e:
             ours = forget_written()
             landed, current = _commit_landed(load_table, ident, table.metadata_location, ours)

@@ -511,7 +511,7 @@ def purge(catalog, plan: tuple) -> int:
             "lakerules: DROP TABLE %s PURGE deleted %d files but not those named only by %s, which could not "
             "be read: they stay in %s (CALL <catalog>.system.remove_orphan_files cannot find them now that "
             "the table is dropped; delete them by hand).", ".".join(table.name()), deleted,
-            "; ".join(_what_went_wrong(e) for e in unread), table.location())
+            "; ".join(_what_went_wrong(e) for e in {e.path: e for e in unread}.values()), table.location())
     return deleted
 
 
