@@ -370,3 +370,22 @@ def test_partition_folders_of_hostile_column_names(spark, ns, engines, partition
     (r,) = spark.sql(f"DELETE FROM {table} WHERE {c} = 'abc'").collect()
     assert r.num_affected_rows == 1
     assert engines.lakerules(table, "id") == engines.pyiceberg(table, "id") == [(1,), (2,)]
+
+
+def test_a_written_file_a_listing_would_hide_fails_the_write(spark, tmp_path):
+    """The net under the fix above: a Parquet file hidden only by a partition folder (a name with
+    '=' starting with '.') fails the write instead of being skipped with its rows; hidden staging
+    and _temporary/ folders of abandoned task attempts are still skipped."""
+    from lakerules import write
+    from lakerules.errors import LakeError
+
+    (tmp_path / "p=1").mkdir()
+    (tmp_path / "p=1" / "part-0.parquet").write_bytes(b"x")
+    (tmp_path / "_temporary" / "0" / "._t=1").mkdir(parents=True)
+    (tmp_path / "_temporary" / "0" / "._t=1" / "part-1.parquet").write_bytes(b"x")
+    assert write._list_files(spark, f"file://{tmp_path}") == [("p=1/part-0.parquet", 1)]
+    (tmp_path / "._trunc=x61").mkdir()
+    (tmp_path / "._trunc=x61" / "part-2.parquet").write_bytes(b"x")
+    for listing in (write._list_files, write._list_files_hadoop):
+        with pytest.raises(LakeError, match="made a file on a hidden path, '._trunc=x61/part-2.parquet'"):
+            listing(spark, f"file://{tmp_path}")

@@ -249,10 +249,26 @@ def _list_files(spark, target: str) -> list[tuple[str, int]]:
     out = []
     for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
         relative = info.path[len(root) + 1:]
-        if info.type != pafs.FileType.File or hidden(relative) or not relative.endswith(".parquet"):
+        if info.type != pafs.FileType.File or not _written(relative, target):
             continue
         out.append((relative, info.size))
     return sorted(out)
+
+
+def _written(relative: str, target: str) -> bool:
+    """Whether a listed file is one the write committed: a Parquet file on no hidden path. One
+    hidden only by a partition folder (a name with '=' that starts with '.') is an error, not a
+    file to skip: skipping it would lose its rows silently (hidden staging and _temporary/ folders
+    of abandoned task attempts have no '=')."""
+    if not relative.endswith(".parquet"):
+        return False
+    if not hidden(relative):
+        return True
+    parts = relative.split("/")
+    if parts[-1].startswith((".", "_")) or any(hidden(p) and "=" not in p for p in parts[:-1]):
+        return False
+    raise LakeError(f"lakerules: the write to {target} made a file on a hidden path, {relative!r}, which no "
+                    "reader would list; nothing was committed")
 
 
 def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
@@ -266,7 +282,7 @@ def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
         status = it.next()
         full = status.getPath().toUri().getPath()
         relative = full[len(root) + 1:]
-        if hidden(relative) or not relative.endswith(".parquet"):
+        if not _written(relative, target):
             continue
         out.append((relative, status.getLen()))
     return sorted(out)
