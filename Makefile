@@ -1,6 +1,6 @@
 # make setup: a fresh machine to a working install (.venv/, pinned deps, the Java shim jar).
 # make test:  the test suite.  make demo: examples/quickstart.py on the embedded catalog.
-# make soak:  the model test and the concurrency test, long profiles (see RELIABILITY.md).
+# make soak:  the model, hostile-alphabet and concurrency tests, long profiles (see RELIABILITY.md).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -40,12 +40,13 @@ shim:
 test:
 	$(PY) -m pytest python/lakerules tests
 
-# Long profiles: SOAK_EXAMPLES random sequences of 30 steps, writers racing for SOAK_SECONDS.
+# Long profiles: SOAK_EXAMPLES random sequences of 30 steps (and hostile-alphabet statement cycles
+# per parser setting), writers racing for SOAK_SECONDS.
 SOAK_EXAMPLES ?= 40
 SOAK_SECONDS  ?= 120
 soak:
 	LAKERULES_PROFILE=soak LAKERULES_SOAK_EXAMPLES=$(SOAK_EXAMPLES) LAKERULES_CONCURRENCY_SECONDS=$(SOAK_SECONDS) \
-	  $(PY) -m pytest tests/test_model.py tests/test_concurrency.py -s -q
+	  $(PY) -m pytest tests/test_model.py tests/test_hostile_alphabet.py tests/test_concurrency.py -s -q
 
 demo:
 	$(PY) examples/quickstart.py

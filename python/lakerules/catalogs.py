@@ -15,14 +15,16 @@ from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
-from lakerules import metadata_cache, partitioning, paths, schema as schemas
-from lakerules.errors import CatalogError, LakeError, NotSupported
+from lakerules import far_dates, metadata_cache, metadata_files, partitioning, paths, schema as schemas
+from lakerules.errors import CatalogError, CatalogUnavailable, LakeError, NotSupported, UnreadableFile
 
 # Spark passes these as table properties; they are not Iceberg properties.
 _SPARK_RESERVED = {"provider", "owner", "location", "is_managed_location", "external", "option.path"}
 
 
 metadata_cache.install()
+metadata_files.install()
+far_dates.install()
 
 
 def qualified(catalog: str, namespace, name: str) -> str:
@@ -37,6 +39,50 @@ def _shown(key: str, value: str) -> str:
     if any(w in key.lower() for w in _SECRET_WORDS):
         return "***"
     return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", str(value))
+
+
+def _kept_as_spelled(catalog: str, cat: Catalog, namespace) -> None:
+    """Refuse a namespace name a SQL catalog would not keep as written: pyiceberg's SQL catalog
+    stores a namespace as its parts joined with '.', each stripped of surrounding whitespace, so
+    lake.`a.b` would be the nested namespace lake.a.b and lake.` x ` would be lake.x (the same
+    namespace, under another name, for every reader)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    if not isinstance(cat, SqlCatalog):
+        return
+    for part in namespace:
+        if "." in part:
+            problem = ("contains '.', which a SQL catalog uses to separate nested namespaces: it would be "
+                       f"the same namespace as {'.'.join((catalog, *part.split('.')))}")
+        elif part != part.strip():
+            problem = (f"starts or ends with whitespace, which a SQL catalog strips: it would be the namespace "
+                       f"{part.strip()!r}" if part.strip() else "is only whitespace, which a SQL catalog cannot store")
+        else:
+            continue
+        raise LakeError(f"lakerules: namespace name {part!r} {problem}. Choose a name without it "
+                        f"(catalog {catalog!r} is a pyiceberg SQL catalog)")
+
+
+def _not_root(catalog: str, namespace, statement: str) -> None:
+    if not namespace:
+        raise LakeError(f"lakerules: {statement} needs a namespace of catalog {catalog!r} "
+                        f"({statement} {catalog}.<namespace>); the catalog itself is none")
+
+
+def build(name: str, props: dict) -> Catalog:
+    """pyiceberg's catalog ``name`` from its properties, with lakerules' handling of its faults
+    (guarded) and of SQLite's locks."""
+    try:
+        catalog = load_catalog(name, **props)
+    except Exception as e:  # noqa: BLE001 - pyiceberg raises ValueError, ImportError, ...
+        given = ", ".join(f"{k}={_shown(k, v)}" for k, v in sorted(props.items())) or "none"
+        raise LakeError(
+            f"lakerules: cannot load catalog {name!r} from its spark.sql.catalog.{name}.<property> "
+            f"settings ({given}): {type(e).__name__}: {e}. The embedded default needs "
+            f"spark.sql.catalog.{name}.type=sql, .uri=sqlite:///<folder>/catalog.db and "
+            f".warehouse=file://<folder>; `python -m lakerules conf --warehouse <folder>` prints them"
+        ) from e
+    return guarded(_sqlite_locks_wait(catalog), name, props)
 
 
 class Catalogs:
@@ -56,18 +102,7 @@ class Catalogs:
                         f"lakerules: catalog {name!r} is not a lake catalog; set "
                         f"spark.sql.catalog.{name}=io.lakerules.LakeCatalog and its properties"
                     )
-                props = json.loads(raw)
-                try:
-                    catalog = load_catalog(name, **props)
-                except Exception as e:  # noqa: BLE001 - pyiceberg raises ValueError, ImportError, ...
-                    given = ", ".join(f"{k}={_shown(k, v)}" for k, v in sorted(props.items())) or "none"
-                    raise LakeError(
-                        f"lakerules: cannot load catalog {name!r} from its spark.sql.catalog.{name}.<property> "
-                        f"settings ({given}): {type(e).__name__}: {e}. The embedded default needs "
-                        f"spark.sql.catalog.{name}.type=sql, .uri=sqlite:///<folder>/catalog.db and "
-                        f".warehouse=file://<folder>; `python -m lakerules conf --warehouse <folder>` prints them"
-                    ) from e
-                self._catalogs[name] = _sqlite_locks_wait(catalog)
+                self._catalogs[name] = build(name, json.loads(raw))
             return self._catalogs[name]
 
     def load(self, catalog: str, namespace, name: str) -> Table:
@@ -94,6 +129,10 @@ class Catalogs:
 
     @staticmethod
     def _namespace_exists(cat: Catalog, ns: tuple) -> bool:
+        if not ns:
+            return True  # the catalog's root, which holds namespaces (and no tables)
+        if any(not part.strip() for part in ns):
+            return False  # no catalog keeps such a namespace (pyiceberg refuses to look it up)
         try:
             cat.load_namespace_properties(ns)
             return True
@@ -101,18 +140,24 @@ class Catalogs:
             return False
 
     def _op_load_namespace(self, _name, cat, a):
+        if not a["namespace"]:
+            return {"properties": {}}  # the root
         return {"properties": dict(cat.load_namespace_properties(tuple(a["namespace"])))}
 
-    def _op_create_namespace(self, _name, cat, a):
+    def _op_create_namespace(self, name, cat, a):
+        _not_root(name, a["namespace"], "CREATE NAMESPACE")
         paths.check_identifier(a["namespace"])
+        _kept_as_spelled(name, cat, a["namespace"])
         cat.create_namespace(tuple(a["namespace"]), a.get("properties") or {})
         return {}
 
-    def _op_alter_namespace(self, _name, cat, a):
+    def _op_alter_namespace(self, name, cat, a):
+        _not_root(name, a["namespace"], "ALTER NAMESPACE")
         cat.update_namespace_properties(tuple(a["namespace"]), set(a["remove"]), a["set"])
         return {}
 
-    def _op_drop_namespace(self, _name, cat, a):
+    def _op_drop_namespace(self, name, cat, a):
+        _not_root(name, a["namespace"], "DROP NAMESPACE")
         ns = tuple(a["namespace"])
         if not self._namespace_exists(cat, ns):
             return {"dropped": False}
@@ -130,10 +175,18 @@ class Catalogs:
 
     def _op_list_tables(self, _name, cat, a):
         ns = tuple(a["namespace"])
+        if not ns:
+            return {"tables": []}  # tables live in namespaces, never at the root
         return {"tables": [{"namespace": list(t[:-1]), "name": t[-1]} for t in cat.list_tables(ns)]}
 
     def _op_load_table(self, name, cat, a):
         ns, tname = tuple(a["namespace"]), a["name"]
+        if not ns:
+            # <catalog>.<name>: a table needs a namespace; the name may be one (OPTIMIZE lake.db)
+            if self._namespace_exists(cat, (tname,)):
+                raise LakeError(f"lakerules: {qualified(name, (), tname)} is a namespace, not a table; "
+                                f"name a table in it ({qualified(name, (), tname)}.<table>)")
+            raise CatalogError("NoSuchTable", "no such table", ns, tname)
         table = cat.load_table((*ns, tname))
         if "version" in a:
             snapshot = _snapshot_by_version(table, a["version"])
@@ -144,12 +197,27 @@ class Catalogs:
         schema = table.schemas().get(snapshot.schema_id, table.schema()) if snapshot.schema_id is not None else table.schema()
         return table_info(name, ns, tname, table, snapshot, schema)
 
+    def _op_table_exists(self, _name, cat, a):
+        """Whether the catalog has the table, also when its metadata file is missing or damaged
+        (so that DROP TABLE [PURGE] can drop it, as Iceberg's catalogs do)."""
+        ns, tname = tuple(a["namespace"]), a["name"]
+        if not ns:
+            return {"exists": False}
+        try:
+            cat.load_table((*ns, tname))
+        except (ie.NoSuchTableError, ie.NoSuchNamespaceError):
+            return {"exists": False}
+        except UnreadableFile:
+            return {"exists": True}
+        return {"exists": True}
+
     def _op_invalidate_table(self, _name, _cat, _a):
         return {}
 
     def _op_create_table(self, name, cat, a):
         ns, tname = tuple(a["namespace"]), a["name"]
         paths.check_identifier(ns, tname)
+        _kept_as_spelled(name, cat, ns)
         props = dict(a.get("properties") or {})
         provider = props.get("provider")
         if provider and provider.lower() != "iceberg":
@@ -198,8 +266,169 @@ class Catalogs:
         if len(to_ns) > 1 and to_ns[0] == name:
             to_ns = to_ns[1:]  # RENAME TO cat.ns.t: Spark passes the name as written
         paths.check_identifier(to_ns, dst["name"])
+        _kept_as_spelled(name, cat, to_ns)
+        if not self._namespace_exists(cat, tuple(to_ns)):
+            raise CatalogError("NoSuchNamespace", "no such namespace", to_ns)
         cat.rename_table((*src["namespace"], src["name"]), (*to_ns, dst["name"]))
         return {}
+
+
+# ---- the catalog's own faults ------------------------------------------------------------------------
+
+# Catalog methods that only read, and those that change the catalog, by what the error says.
+_READS = {"load_table": "load table", "table_exists": "look up table", "list_tables": "list the tables of",
+          "list_namespaces": "list the namespaces of", "load_namespace_properties": "read namespace",
+          "namespace_exists": "look up namespace"}
+_WRITES = {"drop_table": "drop table", "rename_table": "rename table", "create_namespace": "create namespace",
+           "drop_namespace": "drop namespace", "update_namespace_properties": "alter namespace",
+           "register_table": "register table"}
+
+
+def guarded(cat: Catalog, name: str, props: dict | None = None) -> Catalog:
+    """The catalog ``name``, whose faults are clear errors: a table whose metadata file is missing
+    or damaged is an UnreadableFile naming the table (and every table loaded is remembered by
+    location, so that a damaged manifest names its table too); a SQL catalog's database that
+    cannot be written or read (read-only file or folder, a disk error, a server that refuses) is a
+    CatalogUnavailable naming the catalog, its database and what was done. A commit or CREATE TABLE
+    that fails there is checked against the catalog afterwards: one that did land is a success, one
+    that did not leaves nothing behind (its new metadata file is deleted)."""
+    load_table = cat.load_table
+
+    def load(identifier):
+        ident = Catalog.identifier_to_tuple(identifier)
+        if any(not part.strip() for part in ident[:-1]):  # pyiceberg raises a ValueError for it
+            raise ie.NoSuchTableError(f"Table does not exist: {'.'.join(ident)}")
+        try:
+            table = load_table(identifier)
+        except UnreadableFile as e:
+            raise metadata_files.named(e, qualified(name, ident[:-1], ident[-1])) from e.cause
+        metadata_files.remember_table(table.location(), qualified(name, ident[:-1], ident[-1]))
+        return table
+
+    cat.load_table = load
+    engine = getattr(cat, "engine", None)
+    if engine is None:
+        return cat
+    from sqlalchemy.exc import DBAPIError
+
+    uri = _shown("uri", (props or {}).get("uri", str(engine.url)))
+    written = threading.local()  # the metadata file this thread's catalog call wrote last
+    write_metadata = cat._write_metadata
+
+    def recording_write_metadata(metadata, io, metadata_path):
+        written.path = metadata_path
+        return write_metadata(metadata, io, metadata_path)
+
+    cat._write_metadata = recording_write_metadata
+
+    def failed(what: str, e: DBAPIError, change: bool, outcome: str = "") -> str:
+        cause = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        verb = "refused the change" if change else "could not be read"
+        return (f"lakerules: catalog {name!r} could not {what}: its database {uri} {verb} ({cause}). "
+                f"{outcome or ('Nothing was changed.' if change else '')} Check that the database "
+                "(for SQLite, the file and its folder) can be read and written by this process."
+                ).replace("  ", " ").strip()
+
+    def what_of(op: str, args) -> str:
+        if op in ("rename_table",):
+            a, b = (Catalog.identifier_to_tuple(x) for x in args[:2])
+            return f"rename table {qualified(name, a[:-1], a[-1])} to {qualified(name, b[:-1], b[-1])}"
+        target = Catalog.identifier_to_tuple(args[0]) if args and isinstance(args[0], (str, tuple, list)) else ()
+        words = (_READS | _WRITES)[op]
+        if op in ("list_namespaces", "list_tables") and not target:
+            return f"{words} catalog {name}"
+        return f"{words} {'.'.join((name, *target))}"
+
+    def wrap(op: str, change: bool):
+        inner = getattr(cat, op)
+
+        def call(*args, **kwargs):
+            try:
+                return inner(*args, **kwargs)
+            except DBAPIError as e:
+                raise CatalogUnavailable(failed(what_of(op, args), e, change)) from e
+
+        setattr(cat, op, call)
+
+    for op in _READS:
+        if hasattr(cat, op):
+            wrap(op, change=False)
+    for op in _WRITES:
+        if hasattr(cat, op):
+            wrap(op, change=True)
+
+    def forget_written() -> str | None:
+        path, written.path = getattr(written, "path", None), None
+        return path
+
+    def delete_written(path: str | None) -> None:
+        if path:
+            try:
+                cat._load_file_io(location=path).delete(path)
+            except Exception:  # noqa: BLE001 - an orphan at worst; remove_orphan_files finds it
+                pass
+
+    create_table = cat.create_table
+
+    def create(identifier, *args, **kwargs):
+        ident = Catalog.identifier_to_tuple(identifier)
+        forget_written()
+        try:
+            return create_table(identifier, *args, **kwargs)
+        except DBAPIError as e:
+            ours = forget_written()
+            try:
+                table = load_table(identifier)
+                if ours and table.metadata_location == ours:
+                    return table  # the row landed, the error came after
+            except Exception:  # noqa: BLE001 - not there, or the catalog cannot be read at all
+                pass
+            delete_written(ours)
+            raise CatalogUnavailable(failed(f"create table {qualified(name, ident[:-1], ident[-1])}", e, True)) from e
+
+    cat.create_table = create
+    commit_table = cat.commit_table
+
+    def commit(table, requirements, updates):
+        ident = table.name()
+        forget_written()
+        try:
+            return commit_table(table, requirements, updates)
+        except CatalogUnavailable as e:  # reading the table back before writing anything
+            if forget_written() is None:
+                e.landed = False  # nothing written: the commit cannot have landed
+            raise
+        except DBAPIError as e:
+            ours = forget_written()
+            landed, current = _commit_landed(load_table, ident, table.metadata_location, ours)
+            if landed:
+                from pyiceberg.table import CommitTableResponse
+
+                return CommitTableResponse(metadata=current.metadata, metadata_location=current.metadata_location)
+            what = f"commit to table {qualified(name, ident[:-1], ident[-1])}"
+            if landed is False:
+                delete_written(ours)
+                raise CatalogUnavailable(failed(what, e, True, "The commit did not land: nothing was committed."),
+                                         landed=False) from e
+            raise CatalogUnavailable(failed(what, e, True, "Whether the commit landed is not known: the catalog "
+                                                           "could not be read back."), landed=None) from e
+
+    cat.commit_table = commit
+    return cat
+
+
+def _commit_landed(load_table, ident, base: str | None, ours: str | None):
+    """(whether the commit that wrote metadata file ``ours`` over ``base`` landed: True, False or
+    None when the catalog cannot tell, the table as the catalog has it now)."""
+    try:
+        current = load_table(ident)
+    except Exception:  # noqa: BLE001 - the catalog cannot be read either
+        return None, None
+    location = current.metadata_location
+    if ours is not None and (location == ours or any(e.metadata_file == ours for e in current.metadata.metadata_log)):
+        return True, current
+    # the catalog's update is conditional on the base: not at ours (nor past it) means not landed
+    return False, current
 
 
 SQLITE_BUSY_TIMEOUT_MS = 30000

@@ -33,7 +33,7 @@ from pyiceberg.typedef import EMPTY_DICT, KeyDefaultDict
 from pyiceberg.utils.bin_packing import ListPacker
 
 from lakerules import metadata_cache
-from lakerules.errors import CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
+from lakerules.errors import CatalogUnavailable, CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
 LAKERULES_SUMMARY = {"engine-name": "lakerules"}
 # Session settings spark.lakerules.snapshot-property.<key>=<value> add <key> to the summary of
@@ -73,7 +73,8 @@ def _transaction(table: Table):
     / ValidationException from the commit (pyiceberg deletes what it wrote for them) means nothing
     landed: the statement deletes its files. Any other error from the catalog's commit leaves the
     outcome unknown, and becomes CommitOutcomeUnknown: the files must stay, or a commit that did
-    land would name deleted files."""
+    land would name deleted files. A catalog whose database failed the commit reads it back
+    (catalogs.guarded): one known not to have landed is like a rejected one."""
     if before_commit is not None:
         before_commit(table)
     tx = _Transaction(table)
@@ -89,6 +90,15 @@ def _transaction(table: Table):
             f"lakerules: conflict on {table.name()}: the catalog rejected the commit ({e}), as it does when "
             "other commits land while this statement commits, after the table's commit.retry.num-retries "
             "retries; nothing was committed and the statement's new files were deleted. Run it again."
+        ) from e
+    except CatalogUnavailable as e:
+        if e.landed is False:  # read back: it did not land; its files go, as for a rejected commit
+            for producer in tx._snapshot_producers:
+                producer._clean_all_uncommitted()
+            raise
+        raise CommitOutcomeUnknown(
+            f"{e} The statement's new files were kept: if the commit did not land, "
+            "CALL <catalog>.system.remove_orphan_files removes them."
         ) from e
     except BaseException as e:
         raise CommitOutcomeUnknown(
@@ -268,7 +278,20 @@ def _merged(producer, content: ManifestContent, spec_id: int, manifests: list) -
     return [writer.to_manifest_file()]
 
 
-class _Merging:
+class _CleansUp:
+    """A snapshot producer that deletes the manifests and manifest lists it wrote when staging its
+    snapshot fails (a manifest of the table it cannot read, a failed validation): pyiceberg keeps
+    them, as orphans, unless the catalog's commit failed."""
+
+    def _commit(self):
+        try:
+            return super()._commit()
+        except BaseException:
+            self._clean_all_uncommitted()
+            raise
+
+
+class _Merging(_CleansUp):
     """A snapshot producer whose new snapshot lists merged manifests. The manifests it wrote that
     the committed snapshot does not list (its new manifest, merged into another) are deleted once
     the commit landed (pyiceberg calls _cleanup_uncommitted then)."""
@@ -821,11 +844,15 @@ class _RewriteManifests(_SnapshotProducer):
         """The same files before and after: nothing another commit did conflicts with it."""
 
     def _commit(self):
-        manifests = self._rewrite()
-        if manifests is None:
-            return (), ()
-        self._new_manifests = manifests
-        return super()._commit()
+        try:
+            manifests = self._rewrite()
+            if manifests is None:
+                return (), ()
+            self._new_manifests = manifests
+            return super()._commit()
+        except BaseException:
+            self._clean_all_uncommitted()  # as _CleansUp: the manifests _rewrite wrote
+            raise
 
     def _manifests(self):
         return self._new_manifests

@@ -123,6 +123,21 @@ def is_in(spark: SparkSession, col: Column, values: list, data_type) -> Column:
     return ClassicColumn(utils.column(expr))
 
 
+def in_rows(spark: SparkSession, cols: list[Column], rows: list[tuple], schema) -> Column:
+    """``(cols...)`` matching one of ``rows`` (tuples in ``schema``'s field order, a Spark
+    StructType with one field per column), each column compared null-safely (NULL matches NULL),
+    built in the JVM in one call (io.lakerules.Bridge.inRows) from rows that crossed as Arrow data:
+    no Py4J call per value and no OR nested once per row (which overflows the JVM's stack on
+    thousands of rows)."""
+    from pyspark.sql.classic.column import Column as ClassicColumn
+
+    relation = analyzed(local_frame(spark, rows, schema))
+    utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
+    children = to_java_list(spark, [utils.expression(c._jc) for c in cols])
+    expr = spark._jvm.io.lakerules.Bridge.inRows(children, relation)
+    return ClassicColumn(utils.column(expr))
+
+
 def star_from(spark: SparkSession, table: list[str], alias: str):
     """The unresolved plan SELECT * FROM table AS alias, with ``table``'s name parts as they are."""
     return spark._jvm.io.lakerules.Bridge.starFrom(to_java_list(spark, table), alias)

@@ -28,6 +28,7 @@ snapshots needed.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -36,7 +37,9 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyspark.sql import functions as F
 
 from lakerules import jvm as J, paths
-from lakerules.errors import LakeError, NotSupported
+from lakerules.errors import LakeError, NotSupported, UnreadableFile
+
+log = logging.getLogger("lakerules")
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -188,13 +191,29 @@ class _Manifests:
         return self._entries[manifest.manifest_path]
 
 
-def _snapshot_files(snapshot, manifests: _Manifests, live_only: bool) -> dict[str, str]:
+def _snapshot_files(snapshot, manifests: _Manifests, live_only: bool, unread: list | None = None) -> dict[str, str]:
     """path -> kind ('manifest-list', 'manifest', 'data', 'position-deletes', 'equality-deletes')
-    of every file a snapshot names; live_only: only files its live entries name."""
+    of every file a snapshot names; live_only: only files its live entries name. A manifest list
+    or manifest that cannot be read is an error, or, with ``unread``, is added to it and skipped
+    (what it names is then not known)."""
     out = {snapshot.manifest_list: "manifest-list"}
-    for manifest in snapshot.manifests(manifests.io):
+    try:
+        listed = snapshot.manifests(manifests.io)
+    except UnreadableFile as e:
+        if unread is None:
+            raise
+        unread.append(e)
+        return out
+    for manifest in listed:
         out[manifest.manifest_path] = "manifest"
-        for e in manifests.entries(manifest):
+        try:
+            entries = manifests.entries(manifest)
+        except UnreadableFile as e:
+            if unread is None:
+                raise
+            unread.append(e)
+            continue
+        for e in entries:
             if live_only and e.status.value == 2:  # DELETED: this snapshot no longer needs the file
                 continue
             out[e.data_file.file_path] = _KIND[e.data_file.content]
@@ -348,6 +367,10 @@ def _expire_snapshots(ctx, table, args: dict):
     # they are skipped, with a warning, and not counted
     confined = paths.Confinement.of(table, f"expire_snapshots on {_shown(table)}")
     confined.check_root(table.catalog, table.name())
+    # every manifest list and manifest the clean-up reads, read before the commit: one missing or
+    # damaged is an error with the table unchanged, not an expiry committed with its files left
+    # (the entries read are kept for after the commit)
+    _doomed(before, before, set(expired), manifests)
     table.maintenance.expire_snapshots().by_ids(expired).commit()
     table.refresh()
     after = table.metadata
@@ -398,38 +421,69 @@ _PURGE_ORDER = ("data", "position-deletes", "equality-deletes", "statistics", "m
 
 
 def purge_plan(catalog, identifier) -> tuple:
-    """What DROP TABLE ... PURGE deletes, checked before anything is dropped: (table, the
-    confinement, path -> kind of every file the table's metadata names). Refused (a LakeError)
-    if the table's location is not its own; DROP TABLE without PURGE drops such a table and keeps
-    its files. Files the metadata names outside the table's location are kept (see purge)."""
-    table = catalog.load_table(identifier)
+    """What DROP TABLE ... PURGE deletes, checked before anything is dropped: (identifier, table,
+    the confinement, path -> kind of every file the table's metadata names, the metadata files that
+    could not be read). Refused (a LakeError) if the table's location is not its own; DROP TABLE
+    without PURGE drops such a table and keeps its files. Files the metadata names outside the
+    table's location are kept (see purge).
+
+    A table whose metadata file is missing or damaged is dropped from the catalog and nothing is
+    deleted (as Iceberg's catalogs do): which files are its own is not known (table None). A
+    manifest list or manifest that cannot be read is skipped: the files it names are not known, and
+    stay; the rest go."""
+    try:
+        table = catalog.load_table(identifier)
+    except UnreadableFile as e:
+        return identifier, None, None, {}, [e]
     confined = paths.Confinement.of(table, f"DROP TABLE {'.'.join(table.name())} PURGE")
+    unread: list[UnreadableFile] = []
     try:
         confined.check_root(catalog, table.name())
         manifests = _Manifests(table.io)
         metadata = table.metadata
         files: dict[str, str] = {}
         for snapshot in metadata.snapshots:
-            files.update(_snapshot_files(snapshot, manifests, live_only=False))
+            files.update(_snapshot_files(snapshot, manifests, live_only=False, unread=unread))
         for s in [*metadata.statistics, *metadata.partition_statistics]:
             files[s.statistics_path] = "statistics"
         for p in [table.metadata_location, *(e.metadata_file for e in metadata.metadata_log)]:
             files[p] = "metadata"
     except LakeError as e:
         raise LakeError(f"{e}. DROP TABLE without PURGE drops the table and keeps its files") from None
-    return table, confined, files
+    return identifier, table, confined, files, unread
 
 
 def purge(catalog, plan: tuple) -> int:
     """Drop the table of purge_plan and delete its files: data and delete files first, the
     metadata that names them last. Files outside the table's location (added from elsewhere, or
-    another table's) are skipped with a warning. Returns how many were deleted."""
-    table, confined, files = plan
-    catalog.drop_table(table.name())
+    another table's) are skipped with a warning, and so, with a warning naming each, are the
+    files named only by metadata files that could not be read. Returns how many were deleted."""
+    identifier, table, confined, files, unread = plan
+    catalog.drop_table(table.name() if table is not None else identifier)
+    if table is None:
+        problem = unread[0]
+        folder = problem.path.rsplit("/metadata/", 1)[0] if "/metadata/" in problem.path else None
+        log.warning(
+            "lakerules: DROP TABLE %s PURGE dropped the table from the catalog but deleted none of its files: "
+            "%s; which files are the table's is not known without it.%s", problem.table or identifier,
+            _what_went_wrong(problem), f" Its folder was {folder}; delete it by hand if nothing else uses it."
+            if folder else "")
     by_kind: dict[str, list[str]] = {}
     for p, kind in files.items():
         by_kind.setdefault(kind, []).append(p)
-    return sum(confined.delete(table.io, sorted(by_kind.get(kind, [])), strict=False) for kind in _PURGE_ORDER)
+    deleted = sum(confined.delete(table.io, sorted(by_kind.get(kind, [])), strict=False) for kind in _PURGE_ORDER) \
+        if table is not None else 0
+    if table is not None and unread:
+        log.warning(
+            "lakerules: DROP TABLE %s PURGE deleted %d files but not those named only by %s, which could not "
+            "be read: they stay in %s (CALL <catalog>.system.remove_orphan_files cannot find them now that "
+            "the table is dropped; delete them by hand).", ".".join(table.name()), deleted,
+            "; ".join(_what_went_wrong(e) for e in {e.path: e for e in unread}.values()), table.location())
+    return deleted
+
+
+def _what_went_wrong(e: UnreadableFile) -> str:
+    return f"its {e.kind} {e.path} is {'missing' if e.missing else 'damaged'}"
 
 
 def purge_table(catalog, identifier) -> int:

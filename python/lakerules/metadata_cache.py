@@ -5,7 +5,8 @@ table's metadata JSON each time: a file that lists every snapshot, 17-30 ms for 
 metadata file never changes once written (each commit writes a new one) and pyiceberg's
 TableMetadata is frozen, so parsed metadata is kept per file location, for the latest few
 (``install`` puts the cache in front of pyiceberg's parser, which every catalog's load calls;
-a commit hands over the metadata it just wrote with ``remember``).
+a commit hands over the metadata it just wrote with ``remember``). A file that is missing or
+cannot be parsed is an errors.UnreadableFile naming it (the catalog's load names the table).
 """
 
 from __future__ import annotations
@@ -28,7 +29,12 @@ def _cached(input_file, encoding: str = "utf-8"):
         if key in _metadata:
             _metadata.move_to_end(key)
             return _metadata[key]
-    parsed = _parse(input_file, encoding)
+    try:
+        parsed = _parse(input_file, encoding)
+    except Exception as e:  # noqa: BLE001 - missing, truncated, not JSON, not table metadata
+        from lakerules.errors import unreadable
+
+        raise unreadable("metadata file", key, e) from e
     remember(key, parsed)
     return parsed
 

@@ -184,11 +184,17 @@ class PartitionColumn:
 def partition_columns(spec: PartitionSpec, schema: Schema, catalog: str, taken: set[str]) -> list[PartitionColumn]:
     out = []
     for f in spec.fields:
-        name = _free_name(f.name, taken)
+        # the folder name: Spark escapes what a path cannot hold, but not NUL (a file system refuses
+        # it), nor a leading '.', which hides the folder from every listing (its files were never
+        # committed: the rows were lost); '_' leads hidden names too, unless they hold '='
+        name = f.name.replace("\0", "_")
+        name = _free_name(f"p{name}" if name.startswith((".", "_")) else name, taken)
         taken.add(name)
         source = schema.find_field(f.source_id)
-        col = J.column(*_path(schema, f.source_id))
-        expr, decode = _transform_expr(f.transform, source.field_type, col, catalog)
+        path = _path(schema, f.source_id)
+        col = J.column(*path)
+        expr, decode = _transform_expr(f.transform, source.field_type, col, catalog,
+                                       f"partition field {f.name} ({f.transform} of column {'.'.join(path)})")
         out.append(PartitionColumn(name, expr.alias(name), decode))
     return out
 
@@ -241,9 +247,12 @@ def _micros(col: Column, t: it.IcebergType) -> Column:
 
 
 def _floor_div(value: Column, divisor: int) -> Column:
-    """Floor division on longs, exact for negative values too (integral div, no decimals)."""
+    """Floor division on longs, exact for negative values too (integral div, no decimals), and
+    for every long: div truncates toward zero, one less when a negative value leaves a remainder
+    (value - pmod(value, d) overflows near the smallest long: wrapped, without ANSI mode, into
+    another partition's value)."""
     d = F.lit(divisor)
-    return F.call_function("div", value - F.pmod(value, d), d)
+    return F.call_function("div", value, d) - F.when((value < 0) & (value % d != 0), 1).otherwise(0)
 
 
 def _days(col: Column, t: it.IcebergType) -> Column:
@@ -268,7 +277,18 @@ def _bool(text: str) -> bool:
     return text == "true"
 
 
-def _transform_expr(transform: Transform, t: it.IcebergType, col: Column, catalog: str):
+def _int_or_fail(value: Column, col: Column, what: str) -> Column:
+    """value (a BIGINT) as the INT an Iceberg partition value is, or the write fails with an
+    error naming the partition field and the value, whatever spark.sql.ansi.enabled says (a cast
+    without ANSI would wrap it into another partition's value, one pruning then skips)."""
+    fits = value.between(-(2**31), 2**31 - 1)
+    message = F.concat(
+        F.lit(f"lakerules: {what} cannot hold the value for "), col.cast("string"),
+        F.lit(": the partition value is a 32-bit INT, and this one is out of its range. Nothing was committed."))
+    return F.when(value.isNull() | fits, value.cast("int")).otherwise(F.raise_error(message).cast("int"))
+
+
+def _transform_expr(transform: Transform, t: it.IcebergType, col: Column, catalog: str, what: str = "a partition field"):
     """The partition value of ``col`` (the source column), built as objects: names never go
     through SQL text; lakerules' own functions are called by their quoted multipart name."""
     fn = f"{J.quote(catalog)}.system"
@@ -288,7 +308,7 @@ def _transform_expr(transform: Transform, t: it.IcebergType, col: Column, catalo
         case DayTransform():
             return _days(col, t), int
         case HourTransform():
-            return _floor_div(_micros(col, t), MICROS_PER_HOUR).cast("int"), int
+            return _int_or_fail(_floor_div(_micros(col, t), MICROS_PER_HOUR), col, what), int
     raise NotSupported(f"lakerules: writing partition transform {transform} is not supported")
 
 

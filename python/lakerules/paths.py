@@ -28,7 +28,9 @@ the folder a failed write made under ``data/`` (``remove_tree``): it is removed 
 
 Table, namespace and view names that are not safe path segments (``check_name``: empty, ``.``,
 ``..``, or containing ``/``, ``\\`` or NUL) are refused at CREATE, RENAME and CREATE NAMESPACE,
-since a table's default location is ``<warehouse>/<namespace>/<name>``.
+since a table's default location is ``<warehouse>/<namespace>/<name>``; so are names and
+locations pyiceberg's file IO would misread: with ``#`` or ``?`` (a URL's fragment or query), a
+tab, line feed or carriage return (which Python's URL parsing drops).
 """
 
 from __future__ import annotations
@@ -52,15 +54,24 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.DOTALL)
 _EQUAL_SCHEMES = {"s3a": "s3", "s3n": "s3"}  # Iceberg's default equal schemes
 _UNSAFE_NAME = ("/", "\\", "\0")
 _URL_MARKS = ("#", "?")
+# Python's URL parsing, which pyiceberg's file IO runs every path through, drops these (WHATWG)
+_URL_DROPPED = ("\t", "\n", "\r")
 
 
 def check_location(location: str) -> None:
-    """Refuse a table LOCATION pyiceberg's file IO would misread: with '#' or '?' in its path."""
+    """Refuse a table LOCATION pyiceberg's file IO would misread: with '#' or '?' in its path,
+    or a tab, line feed or carriage return."""
     path = _SCHEME.sub(lambda m: m.group(2), location)
     if any(c in path for c in _URL_MARKS):
         raise LakeError(
             f"lakerules: LOCATION {location!r} contains '#' or '?', which pyiceberg's file IO reads as the "
             "start of a URL fragment or query, so the table's files could not be found; choose a location without them"
+        )
+    if any(c in path for c in _URL_DROPPED):
+        raise LakeError(
+            f"lakerules: LOCATION {location!r} contains a tab, line feed or carriage return, which pyiceberg's "
+            "file IO drops from a path (Python's URL parsing), so the table's files could not be found; choose a "
+            "location without them"
         )
 
 
@@ -79,17 +90,24 @@ def check_name(kind: str, name: str, full: str | None = None) -> None:
         elif any(c in name for c in _URL_MARKS):
             problem = ("contains '#' or '?', which pyiceberg's file IO reads as the start of a URL fragment or "
                        "query, so the table's files could not be found")
+        elif any(c in name for c in _URL_DROPPED):
+            problem = ("contains a tab, line feed or carriage return, which pyiceberg's file IO drops from a path "
+                       "(Python's URL parsing), so the table's files could not be found")
     if problem:
         shown = full if full is not None else repr(name)
         raise LakeError(
             f"lakerules: {kind} name {shown} {problem}: a {kind}'s name becomes a folder of table "
             "locations (<warehouse>/<namespace>/<table>), so it cannot be empty, '.' or '..', or contain "
-            "'/', '\\', NUL, '#' or '?' (spaces, quotes, '%' and unicode are fine)"
+            "'/', '\\', NUL, '#', '?', a tab or a line break (spaces, quotes, '%' and unicode are fine)"
         )
 
 
 def check_identifier(namespace, name: str | None = None, what: str = "table") -> None:
-    """check_name for each part of a namespace and, if given, a table name."""
+    """check_name for each part of a namespace and, if given, a table name (which needs a
+    namespace: <catalog>.<table> names none)."""
+    if name is not None and not namespace:
+        raise LakeError(f"lakerules: {what} name {name!r} has no namespace: a lake {what} is named "
+                        f"<catalog>.<namespace>.<{what}> (CREATE NAMESPACE makes one)")
     for part in namespace:
         check_name("namespace", part)
     if name is not None:

@@ -30,7 +30,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from lakerules import jvm as J
 from lakerules.errors import LakeError
@@ -342,11 +342,15 @@ def _keep_filter(spark, cols: list, types: list, values: set[tuple]) -> Column:
         if any(v[0] is None for v in values):
             return col.isNotNull() & keep  # NULL deletes NULL
         return col.isNull() | keep  # NULL NOT IN (...) is NULL: keep NULLs explicitly
-    matches = [
-        reduce(lambda a, b: a & b, [(J.column(c) if c else F.lit(None)).eqNullSafe(F.lit(x)) for c, x in zip(cols, v)])
-        for v in values
-    ]
-    return ~reduce(lambda a, b: a | b, matches)
+    # several columns: one key set, the rows in bulk. A column dropped since the delete was
+    # written is NULL in every row and matches only the rows whose value there is NULL (the
+    # caller kept only those): it is left out of the key.
+    present = [k for k, c in enumerate(cols) if c]
+    if not present:
+        return F.lit(False)  # every kept delete row matches every row
+    schema = StructType([StructField(f"k{k}", types[k]) for k in present])
+    rows = sorted({tuple(v[k] for k in present) for v in values}, key=repr)
+    return ~J.in_rows(spark, [J.column(cols[k]) for k in present], rows, schema)
 
 
 def _anti_join(ctx, scan: LakeScan, data: DataFrame, ids, cols, values) -> DataFrame:

@@ -52,6 +52,10 @@ def run_write(ctx, node, query_plan):
     t = node.table
     table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
     removed = []
+    if table.current_snapshot() is not None:
+        # the commit reads the table's manifest list: one missing or damaged fails here, before
+        # any file is written
+        table.current_snapshot().manifests(table.io)
     if node.mode == "overwrite":
         removed = _files_to_overwrite(table, node.delete_condition)  # before writing: fail early
     written = write_data_files(ctx, t.catalog, table, J.dataframe(ctx.spark, query_plan))
@@ -247,10 +251,26 @@ def _list_files(spark, target: str) -> list[tuple[str, int]]:
     out = []
     for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
         relative = info.path[len(root) + 1:]
-        if info.type != pafs.FileType.File or hidden(relative) or not relative.endswith(".parquet"):
+        if info.type != pafs.FileType.File or not _written(relative, target):
             continue
         out.append((relative, info.size))
     return sorted(out)
+
+
+def _written(relative: str, target: str) -> bool:
+    """Whether a listed file is one the write committed: a Parquet file on no hidden path. One
+    hidden only by a partition folder (a name with '=' that starts with '.') is an error, not a
+    file to skip: skipping it would lose its rows silently (hidden staging and _temporary/ folders
+    of abandoned task attempts have no '=')."""
+    if not relative.endswith(".parquet"):
+        return False
+    if not hidden(relative):
+        return True
+    parts = relative.split("/")
+    if parts[-1].startswith((".", "_")) or any(hidden(p) and "=" not in p for p in parts[:-1]):
+        return False
+    raise LakeError(f"lakerules: the write to {target} made a file on a hidden path, {relative!r}, which no "
+                    "reader would list; nothing was committed")
 
 
 def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
@@ -264,7 +284,7 @@ def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
         status = it.next()
         full = status.getPath().toUri().getPath()
         relative = full[len(root) + 1:]
-        if hidden(relative) or not relative.endswith(".parquet"):
+        if not _written(relative, target):
             continue
         out.append((relative, status.getLen()))
     return sorted(out)
@@ -288,7 +308,7 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
         path = f"{target}/{relative}"
         with table.io.new_input(path).open() as f:
             metadata = pq.read_metadata(f)
-        stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, id_mapping)
+        stats = data_file_statistics_from_parquet_metadata(_RawTemporal(metadata), stats_plan, id_mapping)
         directory = relative.rsplit("/", 1)[0] if "/" in relative else ""
         if locate is not None:
             spec_id, values = locate(directory)
@@ -311,6 +331,45 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
 
     with ThreadPoolExecutor(FOOTER_THREADS) as pool:
         return [f for f in pool.map(one, listed) if f.record_count > 0]
+
+
+class _RawTemporal:
+    """A Parquet footer whose DATE and TIMESTAMP (microseconds) statistics are the integers stored
+    (days, microseconds since the epoch), which Iceberg's metrics are. pyarrow gives them as Python
+    dates and datetimes, which end at year 9999 (an OverflowError past it), where Spark's DATE and
+    TIMESTAMP values, and Iceberg's, go on to years 5881580 and 294247."""
+
+    def __init__(self, inner, kind: str = "file"):
+        self._inner, self._kind = inner, kind
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def row_group(self, i):
+        return _RawTemporal(self._inner.row_group(i), "row group")
+
+    def column(self, i):
+        return _RawTemporal(self._inner.column(i), "column")
+
+    @property
+    def statistics(self):
+        stats = self._inner.statistics
+        return _RawTemporal(stats, "statistics") if stats is not None and _integer_time(stats) else stats
+
+    @property
+    def min(self):
+        return self._inner.min_raw
+
+    @property
+    def max(self):
+        return self._inner.max_raw
+
+
+def _integer_time(stats) -> bool:
+    logical = stats.logical_type
+    if logical is None or logical.type not in ("DATE", "TIMESTAMP"):
+        return False
+    return logical.type == "DATE" or '"timeUnit": "microseconds"' in logical.to_json()
 
 
 def delete_files(table: Table, files: list[DataFile]) -> None:

@@ -265,6 +265,43 @@ public final class Bridge {
   }
 
   /**
+   * named_struct(children) IN (the rows of a LocalRelation with one column per child, each row a
+   * struct Literal): a multi-column key set built in one call from rows that crossed in bulk.
+   * The struct is never NULL and In compares structs field by field with NULL equal to NULL
+   * (and NaN to NaN), so the test is a null-safe equality on every column, as an Iceberg equality
+   * delete's; with more than a few rows the optimizer makes it an InSet (a sorted set, no nesting
+   * of one OR per row).
+   */
+  public static org.apache.spark.sql.catalyst.expressions.Expression inRows(
+      java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> children, LogicalPlan values) {
+    if (!(values instanceof org.apache.spark.sql.catalyst.plans.logical.LocalRelation)
+        || values.output().size() != children.size() || children.isEmpty()) {
+      throw new IllegalArgumentException("inRows: a LocalRelation with one column per key column, not "
+          + values.nodeName() + " of " + values.output().size() + " columns for " + children.size());
+    }
+    java.util.List<Attribute> output = scala.jdk.javaapi.CollectionConverters.asJava(values.output());
+    java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> nameValues = new java.util.ArrayList<>();
+    for (int i = 0; i < output.size(); i++) {
+      nameValues.add(org.apache.spark.sql.catalyst.expressions.Literal.create(output.get(i).name(),
+          org.apache.spark.sql.types.DataTypes.StringType));
+      nameValues.add(children.get(i));
+    }
+    org.apache.spark.sql.catalyst.expressions.Expression key =
+        new org.apache.spark.sql.catalyst.expressions.CreateNamedStruct(
+            scala.jdk.javaapi.CollectionConverters.asScala(nameValues).toList());
+    org.apache.spark.sql.types.StructType type =
+        org.apache.spark.sql.catalyst.types.DataTypeUtils.fromAttributes(values.output());
+    java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> literals = new java.util.ArrayList<>();
+    scala.collection.Iterator<org.apache.spark.sql.catalyst.InternalRow> rows =
+        ((org.apache.spark.sql.catalyst.plans.logical.LocalRelation) values).data().iterator();
+    while (rows.hasNext()) {
+      literals.add(new org.apache.spark.sql.catalyst.expressions.Literal(rows.next().copy(), type));
+    }
+    return new org.apache.spark.sql.catalyst.expressions.In(key,
+        scala.jdk.javaapi.CollectionConverters.asScala(literals).toList());
+  }
+
+  /**
    * SELECT * FROM table AS alias, built as objects: table is the multipart name (its parts as
    * they are, no quoting), so no name goes through the parser again.
    */

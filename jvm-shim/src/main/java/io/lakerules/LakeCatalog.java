@@ -160,6 +160,16 @@ public final class LakeCatalog implements TableCatalog, SupportsNamespaces, Func
     return table(ident, call("load_table", a));
   }
 
+  /**
+   * Asked of the catalog without loading the table: a table whose metadata file is missing or
+   * damaged still exists (DROP TABLE drops it, as Iceberg's catalogs do), where TableCatalog's
+   * default, loadTable, would fail.
+   */
+  @Override
+  public boolean tableExists(Identifier ident) {
+    return call("table_exists", ident(ident)).path("exists").asBoolean();
+  }
+
   @Override
   public void invalidateTable(Identifier ident) {
     call("invalidate_table", ident(ident));
