@@ -27,6 +27,7 @@ import pytest
 
 import faults_util as fu
 import lakerules
+from errors_util import refused
 
 FUTURE = "TIMESTAMP '2999-01-01 00:00:00'"
 
@@ -71,22 +72,6 @@ def files_of(location: str) -> dict[str, str]:
 
 def state(warehouse, ns: str, name: str, location: str) -> tuple:
     return catalog_pointer(warehouse, ns, name), files_of(location)
-
-
-def refused(spark, statement, *needles: str) -> str:
-    """The statement (SQL text, or a callable) fails with a lakerules error naming each needle,
-    without a Python traceback."""
-    with pytest.raises(Exception) as info:
-        if callable(statement):
-            statement()
-        else:
-            spark.sql(statement).collect()
-    message = str(info.value)
-    assert "lakerules" in message, message
-    assert "Traceback" not in message and "internal error" not in message, message
-    for n in needles:
-        assert n in message, f"{n!r} not in {message}"
-    return message
 
 
 def statements(table: str, ns: str, name: str, spark) -> dict:

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import faults_util as fu
+from errors_util import refused
 
 FUTURE = "TIMESTAMP '2999-01-01 00:00:00'"
 OLD = 1_000_000_000  # 2001: older than any cutoff
@@ -109,18 +110,6 @@ def state(iceberg_catalog, ident: tuple) -> tuple:
     t = iceberg_catalog.load_table(ident)
     rows = sorted(t.scan().to_arrow().column("id").to_pylist()) if t.current_snapshot() else []
     return [s.snapshot_id for s in t.snapshots()], t.metadata_location, rows
-
-
-def refused(spark, sql: str, *needles: str) -> str:
-    """The statement fails with a lakerules error naming each needle, and no traceback."""
-    with pytest.raises(Exception) as info:
-        spark.sql(sql).collect()
-    message = str(info.value)
-    assert "lakerules" in message, message
-    assert "Traceback" not in message and "internal error" not in message, message
-    for n in needles:
-        assert n in message, f"{n!r} not in {message}"
-    return message
 
 
 def orphan_call(spark, ident: str, extra: str = "", dry_run: bool = False) -> str:
