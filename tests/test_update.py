@@ -116,7 +116,7 @@ def test_bad_updates_change_nothing(spark, people, iceberg_catalog):
     name = people.split(".", 1)[1]
     before = snapshot_id(iceberg_catalog, name)
     for sql, message in [
-        (f"UPDATE {people} SET score = 1, score = 2", "assigned more than once"),
+        (f"UPDATE {people} SET score = 1, score = 2", "Multiple assignments for 'score'"),
         (f"UPDATE {people} SET nope = 1", "nope"),
         (f"UPDATE {people} SET score = 'many'", "(?i)cast"),
         (f"UPDATE {people} SET score = 1 WHERE rand() < 0.5", "(?i)determin"),

@@ -11,7 +11,7 @@ Every Spark job a command runs carries a job description naming the statement an
 
 from __future__ import annotations
 
-from lakerules import plan as P, progress, rowlevel, write
+from lakerules import jvm as J, plan as P, progress, rowlevel, write
 
 _VERBS = {
     P.WriteToLake: "INSERT",
@@ -23,7 +23,15 @@ _VERBS = {
 
 
 def execute(ctx, node: P.Command):
-    """Run a planned command once; the JVM plan of its result rows."""
+    """Run a planned command once; the JVM plan of its result rows. Afterwards Spark's cached
+    plans over the table are computed again from what it now holds, as after Spark's own writes."""
+    result = _run(ctx, node)
+    t = node.table
+    J.recache_table(ctx.spark, [t.catalog, *t.namespace, t.name])
+    return result
+
+
+def _run(ctx, node: P.Command):
     with progress.statement(ctx, _title(node)):
         match node:
             case P.WriteToLake():

@@ -181,7 +181,8 @@ def _internal_value(value, dt) -> Any:
         case "TimestampType" | "TimestampNTZType":
             return int(value)  # micros since epoch
         case _ if kind.startswith("DecimalType"):
-            return Decimal(value.toJavaBigDecimal().toPlainString())
+            # Py4J hands a java.math.BigDecimal over as a Python Decimal
+            return Decimal(value.toJavaBigDecimal())
         case "BinaryType":
             return bytes(value)
     return _INEXACT

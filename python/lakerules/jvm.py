@@ -183,6 +183,26 @@ def project_as(spark: SparkSession, plan, exprs, names):
     return spark._jvm.io.lakerules.Bridge.projectAs(plan, to_java_list(spark, exprs), to_java_list(spark, names))
 
 
+def align_assignments(spark: SparkSession, attributes, assignments, insert: bool) -> tuple:
+    """A row-level command's (key, value) assignments as Spark aligns them for a table it
+    rewrites itself: one (attribute, value) pair per column of ``attributes``, in order, nested
+    fields folded into their struct, each value resolved under spark.sql.storeAssignmentPolicy;
+    Spark's own errors for what it refuses (io.lakerules.Bridge.alignAssignments). ``insert``:
+    a MERGE INSERT action (every column needs a value or a default)."""
+    values = spark._jvm.io.lakerules.Bridge.alignAssignments(
+        to_java_list(spark, attributes), to_java_list(spark, [k for k, _ in assignments]),
+        to_java_list(spark, [v for _, v in assignments]), insert)
+    return tuple(zip(attributes, list(values)))
+
+
+def recache_table(spark: SparkSession, name_parts: list[str]) -> None:
+    """After a write to a table: every cached plan that reads it (CACHE TABLE, df.cache()) is
+    computed again, lazily, from the table as it now is, as Spark does after its own writes.
+    Cached reads of an older snapshot (VERSION AS OF) stay as they are."""
+    jsession = spark._jsparkSession
+    jsession.sharedState().cacheManager().recacheTableOrView(jsession, to_seq(spark, name_parts), False)
+
+
 def has_subquery(spark: SparkSession, condition) -> bool:
     return bool(expressions(spark).SubqueryExpression.hasSubquery(condition))
 

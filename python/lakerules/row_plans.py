@@ -16,7 +16,7 @@ from pyiceberg.table import Table
 from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules import jvm as J
-from lakerules.errors import LakeError, NotSupported
+from lakerules.errors import LakeError
 from lakerules.expressions import to_iceberg
 from lakerules.planning import PlannedFile, ScanPlan, plan_scan
 
@@ -41,23 +41,23 @@ def update_mode(table) -> str:
     return "copy-on-write" if table.format_version < 2 else mode
 
 
-def check_assignments(node) -> None:
-    """Assignments name top-level columns, each at most once (Spark has cast the values)."""
-    seen = set()
-    for key, value in node.assignments:
-        if J.simple_name(key) != "AttributeReference":
-            raise NotSupported(
-                f"lakerules: UPDATE {node.table}: assigning to {key.sql()} is not supported; "
-                "assign the whole top-level column (e.g. SET s = named_struct(...))"
-            )
-        ident = key.exprId().id()
-        if ident in seen:
-            raise LakeError(f"lakerules: UPDATE {node.table}: column {key.name()} is assigned more than once")
-        seen.add(ident)
+def resolve_assignments(spark, verb: str, table, relation, assignments, *, insert: bool = False) -> tuple:
+    """An UPDATE's (or a MERGE action's) assignments resolved as Spark's own DML resolves them:
+    one (column, value) pair per column of the relation, nested-field assignments folded into
+    their struct, each value cast under spark.sql.storeAssignmentPolicy, NOT NULL checked;
+    Spark's errors for duplicate or conflicting assignments and for a MERGE INSERT that leaves a
+    column without a value (lakerules.jvm.align_assignments). Values must be deterministic."""
+    for key, value in assignments:
         if not value.deterministic():
-            raise LakeError(f"lakerules: UPDATE {node.table}: the value {value.sql()} for {key.name()} is not deterministic")
-    if node.condition is not None and not node.condition.deterministic():
-        raise LakeError(f"lakerules: UPDATE {node.table}: the condition {node.condition.sql()} is not deterministic")
+            raise LakeError(f"lakerules: {verb} {table}: the value {value.sql()} for {key.sql()} is not deterministic")
+    return J.align_assignments(spark, [a.jvm for a in relation.output], assignments, insert)
+
+
+def check_condition(verb: str, table, condition, what: str = "condition") -> None:
+    """A row-level command's conditions must be deterministic: the rows they match are read
+    more than once (to count, to write deletes and new rows)."""
+    if condition is not None and not condition.deterministic():
+        raise LakeError(f"lakerules: {verb} {table}: the {what} {condition.sql()} is not deterministic")
 
 
 # ---- which files ------------------------------------------------------------------------------

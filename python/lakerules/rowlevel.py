@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from lakerules import commit, jvm as J, progress, row_plans, write
-from lakerules.errors import LakeError, NotSupported
+from lakerules.errors import LakeError
 from lakerules import plan as P
 from lakerules.plan import LakeScan
 from lakerules.planning import ScanPlan, plan_scan
@@ -404,14 +404,6 @@ def run_merge(ctx, node):
     t = node.table
     e = J.expressions(spark)
     bridge = J.bridge(spark)
-    for a in node.matched + node.not_matched + node.not_matched_by_source:
-        for key, value in a.assignments:
-            if J.simple_name(key) != "AttributeReference":
-                raise NotSupported(f"lakerules: MERGE INTO {t}: assigning to {key.sql()} is not supported")
-        if a.condition is not None and not a.condition.deterministic():
-            raise LakeError(f"lakerules: MERGE INTO {t}: the condition {a.condition.sql()} is not deterministic")
-    if not node.condition.deterministic():
-        raise LakeError(f"lakerules: MERGE INTO {t}: the ON condition {node.condition.sql()} is not deterministic")
     table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
     snapshot = table.current_snapshot()
     # the read of the target: pruned by the ON condition's target-only parts, unless rows that
@@ -465,13 +457,18 @@ def run_merge(ctx, node):
     rows = J.dataframe(spark, projected).where(
         (F.col(OP_COL) != KEEP) | (F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
     )
+    check_cardinality = _checks_cardinality(node.matched)
+    if not check_cardinality:
+        # a target row matched by several source rows is deleted (or kept) once
+        target_side = F.col(T_COL).isNotNull()
+        rows = rows.where(target_side).dropDuplicates([FILE_COL, POS_COL]).unionByName(rows.where(~target_side))
     lookup, partitions = _file_lookup(spark, files, "__lakerules_path")
     rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name").persist()
     written_data, written_deletes = [], []
     try:
         progress.step(spark, "join target rows with the source")
-        doubled = (rows.where(F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
-                   .groupBy(FILE_COL, POS_COL).count().where("count > 1").limit(1).collect())
+        doubled = check_cardinality and (rows.where(F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
+                                         .groupBy(FILE_COL, POS_COL).count().where("count > 1").limit(1).collect())
         if doubled:
             raise LakeError(
                 f"lakerules: MERGE INTO {t}: a target row matched more than one source row "
@@ -502,6 +499,16 @@ def run_merge(ctx, node):
     finally:
         rows.unpersist()
     return _merge_result(spark, updated, deleted, inserted)
+
+
+def _checks_cardinality(matched: tuple) -> bool:
+    """Whether a target row matched by several source rows is an error, as in Spark and Iceberg:
+    only when a WHEN MATCHED clause could update it, or delete it under a condition (which
+    source row decides would then matter). No WHEN MATCHED clause, or a single unconditional
+    DELETE, gives the same result whichever source row matched."""
+    if not matched:
+        return False
+    return not (len(matched) == 1 and matched[0].kind == "delete" and matched[0].condition is None)
 
 
 def _merge_result(spark, updated: int, deleted: int, inserted: int):

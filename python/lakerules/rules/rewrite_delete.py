@@ -13,17 +13,15 @@ lakerules.rowlevel, which plans again only if the table moved since.
 
 from __future__ import annotations
 
-from lakerules.errors import LakeError
 from lakerules.plan import DeleteFromLake, Node, WriteDeletes
-from lakerules.row_plans import delete_mode, plan_files
+from lakerules.row_plans import check_condition, delete_mode, plan_files
 
 
 def rewrite_delete(plan: Node, ctx) -> Node:
     match plan:
         case DeleteFromLake():
             t = plan.table
-            if plan.condition is not None and not plan.condition.deterministic():
-                raise LakeError(f"lakerules: DELETE FROM {t}: the condition {plan.condition.sql()} is not deterministic")
+            check_condition("DELETE FROM", t, plan.condition)
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
             files = None if plan.condition is None else plan_files(ctx.spark, table, plan.relation, plan.condition,
                                                                    drop_whole=True)

@@ -6,25 +6,40 @@ becomes
       WHEN MATCHED THEN UPDATE ... / DELETE, WHEN NOT MATCHED THEN INSERT ...
       -> position deletes + new rows, one snapshot
 
-What runs is in lakerules.rowlevel.
+Each action's assignments are resolved here as Spark's own MERGE resolves them
+(row_plans.resolve_assignments): UPDATE SET as UPDATE's, INSERT with a value or default for
+every column. What runs is in lakerules.rowlevel.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lakerules.plan import MergeIntoLake, Node, WriteMerge
-from lakerules.row_plans import plan_files
+from lakerules.row_plans import check_condition, plan_files, resolve_assignments
 
 
 def rewrite_merge(plan: Node, ctx) -> Node:
     match plan:
         case MergeIntoLake():
             t = plan.table
+            check_condition("MERGE INTO", t, plan.condition, "ON condition")
+            matched, not_matched, by_source = (tuple(_resolved(ctx, plan, a) for a in actions) for actions in
+                                               (plan.matched, plan.not_matched, plan.not_matched_by_source))
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
             # the target read: pruned by the ON condition, unless rows matching nothing must be seen
             files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False,
                                prune=not plan.not_matched_by_source)
             return WriteMerge(table=t, relation=plan.relation, source=plan.source,
-                              condition=plan.condition, matched=plan.matched, not_matched=plan.not_matched,
-                              not_matched_by_source=plan.not_matched_by_source, jvm=plan.jvm, files=files)
+                              condition=plan.condition, matched=matched, not_matched=not_matched,
+                              not_matched_by_source=by_source, jvm=plan.jvm, files=files)
         case _:
             return plan
+
+
+def _resolved(ctx, plan: MergeIntoLake, action):
+    check_condition("MERGE INTO", plan.table, action.condition)
+    if action.kind == "delete":
+        return action
+    return replace(action, assignments=resolve_assignments(ctx.spark, "MERGE INTO", plan.table, plan.relation,
+                                                           action.assignments, insert=action.kind == "insert"))

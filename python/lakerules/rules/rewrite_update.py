@@ -6,23 +6,27 @@ becomes
         SELECT <file>, <position>, <row with SET kind = 'ok'> FROM lake.db.t WHERE id = 7
 
 or a copy-on-write rewrite of the affected files when the table says
-``write.update.mode=copy-on-write`` (or is format v1). What runs is in lakerules.rowlevel.
+``write.update.mode=copy-on-write`` (or is format v1). The assignments are resolved here as
+Spark's own UPDATE resolves them (row_plans.resolve_assignments): one value per column, nested
+fields folded into their struct, store-assignment casts and NOT NULL checks. What runs is in
+lakerules.rowlevel.
 """
 
 from __future__ import annotations
 
 from lakerules.plan import Node, UpdateLake, WriteUpdate
-from lakerules.row_plans import check_assignments, plan_files, update_mode
+from lakerules.row_plans import check_condition, plan_files, resolve_assignments, update_mode
 
 
 def rewrite_update(plan: Node, ctx) -> Node:
     match plan:
         case UpdateLake():
             t = plan.table
-            check_assignments(plan)
+            check_condition("UPDATE", t, plan.condition)
+            assignments = resolve_assignments(ctx.spark, "UPDATE", t, plan.relation, plan.assignments)
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
             files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False)
-            return WriteUpdate(table=t, relation=plan.relation, assignments=plan.assignments,
+            return WriteUpdate(table=t, relation=plan.relation, assignments=assignments,
                                condition=plan.condition, mode=update_mode(table), jvm=plan.jvm, files=files)
         case _:
             return plan
