@@ -118,7 +118,12 @@ class Engines:
 
 
 def _norm(v):
-    """Engines disagree only in representation: aware datetimes become naive UTC."""
+    """Engines disagree only in representation: aware datetimes become naive UTC, Spark's
+    struct Rows become dicts (as pyiceberg and DuckDB give structs)."""
+    from pyspark.sql import Row
+
+    if isinstance(v, Row):
+        return {k: _norm(x) for k, x in v.asDict().items()}
     if isinstance(v, datetime.datetime) and v.tzinfo is not None:
         return v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
     if isinstance(v, (list, tuple)):

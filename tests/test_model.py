@@ -3,6 +3,11 @@ OPTIMIZE [ZORDER BY], partition evolution and schema changes on a lake table and
 in-memory model of its rows; after every step lakerules, pyiceberg and DuckDB must read exactly
 the model's rows.
 
+Each sequence's table also draws: a NOT NULL id (assigning NULL to it fails and changes
+nothing), a nested struct column (whole-struct and nested-field assignments), CACHE TABLE (every
+read then goes through Spark's cache, which each write must refresh), and the session's
+spark.sql.storeAssignmentPolicy (ANSI or STRICT: which assignments of another type are refused).
+
 Profiles (env LAKERULES_PROFILE): `small` (default, `make test`: a few derandomized sequences),
 `soak` (`make soak`: many longer ones). Every failure it found is kept as a regular test in
 tests/test_model_regressions.py.
@@ -40,6 +45,7 @@ STATS = {"sequences": 0, "steps": 0, "rows checked": 0}
 
 _tables = itertools.count()
 LONG, INT, STRING, DATE = "BIGINT", "INT", "STRING", "DATE"
+STRUCT = "STRUCT<a: BIGINT, b: STRING>"
 DATES = [datetime.date(*d) for d in ((1969, 12, 31), (1970, 1, 1), (2025, 12, 31), (2026, 1, 1), (2026, 1, 31),
                                      (2026, 2, 1), (2026, 3, 15))]
 TIME_TRANSFORMS = {"year": "years", "month": "months", "day": "days"}
@@ -85,6 +91,7 @@ class LakeModel(RuleBasedStateMachine):
         self.partitioned: set[int] = set()  # keys of columns any spec ever partitioned by
         self.fields: list[tuple[str, str]] = []  # current spec: (partition field name, transform SQL)
         self.next_key = 0
+        self.not_null_id, self.cached, self.policy = False, False, "ANSI"
 
     # ---- helpers ----------------------------------------------------------------------------
 
@@ -107,10 +114,12 @@ class LakeModel(RuleBasedStateMachine):
     def fresh_name(self) -> str:
         return f"c{self.next_key}_{len(self.log)}"
 
-    @staticmethod
-    def literal(value, type_: str) -> str:
+    @classmethod
+    def literal(cls, value, type_: str) -> str:
         if value is None:
             return f"CAST(NULL AS {type_})"
+        if type_ == STRUCT:
+            return f"named_struct('a', {cls.literal(value['a'], LONG)}, 'b', {cls.literal(value['b'], STRING)})"
         if type_ == STRING:
             return f"'{value}'"
         if type_ == DATE:
@@ -119,6 +128,9 @@ class LakeModel(RuleBasedStateMachine):
 
     @staticmethod
     def values(type_: str):
+        if type_ == STRUCT:
+            return st.one_of(st.none(), st.fixed_dictionaries({
+                "a": st.one_of(st.none(), st.integers(-3, 12)), "b": st.one_of(st.none(), st.sampled_from(["a", "b"]))}))
         if type_ == STRING:
             return st.one_of(st.none(), st.sampled_from(["a", "b", "bb", "c", "zz"]))
         if type_ == DATE:
@@ -134,7 +146,13 @@ class LakeModel(RuleBasedStateMachine):
         def atom():
             c = data.draw(st.sampled_from(self.cols))
             kind = data.draw(st.sampled_from(["null", "notnull", "cmp", "cmp", "mod"] if c.type in (LONG, INT)
+                                             else ["null", "notnull", "field"] if c.type == STRUCT
                                              else ["null", "notnull", "cmp", "cmp"]))
+            if kind == "field":  # a comparison on a nested field: NULL when the struct is
+                op = data.draw(st.sampled_from(["=", "<", ">=", "<>"]))
+                v = data.draw(st.integers(-3, 12))
+                return (f"{c.name}.a {op} {self.literal(v, LONG)}",
+                        lambda r: None if r[c.key] is None else _cmp(op, r[c.key]["a"], v))
             if kind == "null":
                 return f"{c.name} IS NULL", lambda r: r[c.key] is None
             if kind == "notnull":
@@ -165,12 +183,17 @@ class LakeModel(RuleBasedStateMachine):
                                       ("days(d), bucket(2, id)", ("d", "id"))]),
         props=st.sampled_from(["", "'write.delete.mode'='copy-on-write'", "'write.update.mode'='copy-on-write'",
                                "'write.delete.mode'='copy-on-write', 'write.update.mode'='copy-on-write'"]),
+        not_null_id=st.booleans(), nested=st.booleans(), cached=st.booleans(),
+        policy=st.sampled_from(["ANSI", "STRICT"]),
     )
-    def create(self, partitioning, props):
+    def create(self, partitioning, props, not_null_id, nested, cached, policy):
         self.table = f"lake.{self.ns}.m{next(_tables)}"
-        for name, type_ in (("id", LONG), ("v", LONG), ("s", STRING), ("n", INT), ("d", DATE)):
+        self.not_null_id, self.cached, self.policy = not_null_id, cached, policy
+        columns = [("id", LONG), ("v", LONG), ("s", STRING), ("n", INT), ("d", DATE)] + ([("st", STRUCT)] if nested else [])
+        for name, type_ in columns:
             self.new_col(name, type_)
-        text = f"CREATE TABLE {self.table} (id BIGINT, v BIGINT, s STRING, n INT, d DATE)"
+        ddl = ", ".join(f"{name} {type_}" + (" NOT NULL" if name == "id" and not_null_id else "") for name, type_ in columns)
+        text = f"CREATE TABLE {self.table} ({ddl})"
         spec, sources = partitioning
         if spec:
             text += f" PARTITIONED BY ({spec})"
@@ -178,6 +201,9 @@ class LakeModel(RuleBasedStateMachine):
         if props:
             text += f" TBLPROPERTIES ({props})"
         self.sql(text)
+        self.sql(f"SET spark.sql.storeAssignmentPolicy={policy}")
+        if cached:
+            self.sql(f"CACHE TABLE {self.table}")
         self._spec()
         STATS["sequences"] += 1
 
@@ -209,7 +235,12 @@ class LakeModel(RuleBasedStateMachine):
     @rule(data=st.data())
     def update(self, data):
         c = data.draw(st.sampled_from([c for c in self.cols if c.name != "id"] or self.cols))
-        if c.type == STRING:
+        if c.name == "id" and self.not_null_id:
+            return  # NULL into the NOT NULL id: null_into_not_null
+        target = c.name
+        if c.type == STRUCT:
+            how = data.draw(st.sampled_from(["lit", "field"]))
+        elif c.type == STRING:
             how = data.draw(st.sampled_from(["lit", "concat"]))
         elif c.type == DATE:
             how = data.draw(st.sampled_from(["lit", "date_add"]))
@@ -218,6 +249,10 @@ class LakeModel(RuleBasedStateMachine):
         if how == "lit":
             v = data.draw(self.values(c.type))
             expr, fn = self.literal(v, c.type), (lambda r, v=v: v)
+        elif how == "field":  # SET st.a = v: a NULL struct becomes one with only a set
+            v = data.draw(st.one_of(st.none(), st.integers(-3, 12)))
+            target, expr = f"{c.name}.a", self.literal(v, LONG)
+            fn = (lambda r, v=v: {"a": v, "b": None if r[c.key] is None else r[c.key]["b"]})
         elif how == "date_add":
             expr, fn = f"date_add({c.name}, 1)", (lambda r: None if r[c.key] is None else r[c.key] + datetime.timedelta(1))
         elif how == "plus":
@@ -229,7 +264,7 @@ class LakeModel(RuleBasedStateMachine):
         else:
             text, match = self.predicate(data)
             where = f" WHERE {text}"
-        (r,) = self.sql(f"UPDATE {self.table} SET {c.name} = {expr}{where}")
+        (r,) = self.sql(f"UPDATE {self.table} SET {target} = {expr}{where}")
         n = 0
         for row in self.rows:
             if match(row) is True:
@@ -245,7 +280,9 @@ class LakeModel(RuleBasedStateMachine):
                                     min_size=1, max_size=5, unique_by=lambda t: t[0]))
         by_source = data.draw(st.booleans())
         values = ", ".join(f"({i}L, '{op}', {self.literal(x, target.type)})" for i, op, x in source)
-        insert_values = ", ".join("s.id" if c is id_col else ("s.x" if c is target else "NULL") for c in self.cols)
+        # typed NULLs: a bare NULL (VOID) is no BIGINT under STRICT, in MERGE as in INSERT
+        insert_values = ", ".join("s.id" if c is id_col else ("s.x" if c is target else self.literal(None, c.type))
+                                  for c in self.cols)
         text = (
             f"MERGE INTO {self.table} t USING (SELECT * FROM VALUES {values} AS s(id, op, x)) s ON t.id = s.id "
             f"WHEN MATCHED AND s.op = 'd' THEN DELETE "
@@ -293,12 +330,57 @@ class LakeModel(RuleBasedStateMachine):
     def optimize(self, data):
         self._spec()
         identity = {name for name, transform in self.fields if transform == "identity"}
-        candidates = [c.name for c in self.cols if c.name not in identity]
+        candidates = [c.name for c in self.cols if c.name not in identity and c.type != STRUCT]
         text = f"OPTIMIZE {self.table}"
         if candidates and data.draw(st.booleans()):
             cols = data.draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True))
             text += f" ZORDER BY ({', '.join(cols)})"
         self.sql(text)
+
+    @rule(data=st.data())
+    def null_into_not_null(self, data):
+        """SET id = NULL on a NOT NULL id fails when a row matches (Spark's NOT NULL check),
+        and changes nothing either way."""
+        if not self.not_null_id:
+            return
+        text, match = self.predicate(data)
+        statement = f"UPDATE {self.table} SET id = CAST(NULL AS BIGINT) WHERE {text}"
+        hits = sum(1 for row in self.rows if match(row) is True)
+        self.log.append(statement)
+        try:
+            (r,) = self.spark.sql(statement).collect()
+        except Exception as e:  # noqa: BLE001
+            assert hits and "NOT_NULL" in str(e), f"{statement} failed with {hits} matching rows: {e}"
+            return
+        assert hits == 0 and r[0] == 0, f"{statement} set NULL in {r[0]} rows of a NOT NULL column"
+
+    @rule(data=st.data())
+    def assign_other_type(self, data):
+        """An assignment of a BIGINT value to an INT column is a store-assignment cast under
+        ANSI and refused under STRICT; a STRING value is refused under both."""
+        ints = [c for c in self.cols if c.type == INT]
+        if not ints:
+            return
+        c = data.draw(st.sampled_from(ints))
+        v = data.draw(st.integers(-3, 12))
+        kind = data.draw(st.sampled_from(["bigint", "bigint", "string"]))
+        expr = f"CAST({v} AS BIGINT)" if kind == "bigint" else f"'{v}'"
+        text, match = self.predicate(data)
+        statement = f"UPDATE {self.table} SET {c.name} = {expr} WHERE {text}"
+        self.log.append(statement)
+        allowed = kind == "bigint" and self.policy == "ANSI"
+        try:
+            (r,) = self.spark.sql(statement).collect()
+        except Exception as e:  # noqa: BLE001
+            assert not allowed and "CANNOT_SAFELY_CAST" in str(e), f"{statement} under {self.policy}: {e}"
+            return
+        assert allowed, f"{statement} was accepted under storeAssignmentPolicy={self.policy}"
+        n = 0
+        for row in self.rows:
+            if match(row) is True:
+                row[c.key] = v
+                n += 1
+        assert r[0] == n, f"UPDATE affected {r[0]} rows, the model says {n}"
 
     # ---- partition and schema evolution -------------------------------------------------------
 
@@ -314,6 +396,8 @@ class LakeModel(RuleBasedStateMachine):
     def _field_choices(self):
         out = []
         for c in self.cols:
+            if c.type == STRUCT:
+                continue
             if c.type == STRING:
                 out.append((f"truncate(1, {c.name})", c))
             elif c.type == DATE:
@@ -412,6 +496,9 @@ class LakeModel(RuleBasedStateMachine):
         c.type = LONG
 
     def teardown(self):
+        if self.cols:
+            self.spark.sql("SET spark.sql.storeAssignmentPolicy=ANSI")
+            self.spark.sql(f"UNCACHE TABLE IF EXISTS {self.table}")
         if os.environ.get("LAKERULES_MODEL_VERBOSE"):
             print("\n-- sequence:\n" + ";\n".join(self.log))
 

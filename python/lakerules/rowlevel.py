@@ -74,7 +74,7 @@ def run_delete(ctx, node):
         if node.mode == "copy-on-write":
             _copy_on_write(ctx, node, table, snapshot, expr, whole, touched)
         else:
-            _merge_on_read(ctx, table, expr, matched, partitions, whole, entire, touched)
+            _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched)
     finally:
         if matched is not None:
             matched.unpersist()
@@ -166,7 +166,7 @@ def _live_rows(ctx, table, snapshot, planned_files) -> int:
 # ---- commits ------------------------------------------------------------------------------------
 
 
-def _merge_on_read(ctx, table, expr, matched, partitions, whole, entire, touched):
+def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched):
     spark = ctx.spark
     written = []
     if touched:
@@ -179,6 +179,7 @@ def _merge_on_read(ctx, table, expr, matched, partitions, whole, entire, touched
             table, [], written,
             {"lakerules.operation": "delete"},
             removed_data_files=[p.file for p in whole],
+            removed_delete_files=dangling_deletes(table, snapshot, whole),
             validation=commit.Validation(
                 must_exist=frozenset(p.file for p in whole + touched),
                 conflict_filter=expr,
@@ -212,6 +213,7 @@ def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
             table, written, [],
             {"lakerules.operation": "delete", "lakerules.delete-mode": "copy-on-write"},
             removed_data_files=[p.file for p in whole + touched],
+            removed_delete_files=dangling_deletes(table, snapshot, whole + touched),
             validation=commit.Validation(
                 must_exist=frozenset(p.file for p in whole + touched),
                 no_new_deletes=frozenset(p.file for p in touched),
@@ -241,6 +243,25 @@ def _truncate(ctx, table, snapshot):
             operation=Operation.DELETE,
         )
     return _affected(ctx.spark, affected)
+
+
+def dangling_deletes(table, snapshot, removed: list) -> list:
+    """The delete files that apply to none of the snapshot's data files once ``removed``
+    (PlannedFiles) are gone: removed in the same commit, as Iceberg drops the delete files of a
+    partition it deletes whole, so that no live delete file is left pointing only at removed
+    data. Read from the snapshot's whole (cached) plan; planning associates delete files
+    conservatively (a file it may apply to counts), so one kept is never one still needed."""
+    candidates = {d.file_path: d for p in removed for d in (*p.position_deletes, *p.equality_deletes)}
+    if not candidates:
+        return []
+    gone = {p.file.file_path for p in removed}
+    for p in plan_scan(table, snapshot.snapshot_id).files:
+        if p.file.file_path not in gone:
+            for d in (*p.position_deletes, *p.equality_deletes):
+                candidates.pop(d.file_path, None)
+            if not candidates:
+                break
+    return list(candidates.values())
 
 
 def _update_validation(touched: list, expr: BooleanExpression) -> commit.Validation:
@@ -358,7 +379,7 @@ def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything
         if affected is None:
             affected = new_rows.count()
         written = write.write_data_files(ctx, node.table.catalog, table, rows)
-        removed_deletes = _all_delete_files(table, snapshot) if everything else []
+        removed_deletes = _all_delete_files(table, snapshot) if everything else dangling_deletes(table, snapshot, touched)
         commit.row_delta(
             table, written, [], {"lakerules.operation": "update", "lakerules.update-mode": "copy-on-write"},
             removed_data_files=[p.file for p in touched],

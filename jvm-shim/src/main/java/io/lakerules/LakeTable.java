@@ -55,6 +55,32 @@ public final class LakeTable implements Table {
         TableCapability.OVERWRITE_DYNAMIC);
   }
 
+  /**
+   * Two loads of one table at one snapshot, with one schema, partitioning and properties, are
+   * the same table: Spark matches cached plans (CACHE TABLE, df.cache()) against new queries by
+   * comparing their relations, and each query loads the table afresh.
+   */
+  @Override
+  public boolean equals(Object o) {
+    if (this == o) return true;
+    if (!(o instanceof LakeTable)) return false;
+    LakeTable t = (LakeTable) o;
+    return snapshotId == t.snapshotId && catalogName.equals(t.catalogName) && ident.equals(t.ident)
+        && name.equals(t.name) && schema.equals(t.schema) && properties.equals(t.properties)
+        && describe(partitioning).equals(describe(t.partitioning));
+  }
+
+  @Override
+  public int hashCode() {
+    return java.util.Objects.hash(catalogName, ident, snapshotId, schema);
+  }
+
+  private static java.util.List<String> describe(Transform[] transforms) {
+    java.util.List<String> out = new java.util.ArrayList<>();
+    for (Transform t : transforms) out.add(t.describe());
+    return out;
+  }
+
   @Override
   public String toString() {
     return "LakeTable(" + name + (snapshotId >= 0 ? ", snapshot=" + snapshotId : "") + ")";

@@ -1,0 +1,242 @@
+"""Row-level statements keep Spark's own DML semantics on lake tables (issue 17): assignments
+resolved under the store-assignment policy, NOT NULL, nested fields, MERGE's cardinality rule,
+cache refresh after writes; and what Iceberg's readers must see after deletes."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_delete import orphans, snapshot_id
+
+
+@pytest.fixture
+def policy(spark):
+    """Set spark.sql.storeAssignmentPolicy for one test; ANSI (Spark's default) again after."""
+    def set_(value: str):
+        spark.sql(f"SET spark.sql.storeAssignmentPolicy={value}")
+    yield set_
+    set_("ANSI")
+
+
+def refused(spark, catalog, table: str, sql: str, message: str):
+    """sql fails with message, commits nothing and leaves no file behind."""
+    name = table.split(".", 1)[1]
+    before = snapshot_id(catalog, name)
+    with pytest.raises(Exception, match=message):
+        spark.sql(sql).collect()
+    assert snapshot_id(catalog, name) == before
+    assert orphans(catalog, name) == set()
+
+
+# ---- item 1: NOT NULL columns in MERGE's INSERT -------------------------------------------------
+
+
+def test_merge_insert_leaving_a_not_null_column_without_a_value_is_refused(spark, ns, iceberg_catalog, engines):
+    t = f"lake.{ns}.nn"
+    spark.sql(f"CREATE TABLE {t} (id INT, c STRUCT<n1: INT> NOT NULL)")
+    spark.sql(f"INSERT INTO {t} VALUES (0, named_struct('n1', 0))")
+    source = "(SELECT 1 AS c1) s ON t.id = s.c1"
+    refused(spark, iceberg_catalog, t, f"MERGE INTO {t} t USING {source} WHEN NOT MATCHED THEN INSERT (id) VALUES (s.c1)",
+            "No assignment for 'c'")
+    refused(spark, iceberg_catalog, t,
+            f"MERGE INTO {t} t USING {source} WHEN NOT MATCHED THEN INSERT (id, id) VALUES (s.c1, NULL)",
+            "Multiple assignments for 'id'")
+    # a plain INSERT of the same is refused by Spark too
+    with pytest.raises(Exception):
+        spark.sql(f"INSERT INTO {t} (id) VALUES (1)").collect()
+    spark.sql(f"MERGE INTO {t} t USING {source} WHEN NOT MATCHED THEN INSERT (c, id) VALUES (named_struct('n1', 5), s.c1)")
+    engines.assert_same(t, expected=[(0, {"n1": 0}), (1, {"n1": 5})])
+
+
+def test_null_into_a_not_null_column_fails_and_changes_nothing(spark, ns, iceberg_catalog, policy):
+    t = f"lake.{ns}.nn2"
+    spark.sql(f"CREATE TABLE {t} (id INT NOT NULL, z INT)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1)")
+    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET id = CAST(NULL AS INT) WHERE z = 1", "NOT_NULL")
+    refused(spark, iceberg_catalog, t,
+            f"MERGE INTO {t} t USING (SELECT 1 AS k) s ON t.id = s.k WHEN MATCHED THEN UPDATE SET id = CAST(NULL AS INT)",
+            "NOT_NULL")
+    policy("STRICT")  # a NULL literal (VOID) is no INT under STRICT: refused while planning
+    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET id = NULL WHERE z = 1", "CANNOT_SAFELY_CAST")
+    assert sorted(tuple(r) for r in spark.table(t).collect()) == [(1, 1)]
+
+
+# ---- item 3: store-assignment policy --------------------------------------------------------------
+
+
+def test_update_and_merge_follow_the_store_assignment_policy(spark, ns, iceberg_catalog, policy, engines):
+    t = f"lake.{ns}.sa"
+    spark.sql(f"CREATE TABLE {t} (id INT, z INT)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2)")
+    merge = f"MERGE INTO {t} t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET z = {{}}"
+    # ANSI (the default): a string is no INT, as INSERT says
+    with pytest.raises(Exception, match="CANNOT_SAFELY_CAST"):
+        spark.sql(f"INSERT INTO {t} VALUES (3, '30')").collect()
+    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET z = '30' WHERE id = 1", "CANNOT_SAFELY_CAST")
+    refused(spark, iceberg_catalog, t, merge.format("'50'"), "CANNOT_SAFELY_CAST")
+    refused(spark, iceberg_catalog, t,
+            f"MERGE INTO {t} t USING (SELECT 9 AS id) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, z) VALUES (s.id, 'x')",
+            "CANNOT_SAFELY_CAST")
+    # ANSI: BIGINT -> INT is a store-assignment cast (checked at run time)
+    spark.sql(f"UPDATE {t} SET z = CAST(7 AS BIGINT) WHERE id = 1").collect()
+    spark.sql(merge.format("CAST(8 AS BIGINT)")).collect()
+    engines.assert_same(t, expected=[(1, 8), (2, 2)])
+    with pytest.raises(Exception, match="CAST_OVERFLOW"):
+        spark.sql(f"UPDATE {t} SET z = 3000000000L WHERE id = 2").collect()
+    # STRICT: no narrowing at all
+    policy("STRICT")
+    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET z = CAST(7 AS BIGINT) WHERE id = 1", "CANNOT_SAFELY_CAST")
+    refused(spark, iceberg_catalog, t, merge.format("CAST(9 AS BIGINT)"), "CANNOT_SAFELY_CAST")
+    spark.sql(f"UPDATE {t} SET z = CAST(6 AS SMALLINT) WHERE id = 2").collect()  # widening is fine
+    # LEGACY is refused for data source v2 tables, as Spark refuses it
+    policy("LEGACY")
+    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET z = 1", "LEGACY")
+    policy("ANSI")
+    engines.assert_same(t, expected=[(1, 8), (2, 6)])
+
+
+# ---- item 9: nested fields ------------------------------------------------------------------------
+
+
+def test_nested_field_assignments(spark, ns, iceberg_catalog, engines):
+    t = f"lake.{ns}.nest"
+    spark.sql(f"CREATE TABLE {t} (id INT, s STRUCT<c1: INT, c2: STRING>, a STRUCT<c: STRUCT<d: INT, e: INT>>)")
+    spark.sql(f"""INSERT INTO {t} VALUES (1, named_struct('c1', 1, 'c2', 'x'), named_struct('c', named_struct('d', 1, 'e', 1))),
+                                         (2, NULL, NULL)""")
+    spark.sql(f"UPDATE {t} SET s.c1 = 10, a.c.d = 20 WHERE id = 1").collect()
+    # a NULL struct gets a struct with only the assigned field set, as Spark's alignment does
+    spark.sql(f"UPDATE {t} SET s.c2 = 'y' WHERE id = 2").collect()
+    spark.sql(f"""MERGE INTO {t} t USING (SELECT 1 AS id) src ON t.id = src.id
+                  WHEN MATCHED THEN UPDATE SET s.c2 = 'm', a.c.e = 30""").collect()
+    engines.assert_same(t, expected=[
+        (1, {"c1": 10, "c2": "m"}, {"c": {"d": 20, "e": 30}}),
+        (2, {"c1": None, "c2": "y"}, None),
+    ])
+    # a struct value whose fields are in another order is resolved by name
+    spark.sql(f"UPDATE {t} SET s = named_struct('c2', 'z', 'c1', 7) WHERE id = 2").collect()
+    assert engines.assert_same(t, "id, s")[1] == (2, {"c1": 7, "c2": "z"})
+    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET id = 2, id = 3", "Multiple assignments for 'id'")
+    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET s = named_struct('c1', 1, 'c2', 'a'), s.c1 = 2",
+            "Conflicting assignments for 's'")
+    refused(spark, iceberg_catalog, t,
+            f"MERGE INTO {t} t USING (SELECT 1 AS id) src ON t.id = src.id WHEN MATCHED THEN UPDATE SET s.c1 = 1, s.c1 = 2",
+            "Multiple assignments for 's.c1'")
+
+
+# ---- item 4: MERGE's cardinality rule ---------------------------------------------------------
+
+
+def test_merge_cardinality_is_checked_only_where_it_matters(spark, ns, iceberg_catalog, engines):
+    t = f"lake.{ns}.card"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2), (3, 3)")
+    twice = "(SELECT * FROM VALUES ({0}, 5), ({0}, 6) AS s(id, v)) s ON t.id = s.id"
+    # an unconditional DELETE: the row goes once, whichever source row matched
+    (r,) = spark.sql(f"MERGE INTO {t} t USING {twice.format(1)} WHEN MATCHED THEN DELETE").collect()
+    assert (r.num_deleted_rows, r.num_affected_rows) == (1, 1)
+    # insert-only: matched rows are left alone
+    (r,) = spark.sql(f"MERGE INTO {t} t USING {twice.format(2)} WHEN NOT MATCHED THEN INSERT *").collect()
+    assert r.num_affected_rows == 0
+    # DELETE + INSERT
+    (r,) = spark.sql(f"""MERGE INTO {t} t USING (SELECT * FROM VALUES (2, 5), (2, 6), (9, 9) AS s(id, v)) s ON t.id = s.id
+                         WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *""").collect()
+    assert (r.num_deleted_rows, r.num_inserted_rows) == (1, 1)
+    engines.assert_same(t, expected=[(3, 3), (9, 9)])
+    # an UPDATE, or a conditional DELETE, must know which source row: an error
+    for clause in ("WHEN MATCHED THEN UPDATE SET v = s.v", "WHEN MATCHED AND s.v > 0 THEN DELETE",
+                   "WHEN MATCHED AND s.v < 0 THEN UPDATE SET v = 0 WHEN MATCHED THEN DELETE"):
+        refused(spark, iceberg_catalog, t, f"MERGE INTO {t} t USING {twice.format(3)} {clause}", "CARDINALITY")
+
+
+# ---- item 2: caches --------------------------------------------------------------------------------
+
+
+def test_cached_tables_see_every_write(spark, ns):
+    t = f"lake.{ns}.cached"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    spark.sql(f"CACHE TABLE {t}")
+    try:
+        def read():
+            df = spark.table(t)
+            assert "InMemoryRelation" in df._jdf.queryExecution().withCachedData().toString()
+            return sorted(tuple(r) for r in df.collect())
+
+        assert read() == [(1, "a"), (2, "b")]
+        spark.sql(f"DELETE FROM {t} WHERE id = 1")
+        assert read() == [(2, "b")]
+        spark.sql(f"INSERT INTO {t} VALUES (3, 'c')")
+        assert read() == [(2, "b"), (3, "c")]
+        spark.sql(f"UPDATE {t} SET v = 'z' WHERE id = 2")
+        assert read() == [(2, "z"), (3, "c")]
+        spark.sql(f"MERGE INTO {t} t USING {t} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = concat(s.v, '!')")
+        assert read() == [(2, "z!"), (3, "c!")]
+        spark.sql(f"OPTIMIZE {t}")
+        assert read() == [(2, "z!"), (3, "c!")]
+    finally:
+        spark.sql(f"UNCACHE TABLE IF EXISTS {t}")
+
+
+def test_dataframe_cache_over_a_filter_sees_writes(spark, ns):
+    t = f"lake.{ns}.dfcache"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    spark.table(t).where("id >= 2").cache().count()
+    try:
+        spark.sql(f"UPDATE {t} SET v = 'z' WHERE id = 2")
+        spark.sql(f"INSERT INTO {t} VALUES (3, 'c')")
+        df = spark.table(t).where("id >= 2")
+        assert "InMemoryRelation" in df._jdf.queryExecution().withCachedData().toString()
+        assert sorted(tuple(r) for r in df.collect()) == [(2, "z"), (3, "c")]
+    finally:
+        spark.catalog.clearCache()
+
+
+# ---- item 6: decimal constants in conditions ----------------------------------------------------
+
+
+def test_decimal_constants_in_conditions(spark, ns, engines):
+    t = f"lake.{ns}.dec"
+    spark.sql(f"CREATE TABLE {t} (key STRING, value INT, d DECIMAL(10, 2))")
+    spark.sql(f"INSERT INTO {t} VALUES ('200', 1, 1.50), ('5', 2, 2.50), ('300', 3, 3.50)")
+    (r,) = spark.sql(f"UPDATE {t} SET value = -3 WHERE cast(key AS BIGINT) * cast('1.0' AS DECIMAL(38,18)) > 100").collect()
+    assert r[0] == 2
+    (r,) = spark.sql(f"DELETE FROM {t} WHERE d > 3.25").collect()  # pruned by the decimal bound
+    assert r[0] == 1
+    engines.assert_same(t, expected=[("200", -3, __import__("decimal").Decimal("1.50")),
+                                     ("5", 2, __import__("decimal").Decimal("2.50"))])
+
+
+# ---- item 7: no dangling deletes ----------------------------------------------------------------
+
+
+def test_deleting_a_whole_partition_drops_its_delete_files(spark, ns, iceberg_catalog, engines):
+    t = f"lake.{ns}.dangling"
+    spark.sql(f"CREATE TABLE {t} (id INT, p INT) PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES (1, 1), (2, 1), (3, 2)")
+    spark.sql(f"DELETE FROM {t} WHERE id = 1")
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    assert [r["position_delete_file_count"] for r in table.inspect.partitions().to_pylist() if r["partition"]["p"] == 1] == [1]
+    spark.sql(f"DELETE FROM {t} WHERE p = 1")
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    assert table.inspect.delete_files().num_rows == 0
+    assert [r["partition"]["p"] for r in table.inspect.partitions().to_pylist()] == [2]
+    engines.assert_same(t, expected=[(3, 2)])
+
+
+# ---- item 11: subqueries in MERGE conditions -------------------------------------------------------
+
+
+def test_subqueries_in_merge_conditions(spark, ns, engines):
+    """Beyond Iceberg, which refuses them: a subquery in a WHEN condition is evaluated by Spark."""
+    t, allow = f"lake.{ns}.subq", f"lake.{ns}.allow"
+    spark.sql(f"CREATE TABLE {t} (id INT, v INT)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2), (3, 3)")
+    spark.sql(f"CREATE TABLE {allow} (id INT)")
+    spark.sql(f"INSERT INTO {allow} VALUES (2), (4)")
+    spark.sql(f"""MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10), (2, 20), (4, 40), (5, 50) AS s(id, v)) s
+                  ON t.id = s.id
+                  WHEN MATCHED AND t.id IN (SELECT id FROM {allow}) THEN UPDATE SET v = s.v
+                  WHEN MATCHED AND EXISTS (SELECT 1 FROM {allow} a WHERE a.id - 1 = t.id) THEN DELETE
+                  WHEN NOT MATCHED AND s.id IN (SELECT id FROM {allow}) THEN INSERT *""").collect()
+    engines.assert_same(t, expected=[(2, 20), (3, 3), (4, 40)])
