@@ -128,8 +128,8 @@ def _norm(v):
         return v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
     if isinstance(v, (list, tuple)):
         return type(v)(_norm(x) for x in v)
-    if isinstance(v, dict):
-        return {k: _norm(x) for k, x in v.items()}
+    if isinstance(v, dict):  # keys in one order, so that rows sort alike
+        return {k: _norm(x) for k, x in sorted(v.items(), key=lambda kv: str(kv[0]))}
     return v
 
 

@@ -18,7 +18,7 @@ def policy(spark):
     set_("ANSI")
 
 
-def refused(spark, catalog, table: str, sql: str, message: str):
+def fails_unchanged(spark, catalog, table: str, sql: str, message: str):
     """sql fails with message, commits nothing and leaves no file behind."""
     name = table.split(".", 1)[1]
     before = snapshot_id(catalog, name)
@@ -36,9 +36,9 @@ def test_merge_insert_leaving_a_not_null_column_without_a_value_is_refused(spark
     spark.sql(f"CREATE TABLE {t} (id INT, c STRUCT<n1: INT> NOT NULL)")
     spark.sql(f"INSERT INTO {t} VALUES (0, named_struct('n1', 0))")
     source = "(SELECT 1 AS c1) s ON t.id = s.c1"
-    refused(spark, iceberg_catalog, t, f"MERGE INTO {t} t USING {source} WHEN NOT MATCHED THEN INSERT (id) VALUES (s.c1)",
+    fails_unchanged(spark, iceberg_catalog, t, f"MERGE INTO {t} t USING {source} WHEN NOT MATCHED THEN INSERT (id) VALUES (s.c1)",
             "No assignment for 'c'")
-    refused(spark, iceberg_catalog, t,
+    fails_unchanged(spark, iceberg_catalog, t,
             f"MERGE INTO {t} t USING {source} WHEN NOT MATCHED THEN INSERT (id, id) VALUES (s.c1, NULL)",
             "Multiple assignments for 'id'")
     # a plain INSERT of the same is refused by Spark too
@@ -52,12 +52,12 @@ def test_null_into_a_not_null_column_fails_and_changes_nothing(spark, ns, iceber
     t = f"lake.{ns}.nn2"
     spark.sql(f"CREATE TABLE {t} (id INT NOT NULL, z INT)")
     spark.sql(f"INSERT INTO {t} VALUES (1, 1)")
-    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET id = CAST(NULL AS INT) WHERE z = 1", "NOT_NULL")
-    refused(spark, iceberg_catalog, t,
+    fails_unchanged(spark, iceberg_catalog, t, f"UPDATE {t} SET id = CAST(NULL AS INT) WHERE z = 1", "NOT_NULL")
+    fails_unchanged(spark, iceberg_catalog, t,
             f"MERGE INTO {t} t USING (SELECT 1 AS k) s ON t.id = s.k WHEN MATCHED THEN UPDATE SET id = CAST(NULL AS INT)",
             "NOT_NULL")
     policy("STRICT")  # a NULL literal (VOID) is no INT under STRICT: refused while planning
-    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET id = NULL WHERE z = 1", "CANNOT_SAFELY_CAST")
+    fails_unchanged(spark, iceberg_catalog, t, f"UPDATE {t} SET id = NULL WHERE z = 1", "CANNOT_SAFELY_CAST")
     assert sorted(tuple(r) for r in spark.table(t).collect()) == [(1, 1)]
 
 
@@ -72,9 +72,9 @@ def test_update_and_merge_follow_the_store_assignment_policy(spark, ns, iceberg_
     # ANSI (the default): a string is no INT, as INSERT says
     with pytest.raises(Exception, match="CANNOT_SAFELY_CAST"):
         spark.sql(f"INSERT INTO {t} VALUES (3, '30')").collect()
-    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET z = '30' WHERE id = 1", "CANNOT_SAFELY_CAST")
-    refused(spark, iceberg_catalog, t, merge.format("'50'"), "CANNOT_SAFELY_CAST")
-    refused(spark, iceberg_catalog, t,
+    fails_unchanged(spark, iceberg_catalog, t, f"UPDATE {t} SET z = '30' WHERE id = 1", "CANNOT_SAFELY_CAST")
+    fails_unchanged(spark, iceberg_catalog, t, merge.format("'50'"), "CANNOT_SAFELY_CAST")
+    fails_unchanged(spark, iceberg_catalog, t,
             f"MERGE INTO {t} t USING (SELECT 9 AS id) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, z) VALUES (s.id, 'x')",
             "CANNOT_SAFELY_CAST")
     # ANSI: BIGINT -> INT is a store-assignment cast (checked at run time)
@@ -85,12 +85,12 @@ def test_update_and_merge_follow_the_store_assignment_policy(spark, ns, iceberg_
         spark.sql(f"UPDATE {t} SET z = 3000000000L WHERE id = 2").collect()
     # STRICT: no narrowing at all
     policy("STRICT")
-    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET z = CAST(7 AS BIGINT) WHERE id = 1", "CANNOT_SAFELY_CAST")
-    refused(spark, iceberg_catalog, t, merge.format("CAST(9 AS BIGINT)"), "CANNOT_SAFELY_CAST")
+    fails_unchanged(spark, iceberg_catalog, t, f"UPDATE {t} SET z = CAST(7 AS BIGINT) WHERE id = 1", "CANNOT_SAFELY_CAST")
+    fails_unchanged(spark, iceberg_catalog, t, merge.format("CAST(9 AS BIGINT)"), "CANNOT_SAFELY_CAST")
     spark.sql(f"UPDATE {t} SET z = CAST(6 AS SMALLINT) WHERE id = 2").collect()  # widening is fine
     # LEGACY is refused for data source v2 tables, as Spark refuses it
     policy("LEGACY")
-    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET z = 1", "LEGACY")
+    fails_unchanged(spark, iceberg_catalog, t, f"UPDATE {t} SET z = 1", "LEGACY")
     policy("ANSI")
     engines.assert_same(t, expected=[(1, 8), (2, 6)])
 
@@ -115,10 +115,10 @@ def test_nested_field_assignments(spark, ns, iceberg_catalog, engines):
     # a struct value whose fields are in another order is resolved by name
     spark.sql(f"UPDATE {t} SET s = named_struct('c2', 'z', 'c1', 7) WHERE id = 2").collect()
     assert engines.assert_same(t, "id, s")[1] == (2, {"c1": 7, "c2": "z"})
-    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET id = 2, id = 3", "Multiple assignments for 'id'")
-    refused(spark, iceberg_catalog, t, f"UPDATE {t} SET s = named_struct('c1', 1, 'c2', 'a'), s.c1 = 2",
+    fails_unchanged(spark, iceberg_catalog, t, f"UPDATE {t} SET id = 2, id = 3", "Multiple assignments for 'id'")
+    fails_unchanged(spark, iceberg_catalog, t, f"UPDATE {t} SET s = named_struct('c1', 1, 'c2', 'a'), s.c1 = 2",
             "Conflicting assignments for 's'")
-    refused(spark, iceberg_catalog, t,
+    fails_unchanged(spark, iceberg_catalog, t,
             f"MERGE INTO {t} t USING (SELECT 1 AS id) src ON t.id = src.id WHEN MATCHED THEN UPDATE SET s.c1 = 1, s.c1 = 2",
             "Multiple assignments for 's.c1'")
 
@@ -145,7 +145,7 @@ def test_merge_cardinality_is_checked_only_where_it_matters(spark, ns, iceberg_c
     # an UPDATE, or a conditional DELETE, must know which source row: an error
     for clause in ("WHEN MATCHED THEN UPDATE SET v = s.v", "WHEN MATCHED AND s.v > 0 THEN DELETE",
                    "WHEN MATCHED AND s.v < 0 THEN UPDATE SET v = 0 WHEN MATCHED THEN DELETE"):
-        refused(spark, iceberg_catalog, t, f"MERGE INTO {t} t USING {twice.format(3)} {clause}", "CARDINALITY")
+        fails_unchanged(spark, iceberg_catalog, t, f"MERGE INTO {t} t USING {twice.format(3)} {clause}", "CARDINALITY")
 
 
 # ---- item 2: caches --------------------------------------------------------------------------------
@@ -240,3 +240,26 @@ def test_subqueries_in_merge_conditions(spark, ns, engines):
                   WHEN MATCHED AND EXISTS (SELECT 1 FROM {allow} a WHERE a.id - 1 = t.id) THEN DELETE
                   WHEN NOT MATCHED AND s.id IN (SELECT id FROM {allow}) THEN INSERT *""").collect()
     engines.assert_same(t, expected=[(2, 20), (3, 3), (4, 40)])
+
+
+# ---- item 8: delete files keep whole file_path bounds --------------------------------------------
+
+
+def test_position_delete_files_keep_whole_file_path_bounds(spark, ns, iceberg_catalog):
+    """As Iceberg's writers do (metrics mode full for file_path): truncated to 16 bytes, a delete
+    file would look like it applies to every data file of its partition."""
+    t = f"lake.{ns}.bounds"
+    spark.sql(f"CREATE TABLE {t} (id INT, p INT) PARTITIONED BY (p)")
+    for i in range(3):
+        spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES ({i}, 1), ({i + 10}, 1)")
+    spark.sql(f"DELETE FROM {t} WHERE id IN (0, 11)")
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    data_paths = {f.file.file_path for f in table.scan().plan_files()}
+    deletes = [d for f in table.scan().plan_files() for d in f.delete_files]
+    assert deletes
+    for d in deletes:
+        lower, upper = d.lower_bounds[2147483546].decode(), d.upper_bounds[2147483546].decode()
+        assert lower in data_paths and upper in data_paths, (lower, upper)
+        assert len(lower) > 16
+    # each data file has exactly the deletes that name it
+    assert sorted(len(f.delete_files) for f in table.scan().plan_files()) == [0, 1, 1]

@@ -31,6 +31,11 @@ def from_seq(seq) -> list:
 
 
 
+def scala_map(m) -> dict:
+    """A Scala Map[String, String] as a Python dict."""
+    return {t._1(): t._2() for t in from_seq(m.toList())}
+
+
 def option_value(opt):
     """The value of a Scala Option, or None."""
     return opt.get() if opt.isDefined() else None

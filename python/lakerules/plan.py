@@ -82,6 +82,7 @@ class LakeRelation(Node):
     """A lake table as Spark resolved it (DataSourceV2Relation over io.lakerules.LakeTable).
 
     ``filters`` are conditions (JVM expressions) every row read must satisfy: what pruning may use.
+    ``options``: the read options (lower-case key, value) it was read with (lakerules.options).
     """
 
     table: TableRef
@@ -90,6 +91,7 @@ class LakeRelation(Node):
     output: tuple[Attribute, ...]
     jvm: Any = field(repr=False)
     filters: tuple = field(default=(), repr=False)
+    options: tuple = ()
 
     def describe(self) -> str:
         return f"LakeRelation {self.table} snapshot={self.snapshot_id} filters={len(self.filters)}"
@@ -148,6 +150,7 @@ class WriteToLake(Command):
     query: Node
     delete_condition: Any = field(default=None, repr=False)  # JVM expression, for 'overwrite'
     jvm: Any = field(default=None, repr=False)
+    options: tuple = ()  # write options, (key, value) pairs (lakerules.options)
 
     def children(self):
         return (self.query,)
@@ -191,6 +194,7 @@ class CreateTableAsSelect(Command):
     replace: bool = False
     or_create: bool = False
     jvm: Any = field(default=None, repr=False)
+    options: tuple = ()  # write options, (key, value) pairs (lakerules.options)
 
     def children(self):
         return (self.query,)
@@ -432,6 +436,7 @@ def from_jvm(spark, plan) -> Node:
             query=from_jvm(spark, plan.query()),
             delete_condition=plan.deleteExpr() if name == "OverwriteByExpression" else None,
             jvm=plan,
+            options=tuple(sorted(J.scala_map(plan.writeOptions()).items())),
         )
     if name == "UpdateTable":
         target = _unaliased(plan.table())
@@ -529,6 +534,7 @@ def _relation(plan) -> LakeRelation:
         time_travel=bool(plan.timeTravelSpec().isDefined()),
         output=tuple(Attribute(a.name(), a) for a in J.from_seq(plan.output())),
         jvm=plan,
+        options=tuple(sorted((str(k).lower(), str(v)) for k, v in plan.options().asCaseSensitiveMap().items())),
     )
 
 
@@ -555,6 +561,7 @@ def _ctas(spark, plan, is_replace: bool) -> CreateTableAsSelect:
         replace=is_replace,
         or_create=bool(plan.orCreate()) if is_replace else False,
         jvm=plan,
+        options=tuple(sorted(J.scala_map(plan.writeOptions()).items())),
     )
 
 

@@ -22,6 +22,7 @@ from typing import Callable
 
 from lakerules.latemat import late_materialize
 from lakerules.plan import Node, transform_up
+from lakerules.rules.check_options import check_options
 from lakerules.rules.plan_statements import plan_statements
 from lakerules.rules.push_filters import push_filters
 from lakerules.rules.rewrite_delete import rewrite_delete
@@ -48,6 +49,8 @@ def _default_batches() -> list[Batch]:
               [rewrite_delete, rewrite_update, rewrite_merge]),
         # Statements Spark lacks (OPTIMIZE) are planned from the table's metadata, for EXPLAIN.
         Batch("statements", "analysis", "OPTIMIZE and the like planned: files, bins", [plan_statements]),
+        # Read and write options lakerules does not honor are refused before anything runs.
+        Batch("options", "analysis", "read and write options honored or refused", [check_options]),
         # In the optimizer, filters next to lake relations are handed to them, then every lake
         # relation becomes a scan of the data files of its snapshot that can hold matching rows.
         Batch("scans", "optimizer", "lake relations become planned, pruned file scans", [push_filters, resolve_scans]),

@@ -33,7 +33,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, partitioning, paths, progress, schema as schemas
+from lakerules import commit, jvm as J, options, partitioning, paths, progress, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.row_plans import every_row_matches, has_negation
@@ -60,12 +60,13 @@ def run_write(ctx, node, query_plan):
         removed = _files_to_overwrite(table, node.delete_condition)  # before writing: fail early
     written = write_data_files(ctx, t.catalog, table, J.dataframe(ctx.spark, query_plan))
     try:
+        summary = options.write_summary(t, dict(node.options))
         if node.mode == "append":
-            commit.append(table, written)
+            commit.append(table, written, summary)
         elif node.mode == "overwrite":
-            commit.overwrite(table, removed, written)
+            commit.overwrite(table, removed, written, summary)
         elif node.mode == "dynamic":
-            commit.overwrite(table, _files_in_partitions(table, written), written)
+            commit.overwrite(table, _files_in_partitions(table, written), written, summary)
         else:
             raise NotSupported(f"lakerules: write mode {node.mode} is not supported")
     except BaseException as e:
@@ -78,6 +79,7 @@ def run_ctas(ctx, node, query_plan):
     """CREATE TABLE ... AS SELECT / REPLACE TABLE ... AS SELECT on a lake catalog."""
     t = node.table
     paths.check_identifier(t.namespace, t.name)  # before REPLACE drops the old table
+    summary = options.write_summary(t, dict(node.options))
     catalog = ctx.catalogs.get(t.catalog)
     exists = catalog.table_exists(t.identifier)
     if exists and node.if_not_exists:
@@ -103,7 +105,7 @@ def run_ctas(ctx, node, query_plan):
     written: list[DataFile] = []
     try:
         written = write_data_files(ctx, t.catalog, table, df)
-        commit.append(table, written)
+        commit.append(table, written, summary)
     except BaseException as e:
         # CTAS is atomic for the user: no table is left behind when its rows could not be written
         # (unless the commit may have landed: then the table may hold them, and stays)

@@ -5,7 +5,8 @@ becomes
     LakeScan lake.db.t snapshot=42 files=3/10 position_deletes=1 equality_deletes=0
 
 The snapshot is the one Spark resolved the table at (the current one, or the one named by
-VERSION AS OF / TIMESTAMP AS OF). Time travel reads with the schema of that snapshot; a plain
+VERSION AS OF / TIMESTAMP AS OF), or the one its read options choose (``snapshot-id``,
+``as-of-timestamp``, ``branch``, ``tag``; lakerules.options). Time travel reads with the schema of that snapshot; a plain
 read uses the table's current schema, as Iceberg does. The relation's filters become one
 pyiceberg expression; a part that cannot be translated becomes AlwaysTrue (read more, never
 less).
@@ -17,7 +18,7 @@ from functools import reduce
 
 from pyiceberg.expressions import AlwaysTrue, And
 
-from lakerules import manifests
+from lakerules import manifests, options
 from lakerules.expressions import to_iceberg
 from lakerules.planning import plan_scan
 from lakerules.plan import LakeRelation, LakeScan, Node
@@ -36,6 +37,9 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
     table = ctx.catalogs.load(rel.table.catalog, rel.table.namespace, rel.table.name)
     manifests.configure(ctx.conf(manifests.CACHE_KEY))
     schema = table.schema()
+    snapshot_id = options.read_snapshot(table, rel.table, dict(rel.options), rel.time_travel)
+    if snapshot_id is None:
+        snapshot_id = rel.snapshot_id
     if rel.time_travel and rel.snapshot_id is not None:
         snapshot = table.snapshot_by_id(rel.snapshot_id)
         if snapshot is not None and snapshot.schema_id is not None:
@@ -43,11 +47,11 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
     row_filter = _row_filter(rel)
     return LakeScan(
         table=rel.table,
-        snapshot_id=rel.snapshot_id,
+        snapshot_id=snapshot_id,
         output=rel.output,
         iceberg=table,
         schema=schema,
-        plan=plan_scan(table, rel.snapshot_id, row_filter),
+        plan=plan_scan(table, snapshot_id, row_filter),
         row_filter=row_filter,
     )
 
