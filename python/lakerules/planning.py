@@ -8,8 +8,10 @@ The steps of seed 003 (pyiceberg's hidden partition pruning), plus equality dele
    bulk over each manifest's cached entries (lakerules.manifests: Arrow columns of partition
    values and bounds, a conservative pre-filter), then one by one by pyiceberg's exact
    evaluators, on what the pre-filter kept;
-3. position delete files are indexed by partition and by referenced data file; each applies to
-   data files with a data sequence number <= its own;
+3. position delete files are indexed by the one data file they name (equal ``file_path`` bounds)
+   and otherwise by partition; each applies to data files with a data sequence number <= its own
+   whose path lies within its ``file_path`` bounds, in any URI form a local path was written in
+   (one comparison of UTF-8 bytes each, as an inclusive metrics test of ``file_path = path``);
 4. equality delete files apply to data files of the same spec and partition (or to every data
    file when their spec is unpartitioned) with a data sequence number strictly below their own.
 
@@ -23,7 +25,6 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
-from types import SimpleNamespace
 
 import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
@@ -38,7 +39,6 @@ from pyiceberg.expressions.visitors import (
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
-from pyiceberg.table.delete_file_index import DeleteFileIndex
 from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules import manifests as cached
@@ -110,7 +110,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
 
     # 3. and 4. index the delete files
     data: list[ManifestEntry] = []
-    positions = DeleteFileIndex()
+    positions = _PositionDeleteIndex()
     equality = _EqualityDeleteIndex(metadata)
     position_files: list[DataFile] = []
     for entry in all_entries:
@@ -123,7 +123,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
         if f.content == DataFileContent.DATA:
             data.append(entry)
         elif f.content == DataFileContent.POSITION_DELETES:
-            positions.add_delete_file(entry, partition_key=f.partition)
+            positions.add(entry)
             position_files.append(f)
         elif f.content == DataFileContent.EQUALITY_DELETES:
             equality.add(entry)
@@ -138,7 +138,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
             PlannedFile(
                 file=f,
                 sequence_number=seq,
-                position_deletes=tuple(sorted(_position_deletes_for(positions, seq, f), key=_path)),
+                position_deletes=tuple(sorted(positions.for_data_file(seq, f), key=_path)),
                 equality_deletes=tuple(sorted(equality.for_data_file(seq, f), key=_path)),
                 snapshot_id=entry.snapshot_id,
             )
@@ -188,21 +188,54 @@ def _same(values):
     return None if values is None else (values, values)
 
 
-def _position_deletes_for(index: DeleteFileIndex, seq: int, f: DataFile) -> set:
-    """The position delete files for a data file, matching its path in every URI form a writer
-    may have used for a local file (file:/x, file:///x, /x): pyiceberg's index compares a
-    delete file's path bounds with the exact string."""
-    if index.is_empty():
-        return set()
-    out = set()
-    for form in _path_forms(f.file_path):
-        stand_in = f if form == f.file_path else SimpleNamespace(spec_id=f.spec_id, file_path=form)
-        out |= index.for_data_file(seq, stand_in, partition_key=f.partition)
-    return out
+PATH_FIELD_ID = 2147483546  # file_path of a position delete file (Iceberg's reserved field id)
+
+
+class _PositionDeleteIndex:
+    """Position delete files by the one data file they name (equal ``file_path`` bounds, in
+    normal path form), the others by (spec, partition) with their ``file_path`` bounds."""
+
+    def __init__(self):
+        self._by_path: dict[str, list[tuple[int, DataFile]]] = defaultdict(list)
+        self._by_partition: dict[tuple, list[tuple[int, DataFile, bytes | None, bytes | None]]] = defaultdict(list)
+
+    def add(self, entry: ManifestEntry) -> None:
+        f = entry.data_file
+        seq = entry.sequence_number or 0
+        lower = (f.lower_bounds or {}).get(PATH_FIELD_ID)
+        upper = (f.upper_bounds or {}).get(PATH_FIELD_ID)
+        named = _decoded(lower) if lower is not None and lower == upper else None
+        if named is not None:
+            self._by_path[_bare(named)].append((seq, f))
+        else:
+            self._by_partition[(f.spec_id, _key(f.partition))].append((seq, f, lower, upper))
+
+    def for_data_file(self, data_seq: int, f: DataFile) -> set[DataFile]:
+        out = {d for seq, d in self._by_path.get(_bare(f.file_path), ()) if data_seq <= seq}
+        ranged = self._by_partition.get((f.spec_id, _key(f.partition)))
+        if ranged:
+            forms = [form.encode() for form in _path_forms(f.file_path)]
+            for seq, d, lower, upper in ranged:
+                if data_seq <= seq and (lower is None or upper is None
+                                        or any(lower <= form <= upper for form in forms)):
+                    out.add(d)
+        return out
+
+
+def _decoded(value: bytes) -> str | None:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _bare(path: str) -> str:
+    """One form of a local path however written (file:/x, file:///x, /x): /x."""
+    return re.sub(r"^file:/*", "/", path)
 
 
 def _path_forms(path: str) -> list[str]:
-    bare = re.sub(r"^file:/*", "/", path)
+    bare = _bare(path)
     if bare == path and not path.startswith("/"):
         return [path]  # another scheme (s3://...): one form
     return list(dict.fromkeys([path, bare, "file:" + bare, "file://" + bare]))
