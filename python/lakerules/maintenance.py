@@ -196,14 +196,21 @@ def bind(spark, procedure: str, catalog: str, args: list[tuple[str | None, str]]
 
 
 def _check_types(spark, where: str, args: dict) -> None:
-    """Each argument's type up-casts to its parameter's (Spark's Cast.canUpCast), as Iceberg's
-    procedures require; a NULL literal fits any."""
+    """Each argument's type is the parameter's kind, as Iceberg's procedures require: a string
+    for a STRING, a whole number for a BIGINT, a timestamp or date for a TIMESTAMP (Spark's casts
+    would take a string as a number, a number as a string, or seconds as a timestamp). A NULL
+    literal fits any (a required argument that is NULL is then an error)."""
+    from pyspark.sql import types as T
+
+    fits = {
+        "STRING": (T.StringType,),
+        "BIGINT": (T.ByteType, T.ShortType, T.IntegerType, T.LongType),
+        "TIMESTAMP": (T.TimestampType, T.TimestampNTZType, T.DateType),
+    }
     frame = J.one_row(spark).select(*(col.alias(f"a{i}") for i, (col, _) in enumerate(args.values())))
-    cast = spark._jvm.org.apache.spark.sql.catalyst.expressions.Cast
     for field, (name, (_, sql_type)) in zip(frame.schema.fields, args.items()):
-        want = spark._jvm.org.apache.spark.sql.types.DataType.fromDDL(sql_type)
-        have = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(field.dataType.json())
-        if field.dataType.typeName() != "void" and not cast.canUpCast(have, want):
+        kinds = fits.get(sql_type)
+        if kinds is not None and not isinstance(field.dataType, (T.NullType, *kinds)):
             raise LakeError(f"lakerules: {where}: argument {name!r} must be {sql_type.lower()}, not "
                             f"{field.dataType.simpleString()}")
 
