@@ -380,3 +380,45 @@ def test_describe_of_a_table_named_history_is_sparks(spark, ns):
     finally:
         spark.catalog.setCurrentCatalog(catalog)
         spark.catalog.setCurrentDatabase(database)
+
+
+# ---- concurrent commits ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def commit_meanwhile(iceberg_catalog):
+    """commit_meanwhile(ident): just before the next lakerules commit, another writer appends a
+    row (id 900) to main; its snapshot id is in the returned list once it ran."""
+    from lakerules import commit
+
+    landed = []
+
+    def arm(ident):
+        def append(table):
+            commit.before_commit = None
+            t = iceberg_catalog.load_table(ident)
+            t.append(pa.table({"id": pa.array([900], pa.int64()), "v": ["v900"], "p": pa.array([0], pa.int32())}))
+            landed.append(iceberg_catalog.load_table(ident).current_snapshot().snapshot_id)
+
+        commit.before_commit = append
+        return landed
+
+    yield arm
+    commit.before_commit = None
+
+
+@pytest.mark.parametrize("statement", [
+    "CALL lake.system.rollback_to_snapshot('{ident}', {delete})",
+    "CALL lake.system.set_current_snapshot('{ident}', {delete})",
+    "RESTORE TABLE {name} TO VERSION AS OF {delete}",
+])
+def test_a_commit_landing_meanwhile_fails_the_statement(spark, hist, iceberg_catalog, engines, commit_meanwhile,
+                                                         statement):
+    """What the statement decided on what it read is not applied over another writer's commit."""
+    name, ident, steps = hist
+    landed = commit_meanwhile(ident)
+    message = refused(spark, statement.format(ident=ident, name=name, delete=steps["delete"][0]), "conflict")
+    assert "nothing was committed" in message or "changed" in message, message
+    [other] = landed
+    assert current(iceberg_catalog, ident) == other
+    check_rows(engines, iceberg_catalog, name, ident, other, sorted(steps["optimize"][1] + [(900, "v900", 0)]))

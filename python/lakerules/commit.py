@@ -976,9 +976,9 @@ class _Restore(_Merging, _SnapshotProducer):
         head = self._transaction.table_metadata.snapshot_by_name(MAIN_BRANCH)
         if head is None or head.snapshot_id != self._from:
             raise RestoreConflict(
-                f"lakerules: RESTORE of {self._transaction._table.name()}: the table's current snapshot changed "
-                f"while it ran (it read {self._from}, now {head.snapshot_id if head else None}); nothing was "
-                "committed. Run it again."
+                f"lakerules: conflict on {'.'.join(self._transaction._table.name())}: RESTORE read snapshot {self._from}, but "
+                f"the table's current snapshot is now {head.snapshot_id if head else None} (a commit landed "
+                "meanwhile); nothing was committed. Run it again."
             )
         return super()._commit()
 

@@ -23,7 +23,9 @@ from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Operation, ancestors_of, latest_ancestor_before_timestamp
 
 from lakerules import commit, jvm as J
-from lakerules.errors import LakeError, NotSupported
+from pyiceberg.exceptions import ValidationException
+
+from lakerules.errors import ConflictError, LakeError, NotSupported
 
 SNAPSHOT_RESULT = "previous_snapshot_id long, current_snapshot_id long"
 PICK_RESULT = "source_snapshot_id long, current_snapshot_id long"
@@ -145,8 +147,13 @@ def _is_fast_forward(metadata, picked) -> bool:
     return picked.parent_snapshot_id == (head.snapshot_id if head is not None else None)
 
 
+class _PickConflict(ValidationException):
+    """A cherry-pick's check failed against the table as a retry found it: nothing landed."""
+
+
 class _CherryPick(commit._Append):
-    """The picked append's data files appended anew; the checks run again on every attempt."""
+    """The picked append's data files appended anew; the checks run again on every attempt (a
+    failed check is a ValidationException, which tells lakerules' commit path nothing landed)."""
 
     def __init__(self, picked, where: str, name: str, **kwargs):
         super().__init__(**kwargs)
@@ -154,7 +161,10 @@ class _CherryPick(commit._Append):
 
     def _commit(self):
         metadata = self._transaction.table_metadata
-        _check_pick(metadata, self._picked, self._where, self._name)
+        try:
+            _check_pick(metadata, self._picked, self._where, self._name)
+        except LakeError as e:
+            raise _PickConflict(str(e)) from None
         return super()._commit()
 
 
@@ -177,11 +187,15 @@ def _cherrypick(ctx, table, sid: int, where: str):
     summary = {SOURCE_SNAPSHOT_ID: str(sid)}
     if wap_id is not None:
         summary[PUBLISHED_WAP_ID] = wap_id
-    with commit._transaction(table) as tx:
-        with _CherryPick(picked, where, _name(table), operation=Operation.APPEND, transaction=tx, io=table.io,
-                         snapshot_properties=commit.snapshot_properties(summary)) as fa:
-            for f in added:
-                fa.append_data_file(f)
+    try:
+        with commit._transaction(table) as tx:
+            with _CherryPick(picked, where, _name(table), operation=Operation.APPEND, transaction=tx, io=table.io,
+                             snapshot_properties=commit.snapshot_properties(summary)) as fa:
+                for f in added:
+                    fa.append_data_file(f)
+    except _PickConflict as e:
+        raise ConflictError(f"lakerules: conflict on {_name(table)}: a commit landed meanwhile, after which "
+                            f"{str(e).removeprefix('lakerules: ')}; nothing was committed") from None
     return J.result_rows(ctx.spark, [(sid, _current_id(table))], PICK_RESULT)
 
 
@@ -321,6 +335,9 @@ def _restore(ctx, table, version, ref, timestamp_us):
     row = (sum(f.file_size_in_bytes for f in data), len(data), len(removed), len(readded),
            sum(e.data_file.file_size_in_bytes for e in removed), sum(e.data_file.file_size_in_bytes for e in readded))
     if head is not None and target.snapshot_id != head.snapshot_id and (removed or readded):
-        commit.restore(table, head.snapshot_id, removed, readded,
-                       {"lakerules.operation": "restore", "lakerules.restored-snapshot-id": str(target.snapshot_id)})
+        try:
+            commit.restore(table, head.snapshot_id, removed, readded,
+                           {"lakerules.operation": "restore", "lakerules.restored-snapshot-id": str(target.snapshot_id)})
+        except commit.RestoreConflict as e:
+            raise ConflictError(str(e)) from None
     return J.result_rows(ctx.spark, [row], RESTORE_RESULT)
