@@ -422,3 +422,34 @@ def test_a_commit_landing_meanwhile_fails_the_statement(spark, hist, iceberg_cat
     [other] = landed
     assert current(iceberg_catalog, ident) == other
     check_rows(engines, iceberg_catalog, name, ident, other, sorted(steps["optimize"][1] + [(900, "v900", 0)]))
+
+
+@pytest.mark.parametrize("escaped", ["true", "false"])
+def test_names_with_quotes_reach_no_sql_text(spark, ns, iceberg_catalog, escaped):
+    """A table named it's and a tag named a'b: history verbs name them as objects, never as SQL."""
+    name = f"lake.{ns}.`it's`"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT)")
+    spark.sql(f"INSERT INTO {name} VALUES (1)")
+    t = iceberg_catalog.load_table((ns, "it's"))
+    first = t.current_snapshot().snapshot_id
+    t.manage_snapshots().create_tag(first, "a'b").commit()
+    spark.sql(f"INSERT INTO {name} VALUES (2)")
+    old = spark.conf.get("spark.sql.parser.escapedStringLiterals")
+    spark.conf.set("spark.sql.parser.escapedStringLiterals", escaped)
+    try:
+        assert len(spark.sql(f"DESCRIBE HISTORY {name}").collect()) == 2
+        # Spark reads the string literal, under the session's parser settings
+        spark.sql(f"RESTORE TABLE {name} TO VERSION AS OF \"a'b\"")
+        assert [r.id for r in spark.sql(f"SELECT id FROM {name}").collect()] == [1]
+        # a backslash escape, read as Spark reads it: a'b, or with escaped literals a\'b (no such tag)
+        if escaped == "false":
+            spark.sql(f"RESTORE TABLE {name} TO VERSION AS OF 'a\\'b'")
+        else:
+            refused(spark, f"RESTORE TABLE {name} TO VERSION AS OF 'a\\'b'", "has no branch or tag")
+        assert [r.id for r in spark.sql(f"SELECT id FROM {name}").collect()] == [1]
+        head = iceberg_catalog.load_table((ns, "it's")).current_snapshot().snapshot_id
+        assert [tuple(r) for r in spark.sql(
+            f"CALL lake.system.set_current_snapshot(table => \"{ns}.`it's`\", ref => \"a'b\")").collect()] \
+            == [(head, first)]
+    finally:
+        spark.conf.set("spark.sql.parser.escapedStringLiterals", old)

@@ -75,10 +75,10 @@ class DescribeHistory(exp.Expression):
 class Restore(exp.Expression):
     """RESTORE [TABLE] table [TO] [FOR] (VERSION | SYSTEM_VERSION) AS OF <number | 'ref'>
     | [FOR] (TIMESTAMP | SYSTEM_TIME) AS OF <expression>: ``this`` the table's name parts;
-    ``version`` an int (a snapshot id) or ``ref`` a branch or tag name, or ``timestamp_text`` the
-    timestamp expression as written."""
+    ``version`` an int (a snapshot id) or ``ref_text`` a branch or tag name (the string literal
+    as written, for Spark to read), or ``timestamp_text`` the timestamp expression as written."""
 
-    arg_types = {"this": True, "version": False, "ref": False, "timestamp_text": False}
+    arg_types = {"this": True, "version": False, "ref_text": False, "timestamp_text": False}
 
 
 # Tokens that continue an expression: after a column name they mean it was not just a name.
@@ -150,7 +150,7 @@ class LakeSpark(Spark):
                 if tok.token_type == TokenType.NUMBER and tok.text.isdigit():
                     out.set("version", int(tok.text))
                 elif tok.token_type == TokenType.STRING:
-                    out.set("ref", tok.text)
+                    out.set("ref_text", self.sql[tok.start : tok.end + 1])
                 else:
                     self.raise_error("VERSION AS OF takes a snapshot id (a whole number) or a branch or tag "
                                      "name (a string)", tok)

@@ -111,19 +111,27 @@ def _restore(ctx, stmt):
 
     from lakerules import history
 
-    version, ref, text = stmt.args.get("version"), stmt.args.get("ref"), stmt.args.get("timestamp_text")
-    timestamp_us = None
+    version, ref_text, text = stmt.args.get("version"), stmt.args.get("ref_text"), stmt.args.get("timestamp_text")
+    timestamp_us = ref = None
     if text is not None:
-        try:
-            timestamp_us = J.one_row(ctx.spark).select(F.unix_micros(F.expr(text).cast("TIMESTAMP"))).collect()[0][0]
-        except Exception as e:  # noqa: BLE001 - Spark's own error, named by the statement
-            from lakerules.maintenance import _first_line
-
-            raise LakeError(f"lakerules: RESTORE: cannot evaluate the timestamp {text!r}: {_first_line(e)}") from None
-        if timestamp_us is None:
-            raise LakeError(f"lakerules: RESTORE: the timestamp {text!r} is NULL")
+        timestamp_us = _constant(ctx, F.unix_micros(F.expr(text).cast("TIMESTAMP")), "the timestamp", text)
+    if ref_text is not None:  # a string literal, read by Spark as it reads its own
+        ref = _constant(ctx, F.expr(ref_text).cast("STRING"), "the version", ref_text)
     shown = f"TIMESTAMP AS OF {text}" if text is not None else f"VERSION AS OF {version if ref is None else repr(ref)}"
     return _marked(ctx, stmt.this, history.restore_command(version, ref, timestamp_us, shown))
+
+
+def _constant(ctx, column, what: str, text: str):
+    """The value of a constant expression of the statement, evaluated by Spark; an error if NULL."""
+    from lakerules.maintenance import _first_line
+
+    try:
+        value = J.one_row(ctx.spark).select(column).collect()[0][0]
+    except Exception as e:  # noqa: BLE001 - Spark's own error, named by the statement
+        raise LakeError(f"lakerules: RESTORE: cannot evaluate {what} {text!r}: {_first_line(e)}") from None
+    if value is None:
+        raise LakeError(f"lakerules: RESTORE: {what} {text!r} is NULL")
+    return value
 
 
 def _is_catalog(spark, name: str) -> bool:
