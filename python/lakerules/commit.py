@@ -920,3 +920,113 @@ def _position_delete_may_apply(delete_file, data_file) -> bool:
 
     lo, hi, path = lower.decode("utf-8", "replace"), upper.decode("utf-8", "replace"), data_file.file_path
     return lo <= path <= hi or normal(lo) <= normal(path) <= normal(hi)
+
+
+# ---- history: moving a branch, restoring a snapshot's files ------------------------------------
+
+
+def move_branch(table: Table, branch: str, snapshot_id: int) -> None:
+    """Point branch at snapshot_id (rollback, set_current_snapshot, a cherry-pick's fast-forward,
+    fast_forward) in a metadata-only commit. The branch keeps its retention settings (pyiceberg's
+    manage_snapshots drops them: it writes the ref anew), and the commit requires the branch to
+    still point where it did when read: a commit that moved it meanwhile makes this one fail
+    (CommitRejected), with nothing changed. Not retried: the caller decided on what it read."""
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.update import AssertRefSnapshotId, SetSnapshotRefUpdate
+
+    with _transaction(table) as tx:
+        ref = tx.table_metadata.refs.get(branch)
+        update = SetSnapshotRefUpdate(
+            ref_name=branch, type=SnapshotRefType.BRANCH, snapshot_id=snapshot_id,
+            max_ref_age_ms=ref.max_ref_age_ms if ref else None,
+            max_snapshot_age_ms=ref.max_snapshot_age_ms if ref else None,
+            min_snapshots_to_keep=ref.min_snapshots_to_keep if ref else None,
+        )
+        tx._stage((update,), (AssertRefSnapshotId(ref=branch, snapshot_id=ref.snapshot_id if ref else None),))
+
+
+class RestoreConflict(ValidationException):
+    """The table's current snapshot moved while RESTORE read it; nothing was committed."""
+
+
+def restore(table: Table, from_snapshot_id: int, removed: list, readded: list, summary: dict | None = None) -> None:
+    """One overwrite snapshot on top of from_snapshot_id (main's head, as read): the live entries
+    ``removed`` (of the head) are marked deleted, the entries ``readded`` (of the snapshot
+    restored) are added again with their own data sequence numbers, so that every delete file
+    applies to exactly the data files it applied to in the restored snapshot (Iceberg's
+    RewriteFiles keeps data sequence numbers the same way). Fails with RestoreConflict if main
+    moved meanwhile."""
+    with _transaction(table) as tx:
+        with _Restore(tx, table.io, from_snapshot_id, removed, readded, snapshot_properties(summary)):
+            pass
+
+
+class _Restore(_Merging, _SnapshotProducer):
+    def __init__(self, transaction, io, from_snapshot_id: int, removed: list, readded: list, snapshot_properties: dict):
+        super().__init__(operation=Operation.OVERWRITE, transaction=transaction, io=io,
+                         snapshot_properties=snapshot_properties)
+        self._from = from_snapshot_id
+        self._removed = {e.data_file.file_path: e for e in removed}
+        self._readded = list(readded)
+
+    def _validate_concurrency(self) -> None:
+        """_commit checks that main is still where the restore read it, on every attempt."""
+
+    def _commit(self):
+        head = self._transaction.table_metadata.snapshot_by_name(MAIN_BRANCH)
+        if head is None or head.snapshot_id != self._from:
+            raise RestoreConflict(
+                f"lakerules: conflict on {'.'.join(self._transaction._table.name())}: RESTORE read snapshot {self._from}, but "
+                f"the table's current snapshot is now {head.snapshot_id if head else None} (a commit landed "
+                "meanwhile); nothing was committed. Run it again."
+            )
+        return super()._commit()
+
+    def _manifests(self):
+        metadata = self._transaction.table_metadata
+        gone = set(self._removed)
+        manifests, deleted = [], []
+        parent = metadata.snapshot_by_id(self._parent_snapshot_id)
+        for manifest in parent.manifests(self._io):
+            entries = manifest.fetch_manifest_entry(self._io, discard_deleted=True)
+            if not any(e.data_file.file_path in gone for e in entries):
+                manifests.append(manifest)
+                continue
+            kept = []
+            for e in entries:
+                (deleted if e.data_file.file_path in gone else kept).append(e)
+            if kept:
+                with _manifest_writer(self, manifest.content, manifest.partition_spec_id) as writer:
+                    for e in kept:
+                        writer.existing(e)
+                manifests.append(writer.to_manifest_file())
+        new = []
+        groups = defaultdict(list)
+        for kind, entries in (("add", self._readded), ("delete", deleted)):
+            for e in entries:
+                content = ManifestContent.DATA if e.data_file.content == DataFileContent.DATA else ManifestContent.DELETES
+                groups[(content.value, e.data_file.spec_id)].append((kind, e))
+        v2 = metadata.format_version >= 2
+        for (content, spec_id), entries in sorted(groups.items()):
+            with _manifest_writer(self, ManifestContent(content), spec_id) as writer:
+                for kind, e in entries:
+                    if kind == "delete":
+                        writer.delete(e)
+                    else:
+                        writer.add_entry(ManifestEntry.from_args(
+                            status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id,
+                            sequence_number=e.sequence_number if v2 else None, file_sequence_number=None,
+                            data_file=e.data_file))
+            new.append(writer.to_manifest_file())
+        return self._merge(new + manifests)
+
+    def _deleted_entries(self):
+        return []  # written by _manifests
+
+    def _existing_manifests(self):
+        return []  # written by _manifests
+
+    def _summary(self, snapshot_properties=EMPTY_DICT) -> Summary:
+        return snapshot_summary(self._transaction.table_metadata, Operation.OVERWRITE, self._parent_snapshot_id,
+                                snapshot_properties, added=[e.data_file for e in self._readded],
+                                removed=[e.data_file for e in self._removed.values()])

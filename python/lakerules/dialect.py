@@ -1,5 +1,6 @@
-"""The SQL lakerules adds to Spark's, as a sqlglot dialect: Spark plus ``OPTIMIZE``, ``CALL``
-and Iceberg's partition evolution (``ALTER TABLE ... ADD|DROP|REPLACE PARTITION FIELD``).
+"""The SQL lakerules adds to Spark's, as a sqlglot dialect: Spark plus ``OPTIMIZE``, ``CALL``,
+Iceberg's partition evolution (``ALTER TABLE ... ADD|DROP|REPLACE PARTITION FIELD``) and Delta's
+``DESCRIBE HISTORY`` and ``RESTORE``.
 
 Comments anywhere (``/* nightly */ OPTIMIZE ...``), quoted names (backticks, doubled inside) and
 string literals are the tokenizer's: no statement is taken apart by regular expressions.
@@ -65,6 +66,21 @@ class Optimize(exp.Expression):
     arg_types = {"this": True, "where": False, "where_text": False, "zorder": False}
 
 
+class DescribeHistory(exp.Expression):
+    """(DESC | DESCRIBE) HISTORY table [LIMIT n]: ``this`` the table's name parts, ``limit`` an int."""
+
+    arg_types = {"this": True, "limit": False}
+
+
+class Restore(exp.Expression):
+    """RESTORE [TABLE] table [TO] [FOR] (VERSION | SYSTEM_VERSION) AS OF <number | 'ref'>
+    | [FOR] (TIMESTAMP | SYSTEM_TIME) AS OF <expression>: ``this`` the table's name parts;
+    ``version`` an int (a snapshot id) or ``ref_text`` a branch or tag name (the string literal
+    as written, for Spark to read), or ``timestamp_text`` the timestamp expression as written."""
+
+    arg_types = {"this": True, "version": False, "ref_text": False, "timestamp_text": False}
+
+
 # Tokens that continue an expression: after a column name they mean it was not just a name.
 _OPERATORS = {
     TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH, TokenType.MOD, TokenType.L_PAREN,
@@ -86,7 +102,66 @@ class LakeSpark(Spark):
                 return self._parse_call()
             if self._curr and self._curr.token_type == TokenType.ALTER and self._is_partition_field():
                 return self._parse_partition_field()
+            if self._curr and self._curr.token_type in (TokenType.DESC, TokenType.DESCRIBE) \
+                    and _is_history(self._tokens, self._index):
+                self._advance(2)
+                return self._parse_describe_history()
+            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("RESTORE"):
+                return self._parse_restore()
             return super()._parse_statement()
+
+        # ---- DESCRIBE HISTORY, RESTORE (Delta's DeltaSqlBase.g4) ------------------------------
+
+        def _parse_describe_history(self) -> DescribeHistory:
+            if not self._at_end() and self._curr.token_type == TokenType.STRING:
+                self.raise_error("DESCRIBE HISTORY of a path is not supported; name a table", self._curr)
+            table = self._parse_name_parts("DESCRIBE HISTORY needs a table name")
+            limit = None
+            if self._match(TokenType.LIMIT):
+                if self._at_end():
+                    self._error_at_end("LIMIT needs a number")
+                if self._curr.token_type != TokenType.NUMBER or not self._curr.text.isdigit():
+                    self.raise_error("LIMIT needs a whole number of rows", self._curr)
+                limit = int(self._curr.text)
+                self._advance()
+            self._end_of_statement()
+            return self.expression(DescribeHistory(this=table, limit=limit))
+
+        def _parse_restore(self) -> Restore:
+            self._match(TokenType.TABLE)
+            if not self._at_end() and self._curr.token_type == TokenType.STRING:
+                self.raise_error("RESTORE of a path is not supported; name a table", self._curr)
+            table = self._parse_name_parts("RESTORE needs a table name")
+            self._match_text_seq("TO")
+            self._match(TokenType.FOR)
+            if self._at_end():
+                self._error_at_end("expected VERSION AS OF or TIMESTAMP AS OF")
+            kind = self._curr.text.upper()
+            if kind not in ("VERSION", "SYSTEM_VERSION", "TIMESTAMP", "SYSTEM_TIME"):
+                self._expected("VERSION AS OF or TIMESTAMP AS OF")
+            self._advance()
+            if not (self._match(TokenType.ALIAS) and self._match_text_seq("OF")):
+                self._expected("AS OF")
+            if self._at_end():
+                self._error_at_end("expected a version or a timestamp after AS OF")
+            out = Restore(this=table)
+            if kind in ("VERSION", "SYSTEM_VERSION"):
+                tok = self._curr
+                if tok.token_type == TokenType.NUMBER and tok.text.isdigit():
+                    out.set("version", int(tok.text))
+                elif tok.token_type == TokenType.STRING:
+                    out.set("ref_text", self.sql[tok.start : tok.end + 1])
+                else:
+                    self.raise_error("VERSION AS OF takes a snapshot id (a whole number) or a branch or tag "
+                                     "name (a string)", tok)
+                self._advance()
+            else:
+                first = self._curr
+                if self._parse_assignment() is None:
+                    self._expected("a timestamp expression")
+                out.set("timestamp_text", self.sql[first.start : self._prev.end + 1])
+            self._end_of_statement()
+            return self.expression(out)
 
         # ---- CALL --------------------------------------------------------------------------
 
@@ -313,8 +388,31 @@ def parse_partition_field(sql: str) -> PartitionField:
     return _parse_one(sql, PartitionField, "ALTER TABLE")
 
 
+def parse_describe_history(sql: str) -> DescribeHistory:
+    """A DESCRIBE HISTORY statement of sql.
+
+    >>> d = parse_describe_history("DESC HISTORY lake.db.`t.1` LIMIT 2")
+    >>> d.this, d.args["limit"]
+    (['lake', 'db', 't.1'], 2)
+    """
+    return _parse_one(sql, DescribeHistory, "DESCRIBE HISTORY")
+
+
+def parse_restore(sql: str) -> Restore:
+    """A RESTORE statement of sql.
+
+    >>> r = parse_restore("RESTORE TABLE lake.db.t TO VERSION AS OF 123")
+    >>> r.this, r.args["version"]
+    (['lake', 'db', 't'], 123)
+    >>> parse_restore("RESTORE lake.db.t TIMESTAMP AS OF current_timestamp() - INTERVAL 1 DAY").args["timestamp_text"]
+    'current_timestamp() - INTERVAL 1 DAY'
+    """
+    return _parse_one(sql, Restore, "RESTORE")
+
+
 def statement_kind(sql: str) -> str | None:
-    r"""Which lakerules statement sql is ("OPTIMIZE", "CALL", "PARTITION FIELD", "EXPLAIN"), by its
+    r"""Which lakerules statement sql is ("OPTIMIZE", "CALL", "PARTITION FIELD", "EXPLAIN",
+    "DESCRIBE HISTORY", "RESTORE"), by its
     first words after comments; None for anything else (Spark's own statements).
 
     >>> statement_kind("/* nightly */ OPTIMIZE lake.db.t")
@@ -329,14 +427,23 @@ def statement_kind(sql: str) -> str | None:
     except Exception:  # noqa: BLE001 - not tokenizable: Spark's parser says what is wrong
         return None
     words = [t.text.upper() for t in tokens[:1]]
-    if words == ["OPTIMIZE"] or words == ["CALL"] or words == ["EXPLAIN"]:
+    if words == ["OPTIMIZE"] or words == ["CALL"] or words == ["EXPLAIN"] or words == ["RESTORE"]:
         return words[0]
+    if words and words[0] in ("DESC", "DESCRIBE") and _is_history(tokens, 0):
+        return "DESCRIBE HISTORY"
     if words == ["ALTER"]:
         upper = [t.text.upper() for t in tokens]
         for j in range(2, len(upper) - 2):
             if upper[j] in ("ADD", "DROP", "REPLACE") and upper[j + 1] == "PARTITION" and upper[j + 2] == "FIELD":
                 return "PARTITION FIELD"
     return None
+
+
+def _is_history(tokens, i: int) -> bool:
+    """DESC[RIBE] HISTORY <name>: HISTORY followed by a name. ``DESCRIBE history`` and
+    ``DESCRIBE history.t`` describe a table named history (Spark's statement)."""
+    return (len(tokens) > i + 2 and tokens[i + 1].text.upper() == "HISTORY" and tokens[i + 1].token_type == TokenType.VAR
+            and tokens[i + 2].token_type not in (TokenType.DOT, TokenType.SEMICOLON))
 
 
 def after_first_word(sql: str) -> str:

@@ -80,7 +80,39 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
                   "rewrites manifests in the driver, reading each manifest once, with no Spark job to cache"),
         Param("spec_id", "INT"),
     ),
+    # a table's history (lakerules.history)
+    "rollback_to_snapshot": (
+        Param("table", "STRING", required=True),
+        Param("snapshot_id", "BIGINT", required=True),
+    ),
+    "rollback_to_timestamp": (
+        Param("table", "STRING", required=True),
+        Param("timestamp", "TIMESTAMP", required=True),
+    ),
+    "set_current_snapshot": (
+        Param("table", "STRING", required=True),
+        Param("snapshot_id", "BIGINT"),
+        Param("ref", "STRING"),
+    ),
+    "cherrypick_snapshot": (
+        Param("table", "STRING", required=True),
+        Param("snapshot_id", "BIGINT", required=True),
+    ),
+    "fast_forward": (
+        Param("table", "STRING", required=True),
+        Param("branch", "STRING", required=True),
+        Param("to", "STRING", required=True),
+    ),
+    "publish_changes": (
+        Param("table", "STRING", required=True),
+        Param("wap_id", "STRING", required=True),
+    ),
 }
+
+# Procedures whose arguments are typed as Iceberg's are: a value whose type Spark cannot up-cast
+# to the parameter's (a string for a snapshot id, a timestamp for a number) is an error, not cast.
+_STRICT = {"rollback_to_snapshot", "rollback_to_timestamp", "set_current_snapshot", "cherrypick_snapshot",
+           "fast_forward", "publish_changes"}
 
 RESULTS = {
     "remove_orphan_files": "orphan_file_location string",
@@ -90,6 +122,12 @@ RESULTS = {
         "deleted_manifest_lists_count long, deleted_statistics_files_count long"
     ),
     "rewrite_manifests": "rewritten_manifests_count int, added_manifests_count int",
+    "rollback_to_snapshot": "previous_snapshot_id long, current_snapshot_id long",
+    "rollback_to_timestamp": "previous_snapshot_id long, current_snapshot_id long",
+    "set_current_snapshot": "previous_snapshot_id long, current_snapshot_id long",
+    "cherrypick_snapshot": "source_snapshot_id long, current_snapshot_id long",
+    "fast_forward": "branch_updated string, previous_ref long, updated_ref long",
+    "publish_changes": "source_snapshot_id long, current_snapshot_id long",
 }
 
 
@@ -133,10 +171,14 @@ def bind(spark, procedure: str, catalog: str, args: list[tuple[str | None, str]]
         try:
             # each argument is the statement's own text, read alone; the casts are built as objects
             exprs = []
+            if procedure in _STRICT:
+                _check_types(spark, where, {name: (F.expr(given[name]), by_name[name].sql_type) for name in names})
             for i, name in enumerate(names):
                 cast = F.expr(given[name]).cast(by_name[name].sql_type)
                 exprs.append((F.unix_micros(cast) if by_name[name].sql_type == "TIMESTAMP" else cast).alias(f"a{i}"))
             row = J.one_row(spark).select(*exprs).collect()[0]
+        except LakeError:
+            raise
         except Exception as e:  # noqa: BLE001 - Spark's own error, named by the statement
             raise LakeError(f"lakerules: {where}: cannot evaluate the arguments {given}: {_first_line(e)}") from None
         for i, name in enumerate(names):
@@ -146,13 +188,42 @@ def bind(spark, procedure: str, catalog: str, args: list[tuple[str | None, str]]
                         f"{values['max_concurrent_deletes']}")
     if values["table"] is None:
         raise LakeError(f"lakerules: {where}: argument 'table' is NULL")
+    if procedure in _STRICT:
+        for p in params:
+            if p.required and values[p.name] is None:
+                raise LakeError(f"lakerules: {where}: argument {p.name!r} is NULL")
     return values
+
+
+def _check_types(spark, where: str, args: dict) -> None:
+    """Each argument's type is the parameter's kind, as Iceberg's procedures require: a string
+    for a STRING, a whole number for a BIGINT, a timestamp or date for a TIMESTAMP (Spark's casts
+    would take a string as a number, a number as a string, or seconds as a timestamp). A NULL
+    literal fits any (a required argument that is NULL is then an error)."""
+    from pyspark.sql import types as T
+
+    fits = {
+        "STRING": (T.StringType,),
+        "BIGINT": (T.ByteType, T.ShortType, T.IntegerType, T.LongType),
+        "TIMESTAMP": (T.TimestampType, T.TimestampNTZType, T.DateType),
+    }
+    frame = J.one_row(spark).select(*(col.alias(f"a{i}") for i, (col, _) in enumerate(args.values())))
+    for field, (name, (_, sql_type)) in zip(frame.schema.fields, args.items()):
+        kinds = fits.get(sql_type)
+        if kinds is not None and not isinstance(field.dataType, (T.NullType, *kinds)):
+            raise LakeError(f"lakerules: {where}: argument {name!r} must be {sql_type.lower()}, not "
+                            f"{field.dataType.simpleString()}")
 
 
 def command(procedure: str, values: dict):
     """fn(ctx, table) running the procedure on the table (a StatementCommand's function)."""
+    from lakerules import history
+
     run = {"remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
-           "rewrite_manifests": _rewrite_manifests}[procedure]
+           "rewrite_manifests": _rewrite_manifests, "rollback_to_snapshot": history.rollback_to_snapshot,
+           "rollback_to_timestamp": history.rollback_to_timestamp,
+           "set_current_snapshot": history.set_current_snapshot, "cherrypick_snapshot": history.cherrypick_snapshot,
+           "fast_forward": history.fast_forward, "publish_changes": history.publish_changes}[procedure]
 
     def run_fn(ctx, table):
         return run(ctx, table, values)

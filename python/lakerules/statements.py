@@ -13,6 +13,11 @@ Iceberg's maintenance procedures on a lake catalog (lakerules.maintenance):
     CALL lake.system.remove_orphan_files(table => 'db.t', ...)
     CALL lake.system.expire_snapshots(table => 'db.t', ...)
     CALL lake.system.rewrite_manifests(table => 'db.t', ...)
+and its history procedures (rollback_to_snapshot, ..., lakerules.history).
+
+Delta's history statements (lakerules.history):
+    DESCRIBE HISTORY lake.db.t [LIMIT n]
+    RESTORE [TABLE] lake.db.t [TO] VERSION AS OF <snapshot id> | TIMESTAMP AS OF <expression>
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from lakerules.errors import LakeError
 # shows its plan). Cheap and conservative: the dialect then decides (lakerules.dialect), and a
 # text that is not ours goes to Spark's parser unchanged.
 _LEAD = r"(?:\s+|/\*.*?\*/|--[^\n]*(?:\n|$))*"
-ROUTES = rf"{_LEAD}(?:ALTER\s+TABLE\b.*\b(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b|CALL\b)"
+ROUTES = rf"{_LEAD}(?:ALTER\s+TABLE\b.*\b(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b|CALL\b|DESC(?:RIBE)?\s+HISTORY\b|RESTORE\b)"
 _EXPLAIN_MODE = re.compile(r"(EXTENDED|FORMATTED|CODEGEN|COST)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 
 
@@ -55,6 +60,13 @@ def parse(ctx, sql_text: str):
     if kind == "CALL":
         stmt = dialect.parse_call(sql_text)
         return _call(ctx, stmt.this, stmt.args.get("args") or [])
+    if kind == "DESCRIBE HISTORY":
+        from lakerules import history
+
+        stmt = dialect.parse_describe_history(sql_text)
+        return _marked(ctx, stmt.this, history.describe_history(stmt.args.get("limit")))
+    if kind == "RESTORE":
+        return _restore(ctx, dialect.parse_restore(sql_text))
     return None  # not ours: Spark's parser takes it
 
 
@@ -89,6 +101,37 @@ def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
             f"lakerules: CALL {catalog}.system.{procedure}: name the table as namespace.table, not {values['table']!r}"
         )
     return _marked(ctx, [catalog, *table_parts], maintenance.command(procedure, values))
+
+
+def _restore(ctx, stmt):
+    """RESTORE: the timestamp, if any, evaluated now (a constant expression, read alone from the
+    statement's text and cast to TIMESTAMP by Spark, as CALL arguments are); the snapshot it
+    names is chosen when the statement runs."""
+    from pyspark.sql import functions as F
+
+    from lakerules import history
+
+    version, ref_text, text = stmt.args.get("version"), stmt.args.get("ref_text"), stmt.args.get("timestamp_text")
+    timestamp_us = ref = None
+    if text is not None:
+        timestamp_us = _constant(ctx, F.unix_micros(F.expr(text).cast("TIMESTAMP")), "the timestamp", text)
+    if ref_text is not None:  # a string literal, read by Spark as it reads its own
+        ref = _constant(ctx, F.expr(ref_text).cast("STRING"), "the version", ref_text)
+    shown = f"TIMESTAMP AS OF {text}" if text is not None else f"VERSION AS OF {version if ref is None else repr(ref)}"
+    return _marked(ctx, stmt.this, history.restore_command(version, ref, timestamp_us, shown))
+
+
+def _constant(ctx, column, what: str, text: str):
+    """The value of a constant expression of the statement, evaluated by Spark; an error if NULL."""
+    from lakerules.maintenance import _first_line
+
+    try:
+        value = J.one_row(ctx.spark).select(column).collect()[0][0]
+    except Exception as e:  # noqa: BLE001 - Spark's own error, named by the statement
+        raise LakeError(f"lakerules: RESTORE: cannot evaluate {what} {text!r}: {_first_line(e)}") from None
+    if value is None:
+        raise LakeError(f"lakerules: RESTORE: {what} {text!r} is NULL")
+    return value
 
 
 def _is_catalog(spark, name: str) -> bool:
