@@ -104,12 +104,26 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
     return df
 
 
+_names: dict = {}  # (application, path) -> Spark's name of the file
+_NAMES_KEPT = 200_000
+
+
 def status_names(spark, paths: list[str]) -> dict[str, str]:
-    """path -> the name Spark's reader gives the file in _metadata.file_path (one JVM call)."""
-    if not paths:
-        return {}
-    joined = spark._jvm.io.lakerules.LakeFileIndex.namesOf(_joined(paths), spark._jsc.hadoopConfiguration())
-    return dict(zip(paths, joined.split("\0")))
+    """path -> the name Spark's reader gives the file in _metadata.file_path: qualified in one
+    JVM call for the paths not named before in this application (a path's name never changes)."""
+    app = spark.sparkContext.applicationId
+    with _cache_lock:
+        known = {p: _names[(app, p)] for p in paths if (app, p) in _names}
+    missing = [p for p in dict.fromkeys(paths) if p not in known]
+    if missing:
+        joined = spark._jvm.io.lakerules.LakeFileIndex.namesOf(_joined(missing), spark._jsc.hadoopConfiguration())
+        named = dict(zip(missing, joined.split("\0")))
+        known.update(named)
+        with _cache_lock:
+            if len(_names) + len(named) > _NAMES_KEPT:
+                _names.clear()
+            _names.update(((app, p), n) for p, n in named.items())
+    return known
 
 
 def spark_file_path(column: str = "_metadata.file_path") -> Column:
