@@ -347,12 +347,34 @@ class Validation:
     or the row it deleted would come back with its new value.
     ``conflict_filter``: rows the statement read; under serializable isolation no data file
     that may hold such rows may have been added meanwhile (None: no check).
+    ``statement``: the row-level statement validated, ``delete``, ``update`` or ``merge``: its
+    isolation level is the table's ``write.<statement>.isolation-level`` (isolation_level).
     """
 
     must_exist: frozenset = frozenset()
     no_new_deletes: frozenset = frozenset()
     conflict_filter: BooleanExpression | None = None
-    operation: Operation = Operation.DELETE
+    statement: str = "delete"
+
+
+STATEMENTS = ("delete", "update", "merge")
+
+
+def isolation_level(table, statement: str) -> IsolationLevel:
+    """The table's ``write.<statement>.isolation-level`` (Iceberg's properties, one per row-level
+    statement): ``serializable`` (the default) or ``snapshot``; any other value is an error.
+    Statements read it while they are planned, so a bad value fails before anything is written."""
+    if statement not in STATEMENTS:
+        raise ValueError(f"no isolation level for statement {statement!r}")
+    name = f"write.{statement}.isolation-level"
+    value = table.properties.get(name, IsolationLevel.SERIALIZABLE.value)
+    try:
+        return IsolationLevel(value.strip().lower())
+    except ValueError:
+        raise LakeError(
+            f"lakerules: table property {name}={value!r} is not one of "
+            f"{[level.value for level in IsolationLevel]}; nothing was changed"
+        ) from None
 
 
 class _DeleteManifestWriter(ManifestWriterV2):
@@ -370,7 +392,6 @@ class _RowDelta(_Merging, _OverwriteFiles):
         self._added_delete_files: list = []
         self._removed_delete_files: set = set()
         self._validation = validation or Validation()
-        self._isolation_operation = self._validation.operation
 
     def add_delete_file(self, delete_file) -> "_RowDelta":
         self._added_delete_files.append(delete_file)
@@ -480,7 +501,7 @@ class _RowDelta(_Merging, _OverwriteFiles):
             _validate_data_files_exist(table, head, set(v.must_exist), base)
         if v.no_new_deletes:
             _validate_no_new_deletes(table, head, v.no_new_deletes, base)
-        if v.conflict_filter is not None and table.metadata.isolation_level(v.operation) == IsolationLevel.SERIALIZABLE:
+        if v.conflict_filter is not None and isolation_level(table, v.statement) == IsolationLevel.SERIALIZABLE:
             _validate_no_matching_data_added(table, head, v.conflict_filter, base)
 
 

@@ -6,13 +6,16 @@ becomes
       WHEN MATCHED THEN UPDATE ... / DELETE, WHEN NOT MATCHED THEN INSERT ...
       -> position deletes + new rows, one snapshot
 
-What runs is in lakerules.rowlevel.
+or, when the table says ``write.merge.mode=copy-on-write`` (or is format v1), a rewrite of the
+target files that hold an updated or deleted row. MERGE reads its own write.merge.* properties
+(mode, isolation level; never write.update.* or write.delete.mode) and write.delete.granularity
+here, so a bad value fails before anything is written. What runs is in lakerules.rowlevel.
 """
 
 from __future__ import annotations
 
 from lakerules.plan import MergeIntoLake, Node, WriteMerge
-from lakerules.row_plans import plan_files
+from lakerules.row_plans import plan_files, statement_properties
 
 
 def rewrite_merge(plan: Node, ctx) -> Node:
@@ -20,11 +23,13 @@ def rewrite_merge(plan: Node, ctx) -> Node:
         case MergeIntoLake():
             t = plan.table
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            mode, granularity = statement_properties(table, "merge")
             # the target read: pruned by the ON condition, unless rows matching nothing must be seen
             files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False,
-                               prune=not plan.not_matched_by_source)
+                               prune=not plan.not_matched_by_source, granularity=granularity)
             return WriteMerge(table=t, relation=plan.relation, source=plan.source,
                               condition=plan.condition, matched=plan.matched, not_matched=plan.not_matched,
-                              not_matched_by_source=plan.not_matched_by_source, jvm=plan.jvm, files=files)
+                              not_matched_by_source=plan.not_matched_by_source, mode=mode, jvm=plan.jvm,
+                              files=files)
         case _:
             return plan

@@ -6,13 +6,15 @@ becomes
         SELECT <file>, <position>, <row with SET kind = 'ok'> FROM lake.db.t WHERE id = 7
 
 or a copy-on-write rewrite of the affected files when the table says
-``write.update.mode=copy-on-write`` (or is format v1). What runs is in lakerules.rowlevel.
+``write.update.mode=copy-on-write`` (or is format v1). The table's write.update.* properties
+(mode, isolation level) and write.delete.granularity are read here, so a bad value fails before
+anything is written. What runs is in lakerules.rowlevel.
 """
 
 from __future__ import annotations
 
 from lakerules.plan import Node, UpdateLake, WriteUpdate
-from lakerules.row_plans import check_assignments, plan_files, update_mode
+from lakerules.row_plans import check_assignments, plan_files, statement_properties
 
 
 def rewrite_update(plan: Node, ctx) -> Node:
@@ -21,8 +23,12 @@ def rewrite_update(plan: Node, ctx) -> Node:
             t = plan.table
             check_assignments(plan)
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
-            files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False)
+            mode, granularity = statement_properties(table, "update")
+            if plan.condition is None:
+                granularity = None  # every row changes: the files are rewritten, no delete files
+            files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False,
+                               granularity=granularity)
             return WriteUpdate(table=t, relation=plan.relation, assignments=plan.assignments,
-                               condition=plan.condition, mode=update_mode(table), jvm=plan.jvm, files=files)
+                               condition=plan.condition, mode=mode, jvm=plan.jvm, files=files)
         case _:
             return plan
