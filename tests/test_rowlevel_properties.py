@@ -92,6 +92,19 @@ def test_copy_on_write_merge_rewrites_the_touched_files(spark, ns, iceberg_catal
     engines.assert_same(cow, expected=merged())
 
 
+def test_merge_into_a_v1_table_copies_on_write(spark, ns, iceberg_catalog, engines):
+    """A v1 table has no delete files: MERGE rewrites, whatever write.merge.mode says."""
+    table = f"lake.{ns}.v1"
+    spark.sql(f"""CREATE TABLE {table} (id BIGINT, item STRING, qty INT) PARTITIONED BY (bucket(4, id))
+                  TBLPROPERTIES ('format-version' = '1', 'write.merge.mode' = 'merge-on-read')""")
+    spark.sql(f"INSERT INTO {table} SELECT id, concat('item-', CAST(id AS STRING)), CAST(id AS INT) FROM range(20)")
+    make_stock(spark, f"lake.{ns}.unused")  # the changes view
+    (r,) = spark.sql(MERGE.format(t=table)).collect()
+    assert tuple(r) == (5, 2, 1, 2)
+    assert files(iceberg_catalog, f"{ns}.v1", DataFileContent.POSITION_DELETES) == []
+    engines.assert_same(table, expected=merged())
+
+
 def test_a_bad_merge_mode_is_refused_and_changes_nothing(spark, ns, iceberg_catalog):
     table = make_stock(spark, f"lake.{ns}.badmode")
     name = table.split(".", 1)[1]
