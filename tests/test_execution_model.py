@@ -134,7 +134,7 @@ def test_explain_shows_the_planned_files_and_bins(spark, iceberg_catalog, ns):
     assert "3 of 4 data files may hold matching rows" in delete, delete
     assert "dropped whole, not read (every row matches, by partition or column metrics): 2 files" in delete, delete
     assert "read to find matching rows: 1 files" in delete, delete
-    assert "partitions written to (at most one delete file each): 1: 0 (1 files)" in delete, delete
+    assert "delete files (write.delete.granularity=file): at most one per data file read, 1 files in 1 partitions" in delete, delete
     whole = spark.sql(f"EXPLAIN DELETE FROM {t} WHERE kind = '1'").collect()[0][0]
     assert "2 of 4 data files may hold matching rows" in whole, whole
     assert "dropped whole, not read (every row matches, by partition or column metrics): 2 files, 10 rows" in whole

@@ -33,6 +33,7 @@ from pyiceberg.typedef import EMPTY_DICT, KeyDefaultDict
 from pyiceberg.utils.bin_packing import ListPacker
 
 from lakerules import metadata_cache
+from lakerules.row_plans import isolation_level
 from lakerules.errors import CatalogUnavailable, CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
 LAKERULES_SUMMARY = {"engine-name": "lakerules"}
@@ -347,12 +348,14 @@ class Validation:
     or the row it deleted would come back with its new value.
     ``conflict_filter``: rows the statement read; under serializable isolation no data file
     that may hold such rows may have been added meanwhile (None: no check).
+    ``statement``: the row-level statement validated, ``delete``, ``update`` or ``merge``: its
+    isolation level is the table's ``write.<statement>.isolation-level`` (row_plans.isolation_level).
     """
 
     must_exist: frozenset = frozenset()
     no_new_deletes: frozenset = frozenset()
     conflict_filter: BooleanExpression | None = None
-    operation: Operation = Operation.DELETE
+    statement: str = "delete"
 
 
 class _DeleteManifestWriter(ManifestWriterV2):
@@ -370,7 +373,6 @@ class _RowDelta(_Merging, _OverwriteFiles):
         self._added_delete_files: list = []
         self._removed_delete_files: set = set()
         self._validation = validation or Validation()
-        self._isolation_operation = self._validation.operation
 
     def add_delete_file(self, delete_file) -> "_RowDelta":
         self._added_delete_files.append(delete_file)
@@ -480,7 +482,7 @@ class _RowDelta(_Merging, _OverwriteFiles):
             _validate_data_files_exist(table, head, set(v.must_exist), base)
         if v.no_new_deletes:
             _validate_no_new_deletes(table, head, v.no_new_deletes, base)
-        if v.conflict_filter is not None and table.metadata.isolation_level(v.operation) == IsolationLevel.SERIALIZABLE:
+        if v.conflict_filter is not None and isolation_level(table, v.statement) == IsolationLevel.SERIALIZABLE:
             _validate_no_matching_data_added(table, head, v.conflict_filter, base)
 
 

@@ -336,7 +336,9 @@ class MergeIntoLake(Node):
 class WriteMerge(Command):
     """MERGE INTO on the split write: target rows (with file and position) joined with the
     source; each joined row's first WHEN clause that holds decides: update (a position delete
-    and a new row), delete (a position delete), insert (a new row). One snapshot."""
+    and a new row), delete (a position delete), insert (a new row). One snapshot. With ``mode``
+    copy-on-write (write.merge.mode), the target files holding updated or deleted rows are
+    rewritten instead (their other rows carried over), and no delete file is written."""
 
     result_schema = MERGE_RESULT
 
@@ -347,16 +349,21 @@ class WriteMerge(Command):
     matched: tuple = ()
     not_matched: tuple = ()
     not_matched_by_source: tuple = ()
+    mode: str = "merge-on-read"
     jvm: Any = field(default=None, repr=False)
     files: Any = field(default=None, repr=False)  # lakerules.row_plans.FilePlan of the target
 
     def describe(self) -> str:
-        lines = [f"WriteMerge {self.table} merge-on-read: target rows with <file>, <position> "
+        lines = [f"WriteMerge {self.table} {self.mode}: target rows with <file>, <position> "
                  f"{self.join_type().upper()} JOIN source ON {self.condition.sql()}"]
         lines += [f"  WHEN MATCHED{a.sql()}" for a in self.matched]
         lines += [f"  WHEN NOT MATCHED{a.sql()}" for a in self.not_matched]
         lines += [f"  WHEN NOT MATCHED BY SOURCE{a.sql()}" for a in self.not_matched_by_source]
-        lines.append("  -> position deletes (updated and deleted rows) + new rows (updated and inserted), one snapshot")
+        if self.mode == "copy-on-write":
+            lines.append("  -> the target files holding updated or deleted rows rewritten (their other rows kept) "
+                         "+ new rows (updated and inserted), one snapshot, no delete files")
+        else:
+            lines.append("  -> position deletes (updated and deleted rows) + new rows (updated and inserted), one snapshot")
         if self.files is not None:
             lines += ["  target " + line for line in self.files.describe(drops_whole=False)]
         return "\n".join(lines) + "\nsource:\n" + self.source.treeString().rstrip()

@@ -1,5 +1,5 @@
 """What a row-level command will do, decided while it is planned (no Spark job, no write):
-the table's write mode, the checks on an UPDATE's assignments, and the files it touches
+the table's write mode (write.<statement>.mode), its delete granularity, the checks on an UPDATE's assignments, and the files it touches
 (:class:`FilePlan`, which EXPLAIN shows). The rules
 (rules/rewrite_delete.py, rules/rewrite_update.py) call these; lakerules.rowlevel runs the
 planned commands."""
@@ -13,6 +13,7 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression, Not, NotEqualTo
 from pyiceberg.expressions.visitors import _StrictMetricsEvaluator, expression_evaluator, strict_projection
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
+from pyiceberg.table.snapshots import IsolationLevel
 from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules import jvm as J
@@ -23,22 +24,74 @@ from lakerules.planning import PlannedFile, ScanPlan, plan_scan
 MODES = ("merge-on-read", "copy-on-write")
 
 
-def delete_mode(table) -> str:
-    """The table's write.delete.mode (Iceberg's property); v1 tables can only copy on write."""
-    mode = table.properties.get("write.delete.mode", "merge-on-read").lower()
+def _mode(table, statement: str) -> str:
+    """The table's write.<statement>.mode (Iceberg's property); v1 tables can only copy on write."""
+    name = f"write.{statement}.mode"
+    mode = table.properties.get(name, "merge-on-read").lower()
     if mode not in MODES:
-        raise LakeError(f"lakerules: table property write.delete.mode={mode!r} is not one of {list(MODES)}")
-    if table.format_version < 2:
-        return "copy-on-write"
-    return mode
+        raise LakeError(f"lakerules: table property {name}={mode!r} is not one of {list(MODES)}")
+    return "copy-on-write" if table.format_version < 2 else mode
+
+
+STATEMENTS = ("delete", "update", "merge")
+
+
+def isolation_level(table, statement: str) -> IsolationLevel:
+    """The table's ``write.<statement>.isolation-level`` (Iceberg's properties, one per row-level
+    statement): ``serializable`` (the default) or ``snapshot``; any other value is an error.
+    Statements read it while they are planned, so a bad value fails before anything is written."""
+    if statement not in STATEMENTS:
+        raise ValueError(f"no isolation level for statement {statement!r}")
+    name = f"write.{statement}.isolation-level"
+    value = table.properties.get(name, IsolationLevel.SERIALIZABLE.value)
+    try:
+        return IsolationLevel(value.strip().lower())
+    except ValueError:
+        raise LakeError(
+            f"lakerules: table property {name}={value!r} is not one of "
+            f"{[level.value for level in IsolationLevel]}; nothing was changed"
+        ) from None
+
+
+def statement_properties(table, statement: str) -> tuple[str, str | None]:
+    """What the table's properties say for a row-level ``statement`` (delete, update, merge),
+    read while it is planned so a bad value fails before anything is written: its write mode,
+    and its delete granularity when it writes position deletes (merge-on-read; else None). The
+    statement's isolation level (isolation_level) and the granularity are checked in
+    either mode."""
+    mode = _mode(table, statement)
+    isolation_level(table, statement)
+    granularity = delete_granularity(table)
+    return mode, (granularity if mode == "merge-on-read" else None)
+
+
+def delete_mode(table) -> str:
+    """The table's write.delete.mode."""
+    return _mode(table, "delete")
 
 
 def update_mode(table) -> str:
-    """The table's write.update.mode (Iceberg's property); v1 tables can only copy on write."""
-    mode = table.properties.get("write.update.mode", "merge-on-read").lower()
-    if mode not in MODES:
-        raise LakeError(f"lakerules: table property write.update.mode={mode!r} is not one of {list(MODES)}")
-    return "copy-on-write" if table.format_version < 2 else mode
+    """The table's write.update.mode."""
+    return _mode(table, "update")
+
+
+def merge_mode(table) -> str:
+    """The table's write.merge.mode (MERGE reads neither write.update.mode nor write.delete.mode)."""
+    return _mode(table, "merge")
+
+
+GRANULARITIES = ("file", "partition")
+
+
+def delete_granularity(table) -> str:
+    """The table's write.delete.granularity (Iceberg's property): ``file`` (the default, as in
+    Iceberg), one position delete file per data file it deletes from, whose file_path bounds name
+    that file only; ``partition``, one delete file per partition."""
+    name = "write.delete.granularity"
+    value = table.properties.get(name, "file").strip().lower()
+    if value not in GRANULARITIES:
+        raise LakeError(f"lakerules: table property {name}={value!r} is not one of {list(GRANULARITIES)}")
+    return value
 
 
 def resolve_assignments(spark, verb: str, table, relation, assignments, *, insert: bool = False) -> tuple:
@@ -94,13 +147,15 @@ class FilePlan:
     ``scan``: the live data files that may hold matching rows (with the delete files that
     apply to them); of those, ``whole`` are proven, from their partition or column metrics, to
     hold only matching rows (a DELETE drops them without reading them) and ``read`` are read
-    to find the matching rows."""
+    to find the matching rows. ``granularity``: how the command's position deletes are
+    grouped into files (delete_granularity); None: it writes none (copy-on-write)."""
 
     snapshot_id: int | None
     expr: BooleanExpression = field(default_factory=AlwaysTrue)
     scan: ScanPlan = field(default_factory=ScanPlan)
     whole: tuple[PlannedFile, ...] = ()
     read: tuple[PlannedFile, ...] = ()
+    granularity: str | None = None
 
     def describe(self, drops_whole: bool) -> list[str]:
         """EXPLAIN's lines for this plan."""
@@ -116,7 +171,10 @@ class FilePlan:
         with_deletes = sum(1 for p in self.read if p.position_deletes or p.equality_deletes)
         lines.append(f"read to find matching rows: {len(self.read)} files, {with_deletes} of them with delete files")
         parts = Counter((p.file.spec_id, _partition_text(p.file.partition)) for p in self.read)
-        if parts:
+        if self.granularity == "file" and self.read:
+            lines.append(f"delete files (write.delete.granularity=file): at most one per data file read, "
+                         f"{len(self.read)} files in {len(parts)} partitions")
+        elif self.granularity == "partition" and parts:
             shown = ", ".join(f"{text or 'unpartitioned'} ({n} files)" for (_, text), n in list(parts.items())[:8])
             more = f", and {len(parts) - 8} more" if len(parts) > 8 else ""
             lines.append(f"partitions written to (at most one delete file each): {len(parts)}: {shown}{more}")
@@ -128,14 +186,16 @@ def _partition_text(record) -> str:
     return "/".join("null" if v is None else str(v) for v in values)
 
 
-def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, prune: bool = True) -> FilePlan:
+def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, prune: bool = True,
+               granularity: str | None = None) -> FilePlan:
     """The files a row-level command on ``relation`` (a LakeRelation) with ``condition`` (a JVM
     expression, None: every row) touches at the table's current snapshot. ``drop_whole``: find
     the files every row of which matches (DELETE). ``prune``: False reads every file (a MERGE
-    that must see the rows matching nothing)."""
+    that must see the rows matching nothing). ``granularity``: the command's delete
+    granularity, for EXPLAIN (None: it writes no delete files)."""
     snapshot = table.current_snapshot()
     if snapshot is None:
-        return FilePlan(None)
+        return FilePlan(None, granularity=granularity)
     expr, exact = AlwaysTrue(), True
     if condition is not None and prune:
         columns = {a.jvm.exprId().id(): a.name for a in relation.output}
@@ -146,7 +206,7 @@ def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, pr
         proven = _all_rows_match(table, expr)
     whole = tuple(p for p in planned.files if proven is not None and proven(p.file))
     read = tuple(p for p in planned.files if proven is None or not proven(p.file))
-    return FilePlan(snapshot.snapshot_id, expr, planned, whole, read)
+    return FilePlan(snapshot.snapshot_id, expr, planned, whole, read, granularity)
 
 
 def _all_rows_match(table, expr: BooleanExpression):

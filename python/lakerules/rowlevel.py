@@ -13,15 +13,22 @@ DELETE FROM t WHERE c, merge-on-read (the default), is the seed's
    (subqueries, correlated EXISTS): Spark evaluates it, Python only plans.
 3. The matched (file, position) rows are counted per data file. A file whose every row matched
    (and that had no deletes) is dropped whole; the rest become position delete files, shuffled
-   by the partition of the data file they point at and sorted by path then position, so each
-   partition's deletes are one file written by one task. The path written is the data file's
-   path in the manifest.
+   in one write job by the data file they point at (``write.delete.granularity=file``, the
+   default: one delete file per data file, its file_path bounds naming that file only) or by
+   its partition (``partition``: one delete file per partition), sorted by path then position.
+   The path written is the data file's path in the manifest.
 4. One snapshot commits the delete files and the dropped files, validated against what was
    committed since the read (commit.Validation): a data file removed meanwhile (say by a
    concurrent OPTIMIZE) is a conflict, never deleted rows coming back.
 
 With ``write.delete.mode=copy-on-write`` (or a v1 table) the files with matched rows are
 rewritten without them instead. No WHERE removes every data and delete file.
+
+UPDATE and MERGE INTO run here too (sections below), each by its own table properties:
+``write.update.mode`` / ``write.merge.mode`` choose merge-on-read (position deletes + new rows)
+or copy-on-write (the touched files rewritten, _rewrite_files, which DELETE's copy-on-write
+shares), and ``write.<statement>.isolation-level`` the commit's validation
+(commit.Validation.statement).
 """
 
 from __future__ import annotations
@@ -122,7 +129,7 @@ def _matched_positions(ctx, node, table, snapshot, planned, partial):
     spark = ctx.spark
     progress.step(spark, "find matching rows")
     rows = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, partial), True)
-    files, partitions = _file_lookup(spark, partial, "file_path")
+    files, partitions = _file_lookup(spark, table, partial, "file_path")
     matched = (
         rows.select(FILE_COL, POS_COL)
         .join(F.broadcast(files), F.col(FILE_COL) == F.col("__name"))
@@ -133,22 +140,20 @@ def _matched_positions(ctx, node, table, snapshot, planned, partial):
     return matched, counts, partitions
 
 
-def _file_lookup(spark, planned_files, path_column: str):
+def _file_lookup(spark, table, planned_files, path_column: str):
     """A small LocalRelation from Spark's name of each file (``__name``, what FILE_COL holds) to
-    its manifest path (``path_column``) and its partition index (PART_COL), and the
-    partitions those indexes point into."""
+    its manifest path (``path_column``) and its delete group index (PART_COL), and the groups
+    those indexes point into (see _delete_groups)."""
     names = status_names(spark, [p.file.file_path for p in planned_files])
-    partitions = _partitions(planned_files)
-    keys = {(spec_id, tuple(values)): i for i, (spec_id, values) in enumerate(partitions)}
+    groups, index = _delete_groups(planned_files, row_plans.delete_granularity(table) == "file")
     schema = StructType([StructField("__name", StringType()), StructField(path_column, StringType()),
                          StructField(write.PART_COL, IntegerType())])
     frame = J.local_frame(
         spark,
-        [(names[p.file.file_path], p.file.file_path, keys[(p.file.spec_id, tuple(p.file.partition))])
-         for p in planned_files],
+        [(names[p.file.file_path], p.file.file_path, i) for p, i in zip(planned_files, index)],
         schema,
     )
-    return frame, partitions
+    return frame, groups
 
 
 def _live_rows(ctx, table, snapshot, planned_files) -> int:
@@ -183,7 +188,7 @@ def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entir
             validation=commit.Validation(
                 must_exist=frozenset(p.file for p in whole + touched),
                 conflict_filter=expr,
-                operation=Operation.DELETE,
+                statement="delete",
             ),
             operation=Operation.DELETE if written or whole else None,
         )
@@ -192,34 +197,58 @@ def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entir
         raise
 
 
-def _partitions(planned_files) -> list:
-    """Every distinct (spec id, partition) of the planned files, in their order: the partition
-    indexes of the matched rows."""
-    keys: dict[tuple, tuple] = {}
+def _delete_groups(planned_files, by_file: bool) -> tuple[list, list[int]]:
+    """The groups position deletes are written in, one delete file each: one per data file
+    (``by_file``, write.delete.granularity=file) or one per distinct (spec id, partition)
+    (granularity partition). Returns each group's (spec id, partition), and each planned
+    file's group index, which the matched rows carry in PART_COL."""
+    if by_file:
+        return [(p.file.spec_id, p.file.partition) for p in planned_files], list(range(len(planned_files)))
+    keys: dict[tuple, int] = {}
+    groups, index = [], []
     for p in planned_files:
-        keys.setdefault((p.file.spec_id, tuple(p.file.partition)), (p.file.spec_id, p.file.partition))
-    return list(keys.values())
+        key = (p.file.spec_id, tuple(p.file.partition))
+        if key not in keys:
+            keys[key] = len(groups)
+            groups.append((p.file.spec_id, p.file.partition))
+        index.append(keys[key])
+    return groups, index
 
 
 def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
-    written = []
+    kept = None
     if touched:
         planned = ScanPlan(files=tuple(touched))
         kept = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, touched), False)
-        names = [a.name for a in node.relation.output]
-        written = write.write_data_files(ctx, node.table.catalog, table, kept.select(*[J.column(n) for n in names]))
+        kept = kept.select(*[J.column(a.name) for a in node.relation.output])
+    _rewrite_files(
+        ctx, node, table, kept, whole + touched,
+        {"lakerules.operation": "delete", "lakerules.delete-mode": "copy-on-write"},
+        commit.Validation(
+            must_exist=frozenset(p.file for p in whole + touched),
+            no_new_deletes=frozenset(p.file for p in touched),
+            conflict_filter=expr,
+            statement="delete",
+        ),
+        removed_deletes=dangling_deletes(table, snapshot, whole + touched),
+    )
+
+
+def _rewrite_files(ctx, node, table, rows, removed, summary: dict, validation: commit.Validation,
+                   removed_deletes=()) -> None:
+    """Copy-on-write's write and commit (DELETE, UPDATE, MERGE): ``rows`` (the table's columns,
+    None: no rows) become new data files, and one snapshot adds them and removes the data files
+    ``removed`` (PlannedFiles) and the delete files ``removed_deletes``; no delete file is
+    written. The new files are deleted again if the commit fails."""
+    written = []
     try:
+        if rows is not None:
+            written = write.write_data_files(ctx, node.table.catalog, table, rows)
         commit.row_delta(
-            table, written, [],
-            {"lakerules.operation": "delete", "lakerules.delete-mode": "copy-on-write"},
-            removed_data_files=[p.file for p in whole + touched],
-            removed_delete_files=dangling_deletes(table, snapshot, whole + touched),
-            validation=commit.Validation(
-                must_exist=frozenset(p.file for p in whole + touched),
-                no_new_deletes=frozenset(p.file for p in touched),
-                conflict_filter=expr,
-                operation=Operation.DELETE,
-            ),
+            table, written, [], summary,
+            removed_data_files=[p.file for p in removed],
+            removed_delete_files=list(removed_deletes),
+            validation=validation,
             operation=Operation.OVERWRITE if written else Operation.DELETE,
         )
     except BaseException as e:
@@ -239,7 +268,7 @@ def _truncate(ctx, table, snapshot):
         commit.row_delta(
             table, [], [], {"lakerules.operation": "delete"},
             removed_data_files=data, removed_delete_files=deletes,
-            validation=commit.Validation(must_exist=frozenset(data), conflict_filter=AlwaysTrue()),
+            validation=commit.Validation(must_exist=frozenset(data), conflict_filter=AlwaysTrue(), statement="delete"),
             operation=Operation.DELETE,
         )
     return _affected(ctx.spark, affected)
@@ -264,13 +293,13 @@ def dangling_deletes(table, snapshot, removed: list) -> list:
     return list(candidates.values())
 
 
-def _update_validation(touched: list, expr: BooleanExpression) -> commit.Validation:
-    """What an UPDATE or MERGE, which deletes rows of the touched files and writes new ones, needs
-    still true when it commits: the touched files exist, no delete landed on them meanwhile (a row
-    deleted meanwhile stays deleted), and no file added meanwhile may hold rows expr matches."""
+def _update_validation(touched: list, expr: BooleanExpression, statement: str) -> commit.Validation:
+    """What an UPDATE or MERGE (``statement``), which deletes rows of the touched files and writes
+    new ones, needs still true when it commits: the touched files exist, no delete landed on them
+    meanwhile (a row deleted meanwhile stays deleted), and, under the statement's serializable
+    isolation, no file added meanwhile may hold rows expr matches."""
     files = frozenset(p.file for p in touched)
-    return commit.Validation(must_exist=files, no_new_deletes=files, conflict_filter=expr,
-                             operation=Operation.OVERWRITE)
+    return commit.Validation(must_exist=files, no_new_deletes=files, conflict_filter=expr, statement=statement)
 
 
 def _affected(spark, n: int):
@@ -321,7 +350,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
     progress.step(spark, "read matching rows with their new values")
     matched_plan = J.analyzed(_rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, files), True))
     updated = J.dataframe(spark, _new_values(spark, node, matched_plan, keep_positions=True))
-    lookup, partitions = _file_lookup(spark, files, "__lakerules_path")
+    lookup, partitions = _file_lookup(spark, table, files, "__lakerules_path")
     rows = (updated.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"))
             .drop("__name", FILE_COL)
             .persist())
@@ -338,7 +367,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
         written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
         commit.row_delta(
             table, written_data, written_deletes, {"lakerules.operation": "update"},
-            validation=_update_validation(touched, expr),
+            validation=_update_validation(touched, expr, "update"),
             operation=Operation.OVERWRITE,
         )
     except BaseException as e:
@@ -374,22 +403,15 @@ def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything
     if not everything:
         rows = rows.unionByName(_rows_of(ctx, node, scan, False).drop(FILE_COL, POS_COL))
     rows = rows.persist()
-    written = []
     try:
         if affected is None:
             affected = new_rows.count()
-        written = write.write_data_files(ctx, node.table.catalog, table, rows)
-        removed_deletes = _all_delete_files(table, snapshot) if everything else dangling_deletes(table, snapshot, touched)
-        commit.row_delta(
-            table, written, [], {"lakerules.operation": "update", "lakerules.update-mode": "copy-on-write"},
-            removed_data_files=[p.file for p in touched],
-            removed_delete_files=removed_deletes,
-            validation=_update_validation(touched, expr),
-            operation=Operation.OVERWRITE,
+        _rewrite_files(
+            ctx, node, table, rows, touched,
+            {"lakerules.operation": "update", "lakerules.update-mode": "copy-on-write"},
+            _update_validation(touched, expr, "update"),
+            removed_deletes=_all_delete_files(table, snapshot) if everything else dangling_deletes(table, snapshot, touched),
         )
-    except BaseException as e:
-        write.discard(table, written, e)
-        raise
     finally:
         rows.unpersist()
     return _affected(spark, affected)
@@ -483,7 +505,7 @@ def run_merge(ctx, node):
         # a target row matched by several source rows is deleted (or kept) once
         target_side = F.col(T_COL).isNotNull()
         rows = rows.where(target_side).dropDuplicates([FILE_COL, POS_COL]).unionByName(rows.where(~target_side))
-    lookup, partitions = _file_lookup(spark, files, "__lakerules_path")
+    lookup, partitions = _file_lookup(spark, table, files, "__lakerules_path")
     rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name").persist()
     written_data, written_deletes = [], []
     try:
@@ -502,6 +524,9 @@ def run_merge(ctx, node):
         touched_paths = {r[0] for r in rows.where(F.col(OP_COL).isin(UPDATE, DELETE))
                          .select("__lakerules_path").distinct().collect()}
         touched = [p for p in files if p.file.file_path in touched_paths]
+        if node.mode == "copy-on-write":
+            _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched)
+            return _merge_result(spark, updated, deleted, inserted)
         if updated or inserted:
             new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT)).select(*[J.column(n) for n in names])
             written_data = write.write_files(spark, t.catalog, table, new_rows, cluster=True)
@@ -511,7 +536,7 @@ def run_merge(ctx, node):
             written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
         commit.row_delta(
             table, written_data, written_deletes, {"lakerules.operation": "merge"},
-            validation=_update_validation(touched, expr),
+            validation=_update_validation(touched, expr, "merge"),
             operation=Operation.OVERWRITE if written_data else Operation.DELETE,
         )
     except BaseException as e:
@@ -530,6 +555,30 @@ def _checks_cardinality(matched: tuple) -> bool:
     if not matched:
         return False
     return not (len(matched) == 1 and matched[0].kind == "delete" and matched[0].condition is None)
+
+
+def _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched) -> None:
+    """MERGE copy-on-write: every data file with a target row updated or deleted is rewritten;
+    the new files hold its other live rows as they were (its rows read again at the same
+    snapshot, less the updated and deleted positions, by an anti-join), the updated rows with
+    their new values and the inserted rows; one snapshot removes the touched files."""
+    names = [J.column(a.name) for a in node.relation.output]
+    new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT)).select(*names)
+    if touched:
+        changed = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
+            F.col(FILE_COL).alias("__lakerules_f"), F.col(POS_COL).alias("__lakerules_p"))
+        scanned = _rows_of_all(ctx, node, _partial_scan(node, table, snapshot, planned, touched))
+        kept = scanned.join(
+            changed, (scanned[FILE_COL] == changed["__lakerules_f"]) & (scanned[POS_COL] == changed["__lakerules_p"]),
+            "left_anti",
+        ).select(*names)
+        new_rows = new_rows.unionByName(kept)
+    _rewrite_files(
+        ctx, node, table, new_rows, touched,
+        {"lakerules.operation": "merge", "lakerules.merge-mode": "copy-on-write"},
+        _update_validation(touched, expr, "merge"),
+        removed_deletes=dangling_deletes(table, snapshot, touched),
+    )
 
 
 def _merge_result(spark, updated: int, deleted: int, inserted: int):

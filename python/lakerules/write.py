@@ -178,11 +178,14 @@ POSITION_DELETE_FIELDS = (
 PART_COL = "__lakerules_part"
 
 
-def write_position_deletes(spark, table: Table, df: DataFrame, partitions: list[tuple[int, Record]]) -> list[DataFile]:
+def write_position_deletes(spark, table: Table, df: DataFrame, groups: list[tuple[int, Record]]) -> list[DataFile]:
     """Write position delete files: df has (file_path, pos, __lakerules_part), where the last is
-    an index into ``partitions``, the (spec id, partition) of the data file each row points at.
-    Rows are shuffled by that partition, so each partition's deletes are written by one task
-    into one file, sorted by file path then position as the spec asks."""
+    an index into ``groups``, the (spec id, partition) of the data file each row points at. A
+    group is one data file (write.delete.granularity=file: each delete file then names one data
+    file, its file_path bounds equal) or one partition (granularity partition); the caller
+    numbers them (rowlevel._delete_groups). Rows are shuffled by group in one write job, and
+    written partitioned by it, so each group's deletes are written by one task into one file,
+    sorted by file path then position as the spec asks."""
     progress.step(spark, "write delete files")
     columns = [
         F.col("file_path").cast("string").alias("file_path", metadata={schemas.FIELD_ID: POSITION_DELETE_FIELDS[0].field_id}),
@@ -190,7 +193,7 @@ def write_position_deletes(spark, table: Table, df: DataFrame, partitions: list[
         F.col(PART_COL).cast("int").alias(PART_COL),
     ]
     out = (df.select(*columns)
-           .repartition(max(1, min(len(partitions), _shuffle_partitions(spark))), F.col(PART_COL))
+           .repartition(max(1, min(len(groups), _shuffle_partitions(spark))), F.col(PART_COL))
            .sortWithinPartitions(PART_COL, "file_path", "pos"))
     target = _new_target(table)
     writer = (
@@ -204,7 +207,7 @@ def write_position_deletes(spark, table: Table, df: DataFrame, partitions: list[
         key, _, text = directory.partition("=")
         if key != PART_COL or not text.isdigit():
             raise LakeError(f"lakerules: unexpected delete file directory {directory!r}")
-        return partitions[int(text)]
+        return groups[int(text)]
 
     try:
         writer.parquet(target)

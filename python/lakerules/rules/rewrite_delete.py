@@ -6,7 +6,8 @@ becomes
         SELECT <file>, <position> FROM lake.db.t WHERE kind = 'spam'
 
 or, when the table says ``write.delete.mode=copy-on-write`` (or is format v1), a rewrite of the
-files that hold matched rows. The files are planned here (row_plans.plan_files: which may hold
+files that hold matched rows. The table's write.delete.* properties (mode, isolation level,
+granularity) are read here, so a bad value fails before anything is written. The files are planned here (row_plans.plan_files: which may hold
 matching rows, which are dropped whole), so EXPLAIN shows them; what runs is in
 lakerules.rowlevel, which plans again only if the table moved since.
 """
@@ -14,7 +15,7 @@ lakerules.rowlevel, which plans again only if the table moved since.
 from __future__ import annotations
 
 from lakerules.plan import DeleteFromLake, Node, WriteDeletes
-from lakerules.row_plans import check_condition, delete_mode, plan_files
+from lakerules.row_plans import check_condition, plan_files, statement_properties
 
 
 def rewrite_delete(plan: Node, ctx) -> Node:
@@ -23,9 +24,10 @@ def rewrite_delete(plan: Node, ctx) -> Node:
             t = plan.table
             check_condition("DELETE FROM", t, plan.condition)
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            mode, granularity = statement_properties(table, "delete")
             files = None if plan.condition is None else plan_files(ctx.spark, table, plan.relation, plan.condition,
-                                                                   drop_whole=True)
+                                                                   drop_whole=True, granularity=granularity)
             return WriteDeletes(table=t, relation=plan.relation, condition=plan.condition,
-                                mode=delete_mode(table), jvm=plan.jvm, files=files)
+                                mode=mode, jvm=plan.jvm, files=files)
         case _:
             return plan

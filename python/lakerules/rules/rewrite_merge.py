@@ -6,9 +6,12 @@ becomes
       WHEN MATCHED THEN UPDATE ... / DELETE, WHEN NOT MATCHED THEN INSERT ...
       -> position deletes + new rows, one snapshot
 
-Each action's assignments are resolved here as Spark's own MERGE resolves them
-(row_plans.resolve_assignments): UPDATE SET as UPDATE's, INSERT with a value or default for
-every column. What runs is in lakerules.rowlevel.
+or, when the table says ``write.merge.mode=copy-on-write`` (or is format v1), a rewrite of the
+target files that hold an updated or deleted row. Each action's assignments are resolved here as
+Spark's own MERGE resolves them (row_plans.resolve_assignments): UPDATE SET as UPDATE's, INSERT
+with a value or default for every column. MERGE reads its own write.merge.* properties (mode,
+isolation level; never write.update.* or write.delete.mode) and write.delete.granularity here,
+so a bad value fails before anything is written. What runs is in lakerules.rowlevel.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lakerules.plan import MergeIntoLake, Node, WriteMerge
-from lakerules.row_plans import check_condition, plan_files, resolve_assignments
+from lakerules.row_plans import check_condition, plan_files, resolve_assignments, statement_properties
 
 
 def rewrite_merge(plan: Node, ctx) -> Node:
@@ -27,12 +30,13 @@ def rewrite_merge(plan: Node, ctx) -> Node:
             matched, not_matched, by_source = (tuple(_resolved(ctx, plan, a) for a in actions) for actions in
                                                (plan.matched, plan.not_matched, plan.not_matched_by_source))
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            mode, granularity = statement_properties(table, "merge")
             # the target read: pruned by the ON condition, unless rows matching nothing must be seen
             files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False,
-                               prune=not plan.not_matched_by_source)
+                               prune=not plan.not_matched_by_source, granularity=granularity)
             return WriteMerge(table=t, relation=plan.relation, source=plan.source,
                               condition=plan.condition, matched=matched, not_matched=not_matched,
-                              not_matched_by_source=by_source, jvm=plan.jvm, files=files)
+                              not_matched_by_source=by_source, mode=mode, jvm=plan.jvm, files=files)
         case _:
             return plan
 

@@ -8,14 +8,15 @@ becomes
 or a copy-on-write rewrite of the affected files when the table says
 ``write.update.mode=copy-on-write`` (or is format v1). The assignments are resolved here as
 Spark's own UPDATE resolves them (row_plans.resolve_assignments): one value per column, nested
-fields folded into their struct, store-assignment casts and NOT NULL checks. What runs is in
-lakerules.rowlevel.
+fields folded into their struct, store-assignment casts and NOT NULL checks. The table's
+write.update.* properties (mode, isolation level) and write.delete.granularity are read here too,
+so a bad value fails before anything is written. What runs is in lakerules.rowlevel.
 """
 
 from __future__ import annotations
 
 from lakerules.plan import Node, UpdateLake, WriteUpdate
-from lakerules.row_plans import check_condition, plan_files, resolve_assignments, update_mode
+from lakerules.row_plans import check_condition, plan_files, resolve_assignments, statement_properties
 
 
 def rewrite_update(plan: Node, ctx) -> Node:
@@ -25,8 +26,12 @@ def rewrite_update(plan: Node, ctx) -> Node:
             check_condition("UPDATE", t, plan.condition)
             assignments = resolve_assignments(ctx.spark, "UPDATE", t, plan.relation, plan.assignments)
             table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
-            files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False)
+            mode, granularity = statement_properties(table, "update")
+            if plan.condition is None:
+                granularity = None  # every row changes: the files are rewritten, no delete files
+            files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False,
+                               granularity=granularity)
             return WriteUpdate(table=t, relation=plan.relation, assignments=assignments,
-                               condition=plan.condition, mode=update_mode(table), jvm=plan.jvm, files=files)
+                               condition=plan.condition, mode=mode, jvm=plan.jvm, files=files)
         case _:
             return plan
