@@ -164,24 +164,24 @@ def test_each_statement_reads_its_own_isolation_level(spark, ns, iceberg_catalog
     assert rows(spark, table) == want
 
 
-@pytest.mark.parametrize("statement", sorted(STATEMENTS))
-def test_a_bad_isolation_level_is_refused_before_anything_is_written(spark, ns, iceberg_catalog, statement):
-    table = make_stock(spark, f"lake.{ns}.badiso_{statement}")
+def test_a_bad_isolation_level_is_refused_before_anything_is_written(spark, ns, iceberg_catalog):
+    """Each statement refuses a bad value of its own property, whatever the others say."""
+    table = make_stock(spark, f"lake.{ns}.badiso")
     name = table.split(".", 1)[1]
-    sql, change = STATEMENTS[statement]
-    # another statement's bad value is not this statement's business
-    others = [s for s in STATEMENTS if s != statement]
-    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
-              + ", ".join(f"'write.{s}.isolation-level' = 'bogus'" for s in others) + ")")
-    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.{statement}.isolation-level' = 'Repeatable')")
     before = snapshot_id(iceberg_catalog, name)
-    refused(spark, sql.format(t=table), f"write.{statement}.isolation-level", "Repeatable")
+    for statement in sorted(STATEMENTS):
+        sql, _ = STATEMENTS[statement]
+        # another statement's bad value is not this statement's business
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
+                  + ", ".join(f"'write.{s}.isolation-level' = '{'Repeatable' if s == statement else 'bogus'}'"
+                              for s in STATEMENTS) + ")")
+        refused(spark, sql.format(t=table), f"write.{statement}.isolation-level", "Repeatable")
     assert snapshot_id(iceberg_catalog, name) == before
     assert rows(spark, table) == sorted(base().values())
     assert orphans(iceberg_catalog, name) == set()
-    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.{statement}.isolation-level' = 'snapshot')")
-    spark.sql(sql.format(t=table)).collect()
-    assert rows(spark, table) == sorted(r for r in map(change, base().values()) if r is not None)
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.merge.isolation-level' = 'snapshot')")
+    spark.sql(STATEMENTS["merge"][0].format(t=table)).collect()
+    assert rows(spark, table) == sorted(STATEMENTS["merge"][1](r) for r in base().values())
 
 
 # ---- item 10: write.delete.granularity -----------------------------------------------------------
@@ -217,22 +217,26 @@ GRANULARITY_STATEMENTS = {
 }
 
 
-@pytest.mark.parametrize("statement", sorted(GRANULARITY_STATEMENTS))
-def test_delete_granularity_file_and_partition(spark, three_files, iceberg_catalog, engines, statement):
+def test_delete_granularity_file_and_partition(spark, three_files, iceberg_catalog, engines):
     """Default (file): one delete file per data file deleted from, its file_path bounds equal and
-    naming that file; partition: one delete file for the partition's 3 data files."""
+    naming that file; partition: one delete file for the partition's 3 data files. Each
+    position-delete writer in turn (DELETE, UPDATE's split write, MERGE): they share the writer."""
     table = three_files
     name = table.split(".", 1)[1]
-    sql, change = GRANULARITY_STATEMENTS[statement]
     table_rows = [(i, "a") for i in range(12)] + [(i, "b") for i in range(100, 104)]
     data_a = {f.file_path for f in files(iceberg_catalog, name, DataFileContent.DATA) if tuple(f.partition) == ("a",)}
     assert len(data_a) == 3
     seen: set[str] = set()
 
+    def run(statement, k):
+        nonlocal table_rows
+        sql, change = GRANULARITY_STATEMENTS[statement]
+        spark.sql(sql.format(t=table, k=k)).collect()
+        table_rows = [r for r in (change(r, k) for r in table_rows) if r is not None]
+        return new_deletes(iceberg_catalog, name, seen)
+
     # the default: file
-    spark.sql(sql.format(t=table, k=0)).collect()
-    table_rows = [r for r in (change(r, 0) for r in table_rows) if r is not None]
-    deletes = new_deletes(iceberg_catalog, name, seen)
+    deletes = run("delete", 0)
     assert len(deletes) == 3
     bounds = [path_bounds(d) for d in deletes]
     assert all(lo == hi for lo, hi in bounds), bounds
@@ -242,9 +246,7 @@ def test_delete_granularity_file_and_partition(spark, three_files, iceberg_catal
 
     # partition: one file for the partition
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.delete.granularity' = 'partition')")
-    spark.sql(sql.format(t=table, k=1)).collect()
-    table_rows = [r for r in (change(r, 1) for r in table_rows) if r is not None]
-    (d,) = new_deletes(iceberg_catalog, name, seen)
+    (d,) = run("update", 1)
     lo, hi = path_bounds(d)
     assert lo < hi and {lo, hi} <= data_a
     assert d.record_count == 3
@@ -252,21 +254,19 @@ def test_delete_granularity_file_and_partition(spark, three_files, iceberg_catal
 
     # file, said explicitly
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.delete.granularity' = 'file')")
-    spark.sql(sql.format(t=table, k=2)).collect()
-    table_rows = [r for r in (change(r, 2) for r in table_rows) if r is not None]
-    deletes = new_deletes(iceberg_catalog, name, seen)
+    deletes = run("merge", 2)
     assert len(deletes) == 3 and all(lo == hi for lo, hi in map(path_bounds, deletes))
     engines.assert_same(table, expected=table_rows)
 
 
-@pytest.mark.parametrize("statement", sorted(GRANULARITY_STATEMENTS))
-def test_a_bad_delete_granularity_is_refused(spark, three_files, iceberg_catalog, statement):
+def test_a_bad_delete_granularity_is_refused(spark, three_files, iceberg_catalog):
     table = three_files
     name = table.split(".", 1)[1]
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.delete.granularity' = 'row')")
     before = snapshot_id(iceberg_catalog, name)
     before_rows = rows(spark, table)
-    refused(spark, GRANULARITY_STATEMENTS[statement][0].format(t=table, k=0), "write.delete.granularity", "row")
+    for statement in sorted(GRANULARITY_STATEMENTS):
+        refused(spark, GRANULARITY_STATEMENTS[statement][0].format(t=table, k=0), "write.delete.granularity", "row")
     assert snapshot_id(iceberg_catalog, name) == before
     assert rows(spark, table) == before_rows
     assert orphans(iceberg_catalog, name) == set()

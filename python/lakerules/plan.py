@@ -541,8 +541,16 @@ def _relation(plan) -> LakeRelation:
         time_travel=bool(plan.timeTravelSpec().isDefined()),
         output=tuple(Attribute(a.name(), a) for a in J.from_seq(plan.output())),
         jvm=plan,
-        options=tuple(sorted((str(k).lower(), str(v)) for k, v in plan.options().asCaseSensitiveMap().items())),
+        options=_options(plan.options()),
     )
+
+
+def _options(options) -> tuple:
+    """A relation's read options (a CaseInsensitiveStringMap) as sorted (lower-case key, value)
+    pairs; one JVM call when there are none (a Py4J map is read entry by entry)."""
+    if options.isEmpty():
+        return ()
+    return tuple(sorted((str(k).lower(), str(v)) for k, v in options.asCaseSensitiveMap().items()))
 
 
 def _ctas(spark, plan, is_replace: bool) -> CreateTableAsSelect:

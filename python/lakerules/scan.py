@@ -153,7 +153,8 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
         df = read_files(spark, schema, [p.file for p in files], with_deletes or positions)
         if with_deletes:
             df = _apply_position_deletes(ctx, df, files)
-        df = df.select(*[J.column(c) for c in columns])
+        if with_deletes or positions:  # a plain read has the columns already, in order
+            df = df.select(*[J.column(c) for c in columns])
         if files[0].equality_deletes:
             df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
         parts.append(df)
