@@ -10,7 +10,11 @@ from test_delete import files, orphans, snapshot_id
 
 @pytest.fixture
 def stock(spark, ns):
-    table = f"lake.{ns}.stock"
+    return make_stock(spark, f"lake.{ns}.stock")
+
+
+def make_stock(spark, table):
+    """Table ``table`` of 20 stock rows (base()), and the temp view ``changes`` to merge into it."""
     spark.sql(f"CREATE TABLE {table} (id BIGINT, item STRING, qty INT) PARTITIONED BY (bucket(4, id))")
     spark.sql(f"INSERT INTO {table} SELECT id, concat('item-', CAST(id AS STRING)), CAST(id AS INT) FROM range(20)")
     spark.sql("""CREATE OR REPLACE TEMP VIEW changes AS SELECT * FROM VALUES
@@ -27,6 +31,18 @@ def base():
     return {i: (i, f"item-{i}", i) for i in range(20)}
 
 
+def merged():
+    """The rows after the MERGE of ``changes`` on base(): 1 and 3 updated, 2 deleted, 30 and 32
+    inserted."""
+    want = base()
+    want[1] = (1, "item-1*", 100)
+    want[3] = (3, "item-3*", -1)
+    del want[2]
+    want[30] = (30, "new", 7)
+    want[32] = (32, "new", None)
+    return sorted(want.values())
+
+
 def test_merge_updates_deletes_and_inserts_in_one_snapshot(spark, stock, iceberg_catalog, engines):
     name = stock.split(".", 1)[1]
     before = snapshot_id(iceberg_catalog, name)
@@ -35,17 +51,11 @@ def test_merge_updates_deletes_and_inserts_in_one_snapshot(spark, stock, iceberg
         WHEN MATCHED THEN UPDATE SET qty = coalesce(c.qty, -1), item = concat(t.item, '*')
         WHEN NOT MATCHED AND c.op = 'ins' THEN INSERT (id, item, qty) VALUES (c.id, 'new', c.qty)""").collect()
     assert (r.num_affected_rows, r.num_updated_rows, r.num_deleted_rows, r.num_inserted_rows) == (5, 2, 1, 2)
-    want = base()
-    want[1] = (1, "item-1*", 100)
-    want[3] = (3, "item-3*", -1)
-    del want[2]
-    want[30] = (30, "new", 7)
-    want[32] = (32, "new", None)
-    assert rows(spark, stock) == sorted(want.values(), key=lambda t: (t[0],))
+    assert rows(spark, stock) == merged()
     t = iceberg_catalog.load_table(name)
     assert t.current_snapshot().parent_snapshot_id == before
     assert t.current_snapshot().summary["added-position-deletes"] == "3"
-    engines.assert_same(stock, expected=list(want.values()))
+    engines.assert_same(stock, expected=merged())
 
 
 def test_merge_star_actions_and_not_matched_by_source(spark, ns, stock, engines):
@@ -60,7 +70,7 @@ def test_merge_star_actions_and_not_matched_by_source(spark, ns, stock, engines)
     want = {i: (i, f"item-{i}", i + 1000) for i in range(15) if i != 5}
     want[5] = (5, "five", 55)
     want[40] = (40, "forty", 44)
-    engines.assert_same(stock, expected=list(want.values()))
+    engines.assert_same(stock, expected=merged())
 
 
 def test_a_target_row_matching_two_source_rows_is_an_error(spark, stock, iceberg_catalog):

@@ -75,3 +75,28 @@ def test_write_options(spark, ns, iceberg_catalog):
     for name in ("fanout-enabled", "isolation-level", "validate-from-snapshot-id", "target-file-size-bytes"):
         refused(spark, lambda n=name: df.writeTo(t).option(n, "1").append(), name, "snapshot-property.<key>")
     assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id == before
+
+
+def test_write_audit_publish_settings_are_refused_not_ignored(spark, ns, iceberg_catalog):
+    """On a table with write.wap.enabled=true, spark.wap.id / spark.wap.branch would stage the write
+    or send it to a branch: lakerules does neither yet, and writing to main would publish
+    unaudited data, so the write is refused. Elsewhere the settings mean nothing (as in Iceberg)."""
+    t, plain = f"lake.{ns}.wap", f"lake.{ns}.nowap"
+    spark.sql(f"CREATE TABLE {t} (id INT) TBLPROPERTIES ('write.wap.enabled' = 'true')")
+    spark.sql(f"CREATE TABLE {plain} (id INT)")
+    try:
+        for key in options.WAP_SETTINGS:
+            spark.conf.set(key, "audit1")
+            for sql in (f"INSERT INTO {t} VALUES (1)", f"DELETE FROM {t} WHERE id = 1", f"UPDATE {t} SET id = 2",
+                        f"MERGE INTO {t} t USING (SELECT 1 AS id) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"):
+                refused(spark, sql, "write.wap.enabled", key)
+            refused(spark, lambda: spark.createDataFrame([(1,)], "id INT").writeTo(t).append(), key)
+            spark.sql(f"INSERT INTO {plain} VALUES (1)")
+            spark.conf.unset(key)
+    finally:
+        for key in options.WAP_SETTINGS:
+            spark.conf.unset(key)
+    assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot() is None
+    assert len(iceberg_catalog.load_table(plain.split(".", 1)[1]).snapshots()) == 2
+    spark.sql(f"INSERT INTO {t} VALUES (1)")
+    assert ids(spark.table(t)) == [1]

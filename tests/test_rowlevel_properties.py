@@ -11,6 +11,7 @@ from pyiceberg.manifest import DataFileContent, ManifestContent
 from errors_util import refused
 from lakerules import commit, rowlevel
 from test_delete import files, orphans, snapshot_id
+from test_merge import base, make_stock, merged, rows
 
 FILE_PATH_ID = 2147483546
 
@@ -18,34 +19,6 @@ MERGE = """MERGE INTO {t} t USING changes c ON t.id = c.id
     WHEN MATCHED AND c.op = 'del' THEN DELETE
     WHEN MATCHED THEN UPDATE SET qty = coalesce(c.qty, -1), item = concat(t.item, '*')
     WHEN NOT MATCHED AND c.op = 'ins' THEN INSERT (id, item, qty) VALUES (c.id, 'new', c.qty)"""
-
-
-def make_stock(spark, table):
-    spark.sql(f"CREATE TABLE {table} (id BIGINT, item STRING, qty INT) PARTITIONED BY (bucket(4, id))")
-    spark.sql(f"INSERT INTO {table} SELECT id, concat('item-', CAST(id AS STRING)), CAST(id AS INT) FROM range(20)")
-    spark.sql("""CREATE OR REPLACE TEMP VIEW changes AS SELECT * FROM VALUES
-                 (1L, 'upd', 100), (2L, 'del', 0), (3L, 'upd', NULL), (30L, 'ins', 7), (31L, 'skip', 8), (32L, 'ins', NULL)
-                 AS c(id, op, qty)""")
-    return table
-
-
-def base():
-    return {i: (i, f"item-{i}", i) for i in range(20)}
-
-
-def merged():
-    """The rows after MERGE on base()."""
-    want = base()
-    want[1] = (1, "item-1*", 100)
-    want[3] = (3, "item-3*", -1)
-    del want[2]
-    want[30] = (30, "new", 7)
-    want[32] = (32, "new", None)
-    return sorted(want.values())
-
-
-def rows(spark, table):
-    return sorted(tuple(r) for r in spark.table(table).collect())
 
 
 def ids_in(catalog, name, data_file) -> set[int]:

@@ -358,6 +358,29 @@ class Validation:
     statement: str = "delete"
 
 
+def _parent_manifests_without(producer, gone: set) -> tuple[list, list]:
+    """The manifests of ``producer``'s parent snapshot less the live entries whose file path is in
+    ``gone``: a manifest naming none of them is kept as it is, the others are written again with
+    their other entries (as EXISTING, keeping snapshot ids and sequence numbers). Returns the
+    manifests and the entries taken out."""
+    manifests, deleted = [], []
+    parent = producer._transaction.table_metadata.snapshot_by_id(producer._parent_snapshot_id)
+    for manifest in parent.manifests(producer._io):
+        entries = manifest.fetch_manifest_entry(producer._io, discard_deleted=True)
+        if not any(e.data_file.file_path in gone for e in entries):
+            manifests.append(manifest)
+            continue
+        kept = []
+        for e in entries:
+            (deleted if e.data_file.file_path in gone else kept).append(e)
+        if kept:
+            with _manifest_writer(producer, manifest.content, manifest.partition_spec_id) as writer:
+                for e in kept:
+                    writer.existing(e)
+            manifests.append(writer.to_manifest_file())
+    return manifests, deleted
+
+
 class _DeleteManifestWriter(ManifestWriterV2):
     def content(self) -> ManifestContent:
         return ManifestContent.DELETES
@@ -737,21 +760,7 @@ class _RewriteFiles(_Merging, _SnapshotProducer):
     def _manifests(self):
         metadata = self._transaction.table_metadata
         gone = set(self._removed) | set(self._dropped_deletes)
-        manifests, deleted = [], []
-        parent = metadata.snapshot_by_id(self._parent_snapshot_id)
-        for manifest in parent.manifests(self._io):
-            entries = manifest.fetch_manifest_entry(self._io, discard_deleted=True)
-            if not any(e.data_file.file_path in gone for e in entries):
-                manifests.append(manifest)
-                continue
-            kept = []
-            for e in entries:
-                (deleted if e.data_file.file_path in gone else kept).append(e)
-            if kept:
-                with _manifest_writer(self, manifest.content, manifest.partition_spec_id) as writer:
-                    for e in kept:
-                        writer.existing(e)
-                manifests.append(writer.to_manifest_file())
+        manifests, deleted = _parent_manifests_without(self, gone)
         missing = set(self._removed) - {e.data_file.file_path for e in deleted}
         if missing:
             raise RewriteConflict(f"data files this rewrite replaces are no longer in the table: {sorted(missing)}")
@@ -986,22 +995,7 @@ class _Restore(_Merging, _SnapshotProducer):
 
     def _manifests(self):
         metadata = self._transaction.table_metadata
-        gone = set(self._removed)
-        manifests, deleted = [], []
-        parent = metadata.snapshot_by_id(self._parent_snapshot_id)
-        for manifest in parent.manifests(self._io):
-            entries = manifest.fetch_manifest_entry(self._io, discard_deleted=True)
-            if not any(e.data_file.file_path in gone for e in entries):
-                manifests.append(manifest)
-                continue
-            kept = []
-            for e in entries:
-                (deleted if e.data_file.file_path in gone else kept).append(e)
-            if kept:
-                with _manifest_writer(self, manifest.content, manifest.partition_spec_id) as writer:
-                    for e in kept:
-                        writer.existing(e)
-                manifests.append(writer.to_manifest_file())
+        manifests, deleted = _parent_manifests_without(self, set(self._removed))
         new = []
         groups = defaultdict(list)
         for kind, entries in (("add", self._readded), ("delete", deleted)):

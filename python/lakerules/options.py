@@ -17,6 +17,11 @@ Write options (``df.writeTo(t).option(k, v)``, ``df.write.option(k, v).insertInt
 
 - ``snapshot-property.<key>``: ``<key>`` is set in the commit's snapshot summary (as the session
   setting ``spark.lakerules.snapshot-property.<key>`` does for every commit).
+
+Write-audit-publish: on a table with ``write.wap.enabled=true``, Iceberg's runtime stages a write
+under ``spark.wap.id`` or commits it to the branch ``spark.wap.branch``. lakerules does not
+stage or write to branches yet, so such a write is refused (it would publish unaudited data to
+``main``); on other tables those settings mean nothing, as in Iceberg.
 """
 
 from __future__ import annotations
@@ -84,6 +89,22 @@ def write_summary(table, options: dict) -> dict:
         raise NotSupported(f"lakerules: write option(s) {unknown} on {table} are not supported; "
                            f"the write options lakerules honors are '{SNAPSHOT_PROPERTY}<key>'")
     return {k[len(SNAPSHOT_PROPERTY):]: v for k, v in options.items()}
+
+
+WAP_SETTINGS = ("spark.wap.id", "spark.wap.branch")
+
+
+def check_wap(table, name, conf) -> None:
+    """Refuse a write that write-audit-publish would stage or send to a branch: ``table`` a
+    pyiceberg Table, ``conf(key)`` the session's setting or None."""
+    if str(table.properties.get("write.wap.enabled", "false")).strip().lower() != "true":
+        return
+    set_ = {k: conf(k) for k in WAP_SETTINGS if conf(k)}
+    if set_:
+        raise NotSupported(
+            f"lakerules: {name} has write.wap.enabled=true and the session sets {set_}: write-audit-publish "
+            "(staging the write, or writing to that branch) is not supported yet, and writing to main instead "
+            "would publish unaudited data; unset those settings to write to main")
 
 
 def _integer(name, option: str, value: str) -> int:
