@@ -70,7 +70,7 @@ def test_merge_star_actions_and_not_matched_by_source(spark, ns, stock, engines)
     want = {i: (i, f"item-{i}", i + 1000) for i in range(15) if i != 5}
     want[5] = (5, "five", 55)
     want[40] = (40, "forty", 44)
-    engines.assert_same(stock, expected=merged())
+    engines.assert_same(stock, expected=list(want.values()))
 
 
 def test_a_target_row_matching_two_source_rows_is_an_error(spark, stock, iceberg_catalog):
