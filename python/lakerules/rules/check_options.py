@@ -19,9 +19,11 @@ def check_options(plan: Node, ctx) -> Node:
     match plan:
         case LakeRelation(options=opts) if opts:
             options.check_read(plan.table, dict(opts))
-        case WriteToLake() | CreateTableAsSelect() | WriteDeletes() | WriteUpdate() | WriteMerge():
-            if getattr(plan, "options", ()):
-                options.write_summary(plan.table, dict(plan.options))
+        case WriteToLake(options=opts) | CreateTableAsSelect(options=opts):
+            if opts:
+                options.write_summary(plan.table, dict(opts))
+            _check_wap(plan, ctx)
+        case WriteDeletes() | WriteUpdate() | WriteMerge():
             _check_wap(plan, ctx)
     return plan
 
