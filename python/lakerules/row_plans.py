@@ -1,5 +1,6 @@
 """What a row-level command will do, decided while it is planned (no Spark job, no write):
-the table's write mode (write.<statement>.mode), its delete granularity, the checks on an UPDATE's assignments, and the files it touches
+the table's write mode (write.<statement>.mode), its delete granularity, the checks on an
+UPDATE's assignments, and the files it touches
 (:class:`FilePlan`, which EXPLAIN shows). The rules
 (rules/rewrite_delete.py, rules/rewrite_update.py) call these; lakerules.rowlevel runs the
 planned commands."""
@@ -63,21 +64,6 @@ def statement_properties(table, statement: str) -> tuple[str, str | None]:
     isolation_level(table, statement)
     granularity = delete_granularity(table)
     return mode, (granularity if mode == "merge-on-read" else None)
-
-
-def delete_mode(table) -> str:
-    """The table's write.delete.mode."""
-    return _mode(table, "delete")
-
-
-def update_mode(table) -> str:
-    """The table's write.update.mode."""
-    return _mode(table, "update")
-
-
-def merge_mode(table) -> str:
-    """The table's write.merge.mode (MERGE reads neither write.update.mode nor write.delete.mode)."""
-    return _mode(table, "merge")
 
 
 GRANULARITIES = ("file", "partition")

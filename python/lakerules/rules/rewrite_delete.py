@@ -7,9 +7,10 @@ becomes
 
 or, when the table says ``write.delete.mode=copy-on-write`` (or is format v1), a rewrite of the
 files that hold matched rows. The table's write.delete.* properties (mode, isolation level,
-granularity) are read here, so a bad value fails before anything is written. The files are planned here (row_plans.plan_files: which may hold
-matching rows, which are dropped whole), so EXPLAIN shows them; what runs is in
-lakerules.rowlevel, which plans again only if the table moved since.
+granularity) are read here, so a bad value fails before anything is written. The files are
+planned here (row_plans.plan_files: which may hold matching rows, which are dropped whole), so
+EXPLAIN shows them; what runs is in lakerules.rowlevel, which plans again only if the table
+moved since.
 """
 
 from __future__ import annotations
