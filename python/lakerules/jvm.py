@@ -225,3 +225,18 @@ def catalog_manager(spark: SparkSession):
 def bridge(spark: SparkSession):
     """io.lakerules.Bridge, the shim's static entry points."""
     return spark._jvm.io.lakerules.Bridge
+
+
+def manifest_entries(spark: SparkSession, paths: list[str], schema_json: str, bounds: list[tuple[int, str]]):
+    """A DataFrame of the live entries of manifests, read on the executors by the shim
+    (io.lakerules.functions.ManifestEntries; lakerules.manifest_job says what the rows hold).
+    The paths cross in one string, NUL-separated (no path holds a NUL)."""
+    jvm = spark._jvm
+    gateway = spark.sparkContext._gateway
+    ids = gateway.new_array(jvm.int, len(bounds))
+    kinds = gateway.new_array(jvm.String, len(bounds))
+    for i, (field_id, kind) in enumerate(bounds):
+        ids[i], kinds[i] = field_id, kind
+    jdf = jvm.io.lakerules.functions.ManifestEntries.read(spark._jsparkSession, "\0".join(paths),
+                                                          schema_json, ids, kinds)
+    return DataFrame(jdf, spark)

@@ -137,6 +137,10 @@ class ManifestCache:
                     self._size -= len(old.entries)
         return cached
 
+    def __contains__(self, manifest_path: str) -> bool:
+        with self._lock:
+            return manifest_path in self._items
+
     def resize(self, max_entries: int) -> None:
         with self._lock:
             self.max_entries = max_entries

@@ -25,6 +25,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import Callable
 
 import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
@@ -36,7 +37,7 @@ from pyiceberg.expressions.visitors import (
     manifest_evaluator,
     rewrite_not,
 )
-from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry, ManifestFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.typedef import KeyDefaultDict
@@ -45,6 +46,11 @@ from lakerules import manifests as cached
 from lakerules.errors import NotSupported
 
 MANIFEST_THREADS = 8
+
+
+# (manifests to read, the bound NOT-free row filter) -> (paths of the manifests it read, their
+# live entries that may match): reads some manifests elsewhere than this process
+RemoteReader = Callable[[list[ManifestFile], BooleanExpression], tuple[set[str], list[ManifestEntry]]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,7 +72,10 @@ class ScanPlan:
     equality_delete_files: tuple[DataFile, ...] = field(default=())
 
 
-def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpression = AlwaysTrue()) -> ScanPlan:
+def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpression = AlwaysTrue(),
+              remote: RemoteReader | None = None) -> ScanPlan:
+    """The files of a snapshot that may hold rows matching row_filter, with their deletes.
+    ``remote`` may read some of the manifests elsewhere (lakerules.manifest_job)."""
     if snapshot_id is None:
         return ScanPlan()
     snapshot = table.snapshot_by_id(snapshot_id)
@@ -105,8 +114,15 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
         candidates = _prefiltered(hit, row_prefilter, partition_prefilters[manifest.partition_spec_id])
         return [e for e in candidates if keep(e.data_file) and metrics(e.data_file)]
 
+    # the manifests a remote reader takes (a Spark job) come back pre-filtered by row metrics
+    done, remote_entries = remote(manifests, row_prefilter) if remote is not None else (set(), [])
+    if done:
+        manifests = [m for m in manifests if m.manifest_path not in done]
     with ThreadPoolExecutor(MANIFEST_THREADS) as pool:
         all_entries = list(chain.from_iterable(pool.map(entries, manifests)))
+    for e in remote_entries:
+        if partition_evaluators[e.data_file.spec_id](e.data_file) and metrics(e.data_file):
+            all_entries.append(e)
 
     # 3. and 4. index the delete files
     data: list[ManifestEntry] = []

@@ -17,7 +17,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import IsolationLevel
 from pyiceberg.typedef import KeyDefaultDict
 
-from lakerules import jvm as J
+from lakerules import jvm as J, manifest_job, manifests
 from lakerules.errors import LakeError
 from lakerules.expressions import to_iceberg
 from lakerules.planning import PlannedFile, ScanPlan, plan_scan
@@ -186,7 +186,9 @@ def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, pr
     if condition is not None and prune:
         columns = {a.jvm.exprId().id(): a.name for a in relation.output}
         expr, exact = to_iceberg(condition, columns)
-    planned = plan_scan(table, snapshot.snapshot_id, expr)
+    remote = manifest_job.remote_reader(spark, lambda key: spark.conf.get(key, None), table, table.schema(),
+                                        manifests.CACHE)
+    planned = plan_scan(table, snapshot.snapshot_id, expr, remote=remote)
     proven = None
     if drop_whole and exact and condition is not None and not _has_subquery(spark, condition):
         proven = _all_rows_match(table, expr)

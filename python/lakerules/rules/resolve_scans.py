@@ -18,7 +18,7 @@ from functools import reduce
 
 from pyiceberg.expressions import AlwaysTrue, And
 
-from lakerules import manifests, options
+from lakerules import manifest_job, manifests, options
 from lakerules.expressions import to_iceberg
 from lakerules.planning import plan_scan
 from lakerules.plan import LakeRelation, LakeScan, Node
@@ -51,7 +51,8 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
         output=rel.output,
         iceberg=table,
         schema=schema,
-        plan=plan_scan(table, snapshot_id, row_filter),
+        plan=plan_scan(table, snapshot_id, row_filter,
+                       remote=manifest_job.remote_reader(ctx.spark, ctx.conf, table, schema, manifests.CACHE)),
         row_filter=row_filter,
     )
 
