@@ -10,6 +10,10 @@
 3. long history: --inserts single-row INSERTs (default 1,000) into one table: the last commits'
    time vs the early ones', the manifests the table ends with, and a point query on it vs the
    same rows written by one INSERT.
+5. planning: a table of --plan-files files of 10 rows added in 200 commits (a manifest each):
+   a point query's planning (EXPLAIN) with no manifest cached, at snapshots of 10 to 200
+   manifests, on the driver (``data-planning-mode`` local) vs as a Spark job (distributed): where
+   the two cross on one machine (the auto mode distributes only on a cluster larger than it).
 4. many deletes: --deletes single-row DELETEs (default 1,000), each on another file of a table of
    as many files of 50 rows (so as many position delete files, each applying to one data file):
    the full scan vs ``spark.read.parquet`` of the same files, then OPTIMIZE (which compacts the
@@ -372,8 +376,46 @@ def many_deletes(spark, args, report: Report) -> None:
     spark.catalog.dropTempView("plain_dels")
 
 
+PLAN_COMMITS = 200
+
+
+def planning(spark, args, report: Report) -> None:
+    from lakerules import manifest_job
+
+    files = args.plan_files
+    info = generate(files, BIG_ROWS, PLAN_COMMITS, args.reuse)
+    print(f"  ({files:,} files: {_generated(info)})", flush=True)
+    register(spark, "plan", info)
+    lake = "lake.bench.plan"
+    snapshots = [s.snapshot_id for s in _catalog().load_table("bench.plan").snapshots()]
+    cache_key = "spark.lakerules.planning.manifestCacheEntries"
+    spark.conf.set(cache_key, "0")  # every planning reads its manifests
+    try:
+        for count in (10, 25, 50, 100, 200):
+            if count > len(snapshots):
+                continue
+            sql = f"SELECT * FROM {lake} VERSION AS OF {snapshots[count - 1]} WHERE id = {(count * 7919) % (files * BIG_ROWS)}"
+
+            def plan(mode):
+                def go():
+                    spark.conf.set(manifest_job.DATA_MODE_CONF, mode)
+                    spark.conf.set(manifest_job.DELETE_MODE_CONF, mode)
+                    _explain(spark, sql)
+                return go
+
+            t = side_by_side(args.runs, local=plan("local"), distributed=plan("distributed"))
+            report.add(f"point query planning (EXPLAIN), no manifest cached, {count} manifests of "
+                       f"{files // PLAN_COMMITS:,} files: on the driver vs a Spark job over the manifests",
+                       f"{t['local']:.2f} s vs {t['distributed']:.2f} s = {t['distributed'] / t['local']:.2f}x")
+    finally:
+        for key in (cache_key, manifest_job.DATA_MODE_CONF, manifest_job.DELETE_MODE_CONF):
+            spark.conf.unset(key)
+    report.note("planning: here the job's tasks share the driver's cores, so the job only adds its own cost; on "
+                "a cluster they spread over the executors, which is when the auto mode uses it")
+
+
 def run(spark, args, report: Report) -> None:
-    steps = dict(files=many_files, metadata=metadata, history=history, deletes=many_deletes)
+    steps = dict(files=many_files, metadata=metadata, history=history, deletes=many_deletes, planning=planning)
     chosen = [x.strip() for x in (args.scale_steps or ",".join(steps)).split(",") if x.strip()]
     unknown = [x for x in chosen if x not in steps]
     if unknown:

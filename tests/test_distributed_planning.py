@@ -100,18 +100,21 @@ def test_queries_read_the_same_rows(spark, table):
     assert all(r.id not in (203, 305) for r in local[0])
 
 
-def test_auto_reads_uncached_manifests_remotely_past_the_threshold():
+def test_auto_distributes_only_many_large_uncached_manifests_on_a_larger_cluster():
     class M:
-        def __init__(self, path, content):
-            self.manifest_path, self.content = path, content
+        def __init__(self, path, content, length=1000):
+            self.manifest_path, self.content, self.manifest_length = path, content, length
 
-    ms = [M(f"m{i}", ManifestContent.DATA) for i in range(5)] + [M("d", ManifestContent.DELETES)]
-    cached = {"m0"}.__contains__
-    assert manifest_job.choose(ms, lambda m: cached(m.manifest_path), ("auto", "auto"), 6) == []
-    assert [m.manifest_path for m in manifest_job.choose(ms, lambda m: cached(m.manifest_path), ("auto", "auto"), 5)] \
-        == ["m1", "m2", "m3", "m4", "d"]
-    assert [m.manifest_path for m in manifest_job.choose(ms, lambda m: False, ("distributed", "local"), 99)] \
-        == [f"m{i}" for i in range(5)]
+    ms = [M(f"m{i}", ManifestContent.DATA) for i in range(9)] + [M("d", ManifestContent.DELETES)]
+    cached = lambda m: m.manifest_path == "m0"  # noqa: E731
+    paths = lambda chosen: [m.manifest_path for m in chosen]  # noqa: E731
+    cluster = manifest_job.Auto(min_bytes=8000, remote_parallelism=16, local_parallelism=2)
+    assert paths(manifest_job.choose(ms, cached, ("auto", "auto"), cluster)) == [f"m{i}" for i in range(1, 9)]
+    for other in (manifest_job.Auto(8000, 2, 2), manifest_job.Auto(8001, 16, 2), manifest_job.Auto(8000, 16, 4)):
+        assert manifest_job.choose(ms, cached, ("auto", "auto"), other) == []  # one machine; too small; too few
+    assert paths(manifest_job.choose(ms, cached, ("distributed", "local"), manifest_job.Auto(0, 1, 1))) \
+        == [f"m{i}" for i in range(9)]
+    assert paths(manifest_job.choose(ms, cached, ("local", "distributed"), cluster)) == ["d"]
 
 
 def test_bad_settings_are_refused(spark, table):
@@ -121,8 +124,8 @@ def test_bad_settings_are_refused(spark, table):
                 "auto, local, distributed")
     finally:
         spark.conf.unset(MODE)
-    spark.conf.set(manifest_job.MIN_MANIFESTS_KEY, "0")
+    spark.conf.set(manifest_job.MIN_BYTES_KEY, "-1")
     try:
-        refused(spark, f"SELECT * FROM {table}", manifest_job.MIN_MANIFESTS_KEY)
+        refused(spark, f"SELECT * FROM {table}", manifest_job.MIN_BYTES_KEY)
     finally:
-        spark.conf.unset(manifest_job.MIN_MANIFESTS_KEY)
+        spark.conf.unset(manifest_job.MIN_BYTES_KEY)

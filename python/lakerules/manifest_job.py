@@ -18,14 +18,16 @@ instead, so a cluster reads them in parallel (as Iceberg's ``SparkDistributedDat
 Which way a scan plans follows Iceberg's settings: the session's
 ``spark.sql.iceberg.data-planning-mode`` / ``spark.sql.iceberg.delete-planning-mode``, else the
 table properties ``read.data-planning-mode`` / ``read.delete-planning-mode``: ``local``,
-``distributed`` or ``auto`` (the default: distributed when at least
-``spark.lakerules.planning.distributedMinManifests`` manifests are to be read and not cached).
+``distributed`` or ``auto`` (the default: see ``Auto``; on ``local[*]`` the cluster is the
+driver's own cores, so auto plans on the driver).
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections import defaultdict
+from dataclasses import dataclass
 from decimal import Decimal
 
 import pyarrow as pa
@@ -78,8 +80,8 @@ from lakerules.errors import LakeError
 MODES = ("auto", "local", "distributed")
 DATA_MODE_CONF, DELETE_MODE_CONF = "spark.sql.iceberg.data-planning-mode", "spark.sql.iceberg.delete-planning-mode"
 DATA_MODE_PROP, DELETE_MODE_PROP = "read.data-planning-mode", "read.delete-planning-mode"
-MIN_MANIFESTS_KEY = "spark.lakerules.planning.distributedMinManifests"
-MIN_MANIFESTS_DEFAULT = 64  # measured: bench/run.py --only scale --scale-steps planning
+MIN_BYTES_KEY = "spark.lakerules.planning.distributedMinBytes"
+MIN_BYTES_DEFAULT = 8 << 20  # see bench/run.py --only scale --scale-steps planning
 
 # Iceberg type -> (kind of its bounds for the shim, Spark type of the decoded bound)
 _BOUND_KINDS = {
@@ -113,32 +115,47 @@ def planning_modes(conf, table) -> tuple[str, str]:
     return modes[0], modes[1]
 
 
-def min_manifests(conf) -> int:
-    value = conf(MIN_MANIFESTS_KEY)
+def min_bytes(conf) -> int:
+    value = conf(MIN_BYTES_KEY)
     if value is None:
-        return MIN_MANIFESTS_DEFAULT
+        return MIN_BYTES_DEFAULT
     try:
         n = int(value)
     except ValueError:
         n = -1
-    if n < 1:
-        raise LakeError(f"lakerules: {MIN_MANIFESTS_KEY}={value!r} is not a number of manifests (1 or more)")
+    if n < 0:
+        raise LakeError(f"lakerules: {MIN_BYTES_KEY}={value!r} is not a number of bytes (0 or more)")
     return n
 
 
-def choose(manifests: list[ManifestFile], cached, modes: tuple[str, str], threshold: int) -> list[ManifestFile]:
+@dataclass(frozen=True)
+class Auto:
+    """What the auto mode weighs: manifests are read by a Spark job when the cluster has more
+    cores than the driver, there are more than two per driver core to read, and they are at
+    least min_bytes long (Iceberg's rule for its distributed scans, with its own size)."""
+
+    min_bytes: int
+    remote_parallelism: int
+    local_parallelism: int
+
+    def distributes(self, manifests: list[ManifestFile]) -> bool:
+        return (self.remote_parallelism > self.local_parallelism
+                and len(manifests) > 2 * self.local_parallelism
+                and sum(m.manifest_length for m in manifests) >= self.min_bytes)
+
+
+def choose(manifests: list[ManifestFile], cached, modes: tuple[str, str], auto: Auto) -> list[ManifestFile]:
     """The manifests a scan reads with a Spark job: of each content (data, deletes), all of them
-    when its mode is distributed; when auto, the uncached ones if they are at least threshold."""
+    when its mode is distributed; when auto, the uncached ones if ``auto`` says so."""
     remote = []
-    uncached = [m for m in manifests if not cached(m)]
     for content, mode in ((ManifestContent.DATA, modes[0]), (ManifestContent.DELETES, modes[1])):
         of_kind = [m for m in manifests if m.content == content]
         if mode == "distributed":
             remote += of_kind
-    if modes[0] == "auto" or modes[1] == "auto":
-        auto = [m for m in uncached if (modes[0] if m.content == ManifestContent.DATA else modes[1]) == "auto"]
-        if len(auto) >= threshold:
-            remote += auto
+        elif mode == "auto":
+            uncached = [m for m in of_kind if not cached(m)]
+            if uncached and auto.distributes(uncached):
+                remote += uncached
     return remote
 
 
@@ -148,10 +165,10 @@ def remote_reader(spark, conf, table, schema: Schema, cache):
     modes = planning_modes(conf, table)
     if modes == ("local", "local"):
         return None
-    threshold = min_manifests(conf)
+    auto = Auto(min_bytes(conf), spark.sparkContext.defaultParallelism, os.cpu_count() or 1)
 
     def read(manifests: list[ManifestFile], row_filter: BooleanExpression):
-        remote = choose(manifests, lambda m: m.manifest_path in cache, modes, threshold)
+        remote = choose(manifests, lambda m: m.manifest_path in cache, modes, auto)
         if not remote:
             return set(), []
         return {m.manifest_path for m in remote}, read_entries(spark, table, schema, remote, row_filter)

@@ -83,8 +83,8 @@ public final class ManifestEntries implements MapPartitionsFunction<String, Row>
       conf.put(e.getKey(), e.getValue());
     }
     ManifestEntries reader = new ManifestEntries(conf, schema, boundIds, boundKinds);
-    int slices = Math.max(1, Math.min(manifests.size(), session.sparkContext().defaultParallelism() * 4));
-    Dataset<String> files = session.createDataset(manifests, Encoders.STRING()).repartition(slices);
+    // a local relation: Spark slices it over min(manifests, default parallelism) tasks, no shuffle
+    Dataset<String> files = session.createDataset(manifests, Encoders.STRING());
     return files.mapPartitions(reader, Encoders.row(schema));
   }
 
