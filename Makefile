@@ -46,7 +46,7 @@ SOAK_EXAMPLES ?= 40
 SOAK_SECONDS  ?= 120
 soak:
 	LAKERULES_PROFILE=soak LAKERULES_SOAK_EXAMPLES=$(SOAK_EXAMPLES) LAKERULES_CONCURRENCY_SECONDS=$(SOAK_SECONDS) \
-	  $(PY) -m pytest tests/test_model.py tests/test_hostile_alphabet.py tests/test_concurrency.py -s -q
+	  $(PY) -m pytest tests/test_model.py tests/test_hostile_alphabet.py tests/test_concurrency.py tests/test_wide_read.py -s -q
 
 demo:
 	$(PY) examples/quickstart.py

@@ -73,13 +73,43 @@ def spark_conf(warehouse: str | os.PathLike | None = None, catalog: str = "lake"
     return conf
 
 
+def driver_memory(master: str, settings: dict[str, str], total_bytes: int | None = None) -> str | None:
+    """The driver heap ``session()`` gives a local Spark: a quarter of the machine's memory,
+    between 1 GiB (Spark's default) and 16 GiB, in whole MiB; None when the heap is set already
+    (``spark.driver.memory`` in ``conf``, SPARK_DRIVER_MEMORY, or a spark-submit argument) or
+    the master is not local (a cluster's driver is sized by whoever starts it).
+
+    >>> driver_memory("local[*]", {}, 24 << 30)
+    '6144m'
+    >>> driver_memory("local[2]", {}, 2 << 30), driver_memory("local", {}, 256 << 30)
+    ('1024m', '16384m')
+    >>> driver_memory("local[*]", {"spark.driver.memory": "2g"}, 24 << 30) is None
+    True
+    >>> driver_memory("spark://host:7077", {}, 24 << 30) is None
+    True
+    """
+    if not master.startswith("local") or "spark.driver.memory" in settings:
+        return None
+    if os.environ.get("SPARK_DRIVER_MEMORY") or "driver-memory" in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+        return None
+    if total_bytes is None:
+        try:
+            total_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            return None
+    mib = min(max(total_bytes // 4, 1 << 30), 16 << 30) >> 20
+    return f"{mib}m"
+
+
 def session(warehouse: str | os.PathLike = "./warehouse", *, master: str = "local[*]", app_name: str = "lakerules",
             catalog: str = "lake", catalog_properties: dict[str, str] | None = None,
             conf: dict[str, str] | None = None):
     """A local SparkSession with the shim, the lake catalog and the rule registry attached.
 
     ``catalog_properties`` replace or extend the embedded default's (e.g. ``{"type": "rest",
-    "uri": ...}``); ``conf`` adds any other Spark settings.
+    "uri": ...}``); ``conf`` adds any other Spark settings. A local session's driver heap is
+    sized from the machine unless set (see ``driver_memory``): Spark's 1 GiB default is too small
+    for reading wide tables with large row groups.
     """
     import shutil
 
@@ -92,7 +122,11 @@ def session(warehouse: str | os.PathLike = "./warehouse", *, master: str = "loca
         )
     Path(warehouse).expanduser().mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for k, v in {**spark_conf(warehouse, catalog, catalog_properties), **(conf or {})}.items():
+    settings = {**spark_conf(warehouse, catalog, catalog_properties), **(conf or {})}
+    memory = driver_memory(master, settings)
+    if memory is not None:
+        settings["spark.driver.memory"] = memory
+    for k, v in settings.items():
         builder = builder.config(k, v)
     return attach(builder.getOrCreate())
 
