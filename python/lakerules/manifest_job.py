@@ -31,19 +31,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import pyarrow as pa
-from pyiceberg.expressions import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    BooleanExpression,
-    BoundEqualTo,
-    BoundGreaterThan,
-    BoundGreaterThanOrEqual,
-    BoundIn,
-    BoundLessThan,
-    BoundLessThanOrEqual,
-    Or,
-)
+from pyiceberg.expressions import And, BooleanExpression, Or
 from pyiceberg.manifest import (
     DataFile,
     DataFileContent,
@@ -71,11 +59,12 @@ from pyiceberg.types import (
     TimeType,
     UUIDType,
 )
-from pyspark.sql import Column, functions as F
+from pyspark.sql import Column, DataFrame, functions as F
 from pyspark.sql import types as T
 
 from lakerules import jvm as J
 from lakerules.errors import LakeError
+from lakerules.manifests import Ops, may_match
 
 MODES = ("auto", "local", "distributed")
 DATA_MODE_CONF, DELETE_MODE_CONF = "spark.sql.iceberg.data-planning-mode", "spark.sql.iceberg.delete-planning-mode"
@@ -239,47 +228,25 @@ def _entries_frame(spark, paths: list[str], partition_fields, bounds: dict) -> D
     return J.manifest_entries(spark, paths, schema.json(), [(fid, bounds[fid][0]) for fid in ids])
 
 
+# the pre-filter's tests over the decoded bounds, as Spark columns
+_COLUMN_OPS = Ops(
+    gt=lambda bound, v: bound > F.lit(v), ge=lambda bound, v: bound >= F.lit(v),
+    lt=lambda bound, v: bound < F.lit(v), le=lambda bound, v: bound <= F.lit(v),
+    and_=lambda a, b: a & b, or_=lambda a, b: a | b,
+    keep=lambda out: ~F.coalesce(out, F.lit(False)), none=lambda: F.lit(False),
+)
+
+
 def _may_match(expr: BooleanExpression) -> Column | None:
     """A Spark column that is false only where a data file's bounds prove no row matches the
-    bound expr; None: keep every file (mirrors lakerules.manifests.may_match)."""
-    if isinstance(expr, AlwaysTrue):
-        return None
-    if isinstance(expr, AlwaysFalse):
-        return F.lit(False)
-    if isinstance(expr, (And, Or)):
-        left, right = _may_match(expr.left), _may_match(expr.right)
-        if isinstance(expr, And):
-            return right if left is None else left if right is None else left & right
-        return None if left is None or right is None else left | right
-    if not hasattr(expr, "term"):
-        return None
-    field = expr.term.ref().field
-    if type(field.field_type) not in _BOUND_KINDS:
-        return None
-    lo, hi = F.col(f"lower_{field.field_id}"), F.col(f"upper_{field.field_id}")
+    bound expr; None: keep every file (lakerules.manifests.may_match over Spark columns)."""
 
-    def below(bound: Column, value, strict: bool) -> Column:  # some row may be < (<=) value
-        return bound.isNull() | (bound < F.lit(value) if strict else bound <= F.lit(value))
+    def column(field_id: int, iceberg_type):
+        if type(iceberg_type) not in _BOUND_KINDS:
+            return None
+        return F.col(f"lower_{field_id}"), F.col(f"upper_{field_id}")
 
-    def above(bound: Column, value, strict: bool) -> Column:
-        return bound.isNull() | (bound > F.lit(value) if strict else bound >= F.lit(value))
-
-    kind = type(expr)
-    if kind is BoundEqualTo:
-        v = expr.literal.value
-        return below(lo, v, False) & above(hi, v, False)
-    if kind is BoundLessThan:
-        return below(lo, expr.literal.value, True)
-    if kind is BoundLessThanOrEqual:
-        return below(lo, expr.literal.value, False)
-    if kind is BoundGreaterThan:
-        return above(hi, expr.literal.value, True)
-    if kind is BoundGreaterThanOrEqual:
-        return above(hi, expr.literal.value, False)
-    if kind is BoundIn:
-        values = [lit.value for lit in expr.literals]
-        return below(lo, max(values), False) & above(hi, min(values), False)
-    return None  # IS NULL, NOT NULL, NOT IN, STARTS WITH, NaN tests, ...: keep every file
+    return may_match(expr, 0, column, _COLUMN_OPS)
 
 
 # ---- back on the driver ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -173,58 +174,82 @@ def configure(value: str | None) -> None:
 
 # ---- the pre-filter ------------------------------------------------------------------------------
 
-_COMPARISONS = {
-    # predicate -> (which bound, the comparison that proves no row matches)
-    BoundEqualTo: None,  # both bounds, below
-    BoundLessThan: ("lower", pc.greater_equal),
-    BoundLessThanOrEqual: ("lower", pc.greater),
-    BoundGreaterThan: ("upper", pc.less_equal),
-    BoundGreaterThanOrEqual: ("upper", pc.less),
-}
+@dataclass(frozen=True)
+class Ops:
+    """How the pre-filter's tests are made over some representation of per-entry bounds (Arrow
+    arrays here; Spark columns in lakerules.manifest_job): comparisons of a bound with a value
+    (null where the bound is unknown), and, or, ``keep`` (true unless the test proved no row
+    matches: a null proves nothing) and ``none`` (no entry matches)."""
+
+    gt: Callable
+    ge: Callable
+    lt: Callable
+    le: Callable
+    and_: Callable
+    or_: Callable
+    keep: Callable
+    none: Callable
 
 
-def may_match(expr: BooleanExpression, n: int, column) -> pa.BooleanArray | None:
+def arrow_ops(n: int) -> Ops:
+    def compare(fn):
+        return lambda bound, value: fn(bound, pa.scalar(value, bound.type))
+
+    return Ops(gt=compare(pc.greater), ge=compare(pc.greater_equal), lt=compare(pc.less),
+               le=compare(pc.less_equal), and_=pc.and_, or_=pc.or_,
+               keep=lambda out: pc.invert(pc.fill_null(out, False)),
+               none=lambda: pa.array([False] * n, pa.bool_()))
+
+
+def may_match(expr: BooleanExpression, n: int, column, ops: Ops | None = None):
     """Over n entries, which may hold a row where the bound, NOT-free expr holds: a boolean
-    array, or None for all of them. ``column(field_id, iceberg_type)`` gives (lower, upper)
-    arrays of a column's values per entry (None when unknown). Conservative: an entry is dropped
-    only where its bounds prove the predicate false for every row."""
+    array (or what ``ops`` make), or None for all of them. ``column(field_id, iceberg_type)``
+    gives (lower, upper) bounds of a column per entry (None when unknown). Conservative: an
+    entry is dropped only where its bounds prove the predicate false for every row."""
+    ops = ops or arrow_ops(n)
     if isinstance(expr, AlwaysTrue):
         return None
     if isinstance(expr, AlwaysFalse):
-        return pa.array([False] * n, pa.bool_())
+        return ops.none()
     if isinstance(expr, (And, Or)):
-        left, right = may_match(expr.left, n, column), may_match(expr.right, n, column)
+        left, right = may_match(expr.left, n, column, ops), may_match(expr.right, n, column, ops)
         if isinstance(expr, And):
-            return right if left is None else left if right is None else pc.and_(left, right)
-        return None if left is None or right is None else pc.or_(left, right)
+            return right if left is None else left if right is None else ops.and_(left, right)
+        return None if left is None or right is None else ops.or_(left, right)
     kind = type(expr)
-    if kind not in _COMPARISONS and kind is not BoundIn:
+    if kind not in (BoundEqualTo, BoundLessThan, BoundLessThanOrEqual, BoundGreaterThan, BoundGreaterThanOrEqual,
+                    BoundIn):
         return None  # IS NULL, NOT NULL, NOT IN, STARTS WITH, NaN tests, ...: keep every entry
     ref = expr.term.ref()
     bounds = column(ref.field.field_id, ref.field.field_type)
     if bounds is None:
         return None
     lower, upper = bounds
+
+    def outside(lo, hi):  # every row of the entry lies below lo or above hi
+        return ops.or_(ops.gt(lower, lo), ops.lt(upper, hi))
+
     if kind is BoundEqualTo:
-        out = pc.or_(pc.greater(lower, _scalar(expr.literal.value, lower.type)),
-                     pc.less(upper, _scalar(expr.literal.value, upper.type)))
+        out = outside(expr.literal.value, expr.literal.value)
     elif kind is BoundIn:
         values = sorted(lit.value for lit in expr.literals)
         if not values:
-            return pa.array([False] * n, pa.bool_())
+            return ops.none()
         if len(values) > IN_VALUES_TESTED:
-            values = [values[0], values[-1]]
-            out = pc.or_(pc.greater(lower, _scalar(values[-1], lower.type)), pc.less(upper, _scalar(values[0], upper.type)))
+            out = outside(values[-1], values[0])
         else:
             out = None
             for v in values:
-                outside = pc.or_(pc.greater(lower, _scalar(v, lower.type)), pc.less(upper, _scalar(v, upper.type)))
-                out = outside if out is None else pc.and_(out, outside)
+                out = outside(v, v) if out is None else ops.and_(out, outside(v, v))
+    elif kind is BoundLessThan:
+        out = ops.ge(lower, expr.literal.value)
+    elif kind is BoundLessThanOrEqual:
+        out = ops.gt(lower, expr.literal.value)
+    elif kind is BoundGreaterThan:
+        out = ops.le(upper, expr.literal.value)
     else:
-        which, proves_none = _COMPARISONS[kind]
-        out = proves_none(lower if which == "lower" else upper, _scalar(expr.literal.value, lower.type))
-    # a null comparison (no bound) proves nothing: keep
-    return pc.invert(pc.fill_null(out, False))
+        out = ops.lt(upper, expr.literal.value)
+    return ops.keep(out)
 
 
 def _scalar(value, kind: pa.DataType) -> pa.Scalar:
