@@ -18,8 +18,7 @@ instead, so a cluster reads them in parallel (as Iceberg's ``SparkDistributedDat
 Which way a scan plans follows Iceberg's settings: the session's
 ``spark.sql.iceberg.data-planning-mode`` / ``spark.sql.iceberg.delete-planning-mode``, else the
 table properties ``read.data-planning-mode`` / ``read.delete-planning-mode``: ``local``,
-``distributed`` or ``auto`` (the default: see ``Auto``; on ``local[*]`` the cluster is the
-driver's own cores, so auto plans on the driver).
+``distributed`` or ``auto`` (the default: see ``Auto``).
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ MODES = ("auto", "local", "distributed")
 DATA_MODE_CONF, DELETE_MODE_CONF = "spark.sql.iceberg.data-planning-mode", "spark.sql.iceberg.delete-planning-mode"
 DATA_MODE_PROP, DELETE_MODE_PROP = "read.data-planning-mode", "read.delete-planning-mode"
 MIN_BYTES_KEY = "spark.lakerules.planning.distributedMinBytes"
-MIN_BYTES_DEFAULT = 8 << 20  # see bench/run.py --only scale --scale-steps planning
+MIN_BYTES_DEFAULT = 8 << 20  # measured: bench/run.py --only scale --scale-steps planning
 
 # Iceberg type -> (kind of its bounds for the shim, Spark type of the decoded bound)
 _BOUND_KINDS = {
@@ -119,17 +118,17 @@ def min_bytes(conf) -> int:
 
 @dataclass(frozen=True)
 class Auto:
-    """What the auto mode weighs: manifests are read by a Spark job when the cluster has more
-    cores than the driver, there are more than two per driver core to read, and they are at
-    least min_bytes long (Iceberg's rule for its distributed scans, with its own size)."""
+    """What the auto mode weighs: manifests are read by a Spark job when there are more than
+    two per driver core to read and they are at least min_bytes long (Iceberg's rule, without
+    its condition that the cluster be larger than the driver: the job decodes manifests in the
+    JVM, several times faster than pyiceberg on the driver, so it wins even on the driver's own
+    cores once the manifests are many; bench/RESULTS.md, scale planning)."""
 
     min_bytes: int
-    remote_parallelism: int
     local_parallelism: int
 
     def distributes(self, manifests: list[ManifestFile]) -> bool:
-        return (self.remote_parallelism > self.local_parallelism
-                and len(manifests) > 2 * self.local_parallelism
+        return (len(manifests) > 2 * self.local_parallelism
                 and sum(m.manifest_length for m in manifests) >= self.min_bytes)
 
 
@@ -154,7 +153,7 @@ def remote_reader(spark, conf, table, schema: Schema, cache):
     modes = planning_modes(conf, table)
     if modes == ("local", "local"):
         return None
-    auto = Auto(min_bytes(conf), spark.sparkContext.defaultParallelism, os.cpu_count() or 1)
+    auto = Auto(min_bytes(conf), os.cpu_count() or 1)
 
     def read(manifests: list[ManifestFile], row_filter: BooleanExpression):
         remote = choose(manifests, lambda m: m.manifest_path in cache, modes, auto)
