@@ -241,3 +241,54 @@ def test_errors_name_what_exists(spark, hist):
         spark.sql(f"INSERT INTO {name}.snapshots SELECT * FROM {name}.snapshots").collect()
     with pytest.raises(Exception, match="read-only"):
         spark.sql(f"DELETE FROM {name}.files WHERE content = 0").collect()
+
+
+# ---- aggregates answered from metadata ---------------------------------------------------------------
+
+
+def _explained(spark, sql: str) -> str:
+    return spark.sql(f"EXPLAIN {sql}").first()[0]
+
+
+def _scanned(spark, sql: str) -> list:
+    """The rows with the answer from metadata turned off: what a scan of the files says."""
+    spark.conf.set("spark.sql.iceberg.aggregate-push-down.enabled", "false")
+    try:
+        text = _explained(spark, sql)
+        assert "aggregate-push-down.enabled is false" in text
+        return spark.sql(sql).collect()
+    finally:
+        spark.conf.unset("spark.sql.iceberg.aggregate-push-down.enabled")
+
+
+def test_count_min_max_from_metadata_equal_the_scan(spark, ns):
+    t = f"lake.{ns}.agg"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, d DATE, ts TIMESTAMP, s STRING, k STRING) PARTITIONED BY (k)")
+    spark.sql(f"""INSERT INTO {t} VALUES (1, DATE'2026-01-05', TIMESTAMP'2026-01-01 10:00:00', 'x', 'a'),
+        (2, NULL, NULL, 'y', 'a'), (3, DATE'2025-12-31', TIMESTAMP'2026-03-01 00:00:00', NULL, 'b'), (NULL, NULL, NULL, NULL, 'c')""")
+    answered = [
+        f"SELECT count(*), count(id), min(id), max(id), min(d), max(d), min(ts), max(ts), count(ts) FROM {t}",
+        f"SELECT count(*), max(id) FROM {t} WHERE k IN ('a', 'c')",
+        f"SELECT min(id) FROM {t} WHERE k = 'zzz'",
+    ]
+    for sql in answered:
+        text = _explained(spark, sql)
+        assert "aggregate answered from metadata" in text and "FileScan" not in text, text
+        assert spark.sql(sql).collect() == _scanned(spark, sql)
+    assert spark.sql(answered[0]).first()[0] == 4
+    fallback = {
+        f"SELECT min(s) FROM {t}": "bounds of string columns may be truncated",
+        f"SELECT count(*) FROM {t} WHERE id > 1": "does not select whole files",
+        f"SELECT sum(id) FROM {t}": "sum is not answered",
+    }
+    for sql, why in fallback.items():
+        text = _explained(spark, sql)
+        assert f"aggregate not answered from metadata" in text and why in text and "FileScan" in text, text
+    spark.sql(f"DELETE FROM {t} WHERE id = 1")  # a position delete in partition a
+    sql = f"SELECT count(*), max(id) FROM {t}"
+    assert "delete files apply" in _explained(spark, sql)
+    assert spark.sql(sql).collect() == [(3, 3)]
+    # a partition the delete does not touch is still answered from metadata
+    sql = f"SELECT count(*), max(id) FROM {t} WHERE k = 'b'"
+    assert "aggregate answered from metadata" in _explained(spark, sql)
+    assert spark.sql(sql).collect() == [(1, 3)]
