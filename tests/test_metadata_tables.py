@@ -292,3 +292,98 @@ def test_count_min_max_from_metadata_equal_the_scan(spark, ns):
     sql = f"SELECT count(*), max(id) FROM {t} WHERE k = 'b'"
     assert "aggregate answered from metadata" in _explained(spark, sql)
     assert spark.sql(sql).collect() == [(1, 3)]
+
+
+# ---- add_files, register_table, VACUUM ------------------------------------------------------------------
+
+
+def _parquet(path, ids, cats, field_ids=True):
+    import os
+
+    import pyarrow as pa
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    meta = (lambda i: {b"PARQUET:field_id": str(i).encode()}) if field_ids else (lambda i: None)
+    schema = pa.schema([pa.field("id", pa.int64(), metadata=meta(1)), pa.field("s", pa.string(), metadata=meta(2))])
+    pq.write_table(pa.table({"id": ids, "s": cats}, schema=schema), path)
+
+
+def _snapshot_of(iceberg_catalog, ident):
+    s = iceberg_catalog.load_table(ident).current_snapshot()
+    return s.snapshot_id if s is not None else None
+
+
+def test_add_files_registers_parquet_files_with_their_metrics(spark, ns, iceberg_catalog, engines, tmp_path):
+    t = f"lake.{ns}.added"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) PARTITIONED BY (s)")
+    src = tmp_path / "src"
+    _parquet(str(src / "s=a" / "f1.parquet"), [1, 2], ["a", "a"])
+    _parquet(str(src / "s=b" / "f2.parquet"), [3], ["b"])
+    _parquet(str(tmp_path / "noids" / "f.parquet"), [9], ["a"], field_ids=False)
+    call = f"CALL lake.system.add_files(table => '{ns}.added', source_table => '`parquet`.`{src}`'"
+    assert spark.sql(call + ", partition_filter => map('s', 'a'))").collect() == [(1, 1)]
+    before = _snapshot_of(iceberg_catalog, f"{ns}.added")
+    refused = {
+        call + ")": "already in table",  # f1 again
+        f"CALL lake.system.add_files(table => '{ns}.added', source_table => '`parquet`.`{tmp_path / 'noids'}`')":
+            "without Iceberg field ids",
+        f"CALL lake.system.add_files(table => '{ns}.added', source_table => '{ns}.other')": "importing a catalog table",
+        f"CALL lake.system.add_files(table => '{ns}.added', source_table => '`parquet`.`{tmp_path / 'none'}`')":
+            "does not exist",
+        call + ", parallelism => 'x')": "must be int",
+        call + ", source => 'x')": "its arguments are \\['table', 'source_table', 'partition_filter'",
+    }
+    for sql, why in refused.items():
+        with pytest.raises(Exception, match=why):
+            spark.sql(sql).collect()
+        assert _snapshot_of(iceberg_catalog, f"{ns}.added") == before
+    assert spark.sql(call + ", partition_filter => map('s', 'b'))").collect() == [(1, 1)]
+    engines.assert_same(t, expected=[(1, "a"), (2, "a"), (3, "b")])
+    files = ours(spark, f"SELECT file_path, record_count, readable_metrics.id.lower_bound AS lo, "
+                        f"readable_metrics.id.upper_bound AS hi, partition.s AS s FROM {t}.files")
+    assert [(r["record_count"], r["lo"], r["hi"], r["s"]) for r in files] == [(2, 1, 2, "a"), (1, 3, 3, "b")]
+    assert all(r["file_path"].startswith(f"file://{src}") for r in files)
+
+
+def test_register_table_and_vacuum(spark, ns, iceberg_catalog, engines, tmp_path):
+    import os
+
+    t = f"lake.{ns}.orig"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT)")
+    for i in range(3):
+        spark.sql(f"INSERT INTO {t} VALUES ({i})")
+    location = iceberg_catalog.load_table(f"{ns}.orig").metadata_location
+    spark.sql(f"DROP TABLE {t}")  # the files stay
+    reg = f"CALL lake.system.register_table(table => '{ns}.again', metadata_file => '{location}')"
+    row = spark.sql(reg).first()
+    table = iceberg_catalog.load_table(f"{ns}.again")
+    assert tuple(row) == (table.current_snapshot().snapshot_id, 3, 3)
+    engines.assert_same(f"lake.{ns}.again", expected=[(0,), (1,), (2,)])
+    with pytest.raises(AnalysisException, match="already exists"):
+        spark.sql(reg).collect()
+    with pytest.raises(AnalysisException, match="register_table"):
+        spark.sql(f"CALL lake.system.register_table(table => '{ns}.x', metadata_file => '/no/such.metadata.json')").collect()
+
+    name = f"lake.{ns}.again"
+    orphan = os.path.join(table.location().removeprefix("file://"), "data", "left-behind.parquet")
+    with open(orphan, "wb") as f:
+        f.write(b"x")
+    os.utime(orphan, (1, 1))
+    with pytest.raises(AnalysisException, match="retention below 168 hours.*retentionDurationCheck"):
+        spark.sql(f"VACUUM {name} RETAIN 0 HOURS").collect()
+    assert len(iceberg_catalog.load_table(f"{ns}.again").snapshots()) == 3
+    spark.conf.set("spark.lakerules.vacuum.retentionDurationCheck.enabled", "false")
+    spark.conf.set("spark.lakerules.removeOrphanFiles.minAge", "0")
+    try:
+        dry = [r.path for r in spark.sql(f"VACUUM {name} RETAIN 0 HOURS DRY RUN").collect()]
+        assert any(p.endswith("left-behind.parquet") for p in dry) and any("snap-" in p for p in dry)
+        assert os.path.exists(orphan) and len(iceberg_catalog.load_table(f"{ns}.again").snapshots()) == 3
+        assert [r.path for r in spark.sql(f"VACUUM {name} RETAIN 0 HOURS").collect()] == [table.location()]
+    finally:
+        spark.conf.unset("spark.lakerules.vacuum.retentionDurationCheck.enabled")
+        spark.conf.unset("spark.lakerules.removeOrphanFiles.minAge")
+    assert not os.path.exists(orphan)
+    assert len(iceberg_catalog.load_table(f"{ns}.again").snapshots()) == 1
+    engines.assert_same(name, expected=[(0,), (1,), (2,)])
+    with pytest.raises(Exception, match="VACUUM of a path is not supported"):
+        spark.sql("VACUUM '/tmp/x'").collect()

@@ -186,6 +186,20 @@ class StatementCommand(Command):
 
 
 @dataclass(frozen=True, eq=False)
+class CatalogCommand(Command):
+    """A statement on a catalog rather than on a loaded table (CALL register_table): ``run_fn(ctx)``
+    runs it; ``table`` is the table it names, which need not exist yet."""
+
+    table: TableRef
+    run_fn: Callable = field(repr=False)
+    description: str = ""
+    result_schema: str = ""
+
+    def describe(self) -> str:
+        return self.description or f"CatalogCommand {self.table}"
+
+
+@dataclass(frozen=True, eq=False)
 class CreateTableAsSelect(Command):
     """CREATE [OR REPLACE] TABLE lake... AS SELECT: create (or replace) the table, then write."""
 
