@@ -53,16 +53,17 @@ def _default_batches() -> list[Batch]:
         # Read and write options lakerules does not honor are refused before anything runs.
         Batch("options", "analysis", "read and write options honored or refused", [check_options]),
         # In the optimizer, filters next to lake relations are handed to them, then every lake
-        # relation becomes a scan of the data files of its snapshot that can hold matching rows
-        # (or, under count/min/max the manifests answer exactly, that answer: no scan at all).
-        Batch("scans", "optimizer", "lake relations become planned, pruned file scans",
-              [push_filters, aggregates_from_metadata, resolve_scans]),
+        # relation becomes a scan of the data files of its snapshot that can hold matching rows.
+        Batch("scans", "optimizer", "lake relations become planned, pruned file scans", [push_filters, resolve_scans]),
         # A filtered scan may be read in two phases: the filter's columns first, the rest only
         # where rows match (seed 004; spark.lakerules.read.lateMaterialization).
         Batch("late-materialization", "optimizer", "filtered scans read the filter columns first, the rest late",
               [late_materialize]),
         # Users' rules see planned scans.
         Batch("user", "optimizer", "rules added with lakerules.register_rule"),
+        # count/min/max the manifests answer exactly: that answer, and no scan at all.
+        Batch("aggregates", "optimizer", "count(*), min and max answered from the manifests when exact",
+              [aggregates_from_metadata]),
     ]
 
 

@@ -5,11 +5,12 @@ Spark aggregate push-down does.
     Aggregate [count(1), min(id), max(ts)]
       Project [id, ts]
         Filter (day = DATE'2026-01-02')
-          LakeRelation lake.db.t
+          LakeScan lake.db.t
 becomes, when the metadata holds the exact answer,
     LocalRelation [count(1), min(id), max(ts)]   (one row; the same output attributes)
 
-It holds when:
+It runs after the scans are planned (and after users' rules, which see the scan as for any
+query). It holds when:
 - the filters (if any) are translated exactly and every file the scan plans matches them whole
   (the residual of the filter on the file's partition is true: a filter on partition values);
 - no delete file applies to any of the files;
@@ -18,7 +19,7 @@ It holds when:
   min/max a lower/upper bound of a number, date, timestamp or boolean column (string and binary
   bounds may be truncated), no NaN (NaN counts known and zero) for floating point columns.
 
-Otherwise the plan is left as it is (with its scan already planned) and Spark reads the files.
+Otherwise the plan is left as it is and Spark reads the files.
 EXPLAIN's ``== lakerules scans ==`` section says which happened and why. The setting
 ``spark.sql.iceberg.aggregate-push-down.enabled`` (Iceberg's, default true) turns it off.
 """
@@ -26,11 +27,12 @@ EXPLAIN's ``== lakerules scans ==`` section says which happened and why. The set
 from __future__ import annotations
 
 import datetime
-from dataclasses import replace
+import json
 from decimal import Decimal
+from functools import reduce
 
 from pyiceberg.conversions import from_bytes
-from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions import AlwaysFalse, AlwaysTrue, And
 from pyiceberg.expressions.visitors import residual_evaluator_of
 from pyiceberg.types import (
     BooleanType,
@@ -46,7 +48,7 @@ from pyiceberg.types import (
 
 from lakerules import explain, jvm as J
 from lakerules.expressions import to_iceberg
-from lakerules.plan import Filter, LakeRelation, LakeScan, Node, SparkNode
+from lakerules.plan import Filter, LakeScan, Node, SparkNode
 
 ENABLED_KEY = "spark.sql.iceberg.aggregate-push-down.enabled"
 _BOUNDED = (IntegerType, LongType, FloatType, DoubleType, DateType, TimestampType, TimestamptzType, DecimalType,
@@ -64,31 +66,26 @@ def aggregates_from_metadata(plan: Node, ctx) -> Node:
             chain = _chain(child)
             if chain is None:
                 return plan
-            rel = chain[-1]
-            if rel.metadata_table is not None:
-                return plan
-            from lakerules.rules.resolve_scans import _scan
-
-            scan = _scan(rel, ctx)
+            scan = chain[-1]
             try:
                 if (ctx.conf(ENABLED_KEY) or "true").strip().lower() != "true":
                     raise _Fallback(f"{ENABLED_KEY} is false")
-                answer = _answer(ctx, plan, scan, rel)
+                answer, used = _answer(ctx, plan, scan, [n for n in chain if isinstance(n, Filter)])
             except _Fallback as why:
                 explain.add_note(scan.output, f"aggregate not answered from metadata: {why}")
-                return plan.with_children((_rebuild(child, scan),))
-            explain.remember(scan, f"aggregate answered from metadata: {len(scan.plan.files)} data files' manifest "
-                                   "entries, no data file read")
+                return plan
+            explain.remember(scan, f"aggregate answered from metadata: {used} data files' manifest entries, "
+                                   "no data file read")
             return SparkNode(answer)
         case _:
             return plan
 
 
 def _chain(node: Node) -> list | None:
-    """Project (of columns only) and Filter nodes down to a lake relation, or None."""
+    """Project (of columns only) and Filter nodes down to a planned lake scan, or None."""
     out = []
     while True:
-        if isinstance(node, LakeRelation):
+        if isinstance(node, LakeScan):
             return [*out, node]
         if isinstance(node, Filter) and len(node.kids) == 1:
             out.append(node)
@@ -103,43 +100,45 @@ def _chain(node: Node) -> list | None:
         return None
 
 
-def _rebuild(node: Node, scan: LakeScan) -> Node:
-    if isinstance(node, LakeRelation):
-        return scan
-    return node.with_children((_rebuild(node.kids[0], scan),))
-
-
-def _answer(ctx, agg: SparkNode, scan: LakeScan, rel: LakeRelation):
+def _answer(ctx, agg: SparkNode, scan: LakeScan, filters: list):
     if J.from_seq(agg.jvm.groupingExpressions()):
         raise _Fallback("GROUP BY")
-    columns = {a.jvm.exprId().id(): a.name for a in rel.output}
-    for c in rel.filters:
-        _, exact = to_iceberg(c, columns)
-        if not exact:
-            raise _Fallback(f"the filter {c.sql()} is not one the metadata can decide")
-    files = scan.plan.files
+    columns = {a.jvm.exprId().id(): a.name for a in scan.output}
+    parts = []
+    for node in filters:
+        for c in node.conjuncts:
+            expr, exact = to_iceberg(c, columns)
+            if not exact:
+                raise _Fallback(f"the filter {c.sql()} is not one the metadata can decide")
+            parts.append(expr)
     if scan.plan.position_delete_files or scan.plan.equality_delete_files:
         raise _Fallback("delete files apply")
     table, schema = scan.iceberg, scan.schema
-    row_filter = scan.row_filter if scan.row_filter is not None else AlwaysTrue()
+    row_filter = reduce(And, parts, AlwaysTrue())
+    files = list(scan.plan.files)
     if not isinstance(row_filter, AlwaysTrue):
         specs = table.metadata.specs()
-        residuals = {}
+        residuals, kept = {}, []
         for p in files:
             spec_id = p.file.spec_id
             if spec_id not in residuals:
                 residuals[spec_id] = residual_evaluator_of(specs[spec_id], row_filter, True, schema)
-            if not isinstance(residuals[spec_id].residual_for(p.file.partition), AlwaysTrue):
+            residual = residuals[spec_id].residual_for(p.file.partition)
+            if isinstance(residual, AlwaysFalse):
+                continue
+            if not isinstance(residual, AlwaysTrue):
                 raise _Fallback("the filter does not select whole files by their partition values")
+            kept.append(p)
+        files = kept
     values = []
     for e in J.from_seq(agg.jvm.aggregateExpressions()):
         values.append(_aggregate(e, files, schema, columns))
     from pyspark.sql.types import StructType
 
-    out_schema = StructType.fromJson(__import__("json").loads(agg.jvm.schema().json()))
+    out_schema = StructType.fromJson(json.loads(agg.jvm.schema().json()))
     frame = J.local_frame(ctx.spark, [tuple(values)], out_schema)
     plan = frame._jdf.queryExecution().optimizedPlan()
-    return J.rename_project(ctx.spark, plan, list(J.from_seq(agg.jvm.output())))
+    return J.rename_project(ctx.spark, plan, list(J.from_seq(agg.jvm.output()))), len(files)
 
 
 def _aggregate(e, files, schema, columns: dict):
