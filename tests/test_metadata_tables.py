@@ -210,6 +210,7 @@ def test_time_travel_on_snapshot_tables(spark, hist, table):
 def test_dollar_names_filters_projections_and_types(spark, hist, table):
     name, ident, _ = hist
     ns = ident.split(".")[0]
+    assert "files (metadata table)" in spark.sql(f"EXPLAIN SELECT * FROM {name}.files").first()[0]
     dotted = ours(spark, f"SELECT file_path FROM {name}.files WHERE content = 1")
     assert dotted == ours(spark, f"SELECT file_path FROM lake.{ns}.`t$files` WHERE content = 1") and dotted
     assert spark.table(f"{name}.data_files").where("partition.cat = 'a'").select("record_count").count() == \

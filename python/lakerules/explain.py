@@ -45,6 +45,14 @@ def remember(scan, note: str | None = None) -> None:
             _labels.popitem(last=False)
 
 
+def remember_label(output, label: str) -> None:
+    """Remember the label of a read that is not a planned scan (a metadata table)."""
+    with _lock:
+        _labels[_key(a.jvm for a in output)] = label
+        while len(_labels) > _KEEP:
+            _labels.popitem(last=False)
+
+
 def add_note(output, note: str) -> None:
     """A note for the scan of the relation with these output attributes, shown when it is
     remembered (e.g. why an aggregate was not answered from metadata)."""

@@ -220,10 +220,15 @@ class MetadataScan(Node):
 
 def lower_metadata_scan(ctx, scan: MetadataScan, lower):
     """The JVM plan of a metadata table's rows, with the relation's output attributes (exprIds)."""
-    from lakerules import jvm as J
+    from lakerules import explain, jvm as J
 
     t = scan.table
     table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    at = scan.snapshot_id if scan.snapshot_id is not None else (
+        table.current_snapshot().snapshot_id if table.current_snapshot() is not None else None)
+    explain.remember_label(scan.output, f"{t}.{scan.meta} (metadata table) snapshot={at}: "
+                           + ("read by Spark from the position delete files" if scan.meta == "position_deletes"
+                              else "rows built from the table's metadata and manifests, no data file read"))
     df = dataframe(ctx.spark, table, scan.meta, scan.snapshot_id)
     names = [a.name for a in scan.output]
     plan = df.select(*[J.column(n) for n in names])._jdf.queryExecution().optimizedPlan()

@@ -51,8 +51,6 @@ def _listing(path: str) -> list[tuple[str, str]]:
     """(full path, path relative to ``path``) of the Parquet files at or below ``path``."""
     import pyarrow.fs as pafs
 
-    from lakerules.maintenance import hidden
-
     try:
         fs, root = pafs.FileSystem.from_uri(path if "://" in path or path.startswith("file:") else f"file://{path}")
     except Exception as e:  # noqa: BLE001
@@ -72,6 +70,12 @@ def _listing(path: str) -> list[tuple[str, str]]:
             continue
         out.append(((scheme + f.path) if scheme != "file://" else "file://" + f.path, relative))
     return sorted(out)
+
+
+def hidden(relative: str) -> bool:
+    """Hadoop's and Spark's convention (as remove_orphan_files reads it): a path part starting
+    with '.' or '_' (but not a partition folder such as _c=1) is not a data file."""
+    return any(part.startswith(".") or (part.startswith("_") and "=" not in part) for part in relative.split("/"))
 
 
 def _matches(relative: str, partition_filter: dict | None) -> bool:
