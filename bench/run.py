@@ -3,6 +3,7 @@
     .venv/bin/python bench/run.py                       # every module, 10,000,000 rows
     .venv/bin/python bench/run.py --only foundation --rows 1000000 --runs 3
     .venv/bin/python bench/run.py --only scale --files 2000 --big-files 10000 --inserts 200 --runs 2 --no-record
+    .venv/bin/python bench/run.py --only metadata --reuse
 
 Every result is a ratio (or difference) of two contenders measured side by side in the same
 run, in turns; absolute times are only this machine's at that moment. Each module gets its own
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import delete  # noqa: E402
 import foundation  # noqa: E402
 import latemat  # noqa: E402
+import metadata  # noqa: E402
 import optimize  # noqa: E402
 import scale  # noqa: E402
 import scan  # noqa: E402
@@ -40,6 +42,7 @@ MODULES = {
     "optimize": ("OPTIMIZE ZORDER BY", optimize),
     "latemat": ("Late materialization", latemat),
     "scale": ("Scale: many files, many manifests, long histories", scale),
+    "metadata": ("Answers from metadata", metadata),
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = "# Benchmark results\n\nRatios are measured side by side in one run; absolute times are this machine's.\n"
@@ -55,6 +58,7 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--big-files", type=int, default=100_000, help="scale: files of 10 rows in the metadata table (default 100,000)")
     p.add_argument("--inserts", type=int, default=1000, help="scale: single-row INSERTs into one table (default 1,000; at least 25)")
     p.add_argument("--deletes", type=int, default=1000, help="scale: single-row DELETEs, each on another file (default 1,000)")
+    p.add_argument("--metadata-files", type=int, default=2000, help="metadata: files of 50 rows in its table (default 2,000)")
     p.add_argument("--scale-steps", default="", help="scale: comma-separated steps (files, metadata, history, deletes, planning; default all)")
     p.add_argument("--plan-files", type=int, default=40_000,
                    help="scale: files of 10 rows in the planning table, added in 200 commits (default 40,000)")

@@ -20,6 +20,7 @@ from lakerules.catalogs import Catalogs
 from lakerules.context import Context
 from lakerules.errors import CatalogError, LakeError, LakeSyntaxError
 from lakerules.latemat import LateScan, lower_late_scan
+from lakerules.metadata_tables import MetadataScan, lower_metadata_scan
 from lakerules.scan import lower_scan
 
 log = logging.getLogger("lakerules")
@@ -80,7 +81,8 @@ class Backend:
 
     def context(self, jsession) -> Context:
         return Context(spark=self.session(jsession), catalogs=self.catalogs,
-                       lowerings={P.LakeScan: lower_scan, LateScan: lower_late_scan, P.Command: self.command_node})
+                       lowerings={P.LakeScan: lower_scan, LateScan: lower_late_scan, P.Command: self.command_node,
+                                  MetadataScan: lower_metadata_scan})
 
     def command_node(self, ctx, node: P.Command, lower):
         """A planned command as the JVM command node Spark executes (io.lakerules.LakeCommand)."""

@@ -187,7 +187,13 @@ class Catalogs:
                 raise LakeError(f"lakerules: {qualified(name, (), tname)} is a namespace, not a table; "
                                 f"name a table in it ({qualified(name, (), tname)}.<table>)")
             raise CatalogError("NoSuchTable", "no such table", ns, tname)
-        table = cat.load_table((*ns, tname))
+        try:
+            table = cat.load_table((*ns, tname))
+        except (ie.NoSuchTableError, ie.NoSuchNamespaceError):
+            meta = self._metadata_table(name, cat, a, ns, tname)
+            if meta is None:
+                raise
+            return meta
         if "version" in a:
             snapshot = _snapshot_by_version(table, a["version"])
         elif "timestamp_micros" in a:
@@ -196,6 +202,33 @@ class Catalogs:
             return table_info(name, ns, tname, table, table.current_snapshot(), table.schema())
         schema = table.schemas().get(snapshot.schema_id, table.schema()) if snapshot.schema_id is not None else table.schema()
         return table_info(name, ns, tname, table, snapshot, schema)
+
+    def _metadata_table(self, name, cat, a, ns, tname):
+        """A metadata table of a table (``ns.t.<meta>`` or ``ns.`t$<meta>```), as Iceberg's
+        catalog answers it when no table has that name; None when it is not one."""
+        from lakerules import metadata_tables as M
+
+        split = M.split_name(ns, tname)
+        if split is None:
+            return None
+        base_ident, meta = split
+        try:
+            table = cat.load_table(base_ident)
+        except (ie.NoSuchTableError, ie.NoSuchNamespaceError):
+            return None
+        base_name = qualified(name, base_ident[:-1], base_ident[-1])
+        meta = M.check_name(base_name, meta)
+        snapshot = None
+        if "version" in a or "timestamp_micros" in a:
+            M.check_time_travel(base_name, meta)
+            snapshot = _snapshot_by_version(table, a["version"]) if "version" in a else _snapshot_at(table, a["timestamp_micros"])
+        return {
+            "name": f"{base_name}.{meta}",
+            "schema": M.spark_schema(table, meta).json(),
+            "partitioning": [],
+            "properties": {"provider": "iceberg", M.PROPERTY: meta, M.BASE_PROPERTY: json.dumps(list(base_ident))},
+            "snapshot_id": snapshot.snapshot_id if snapshot is not None else -1,
+        }
 
     def _op_table_exists(self, _name, cat, a):
         """Whether the catalog has the table, also when its metadata file is missing or damaged
@@ -480,6 +513,7 @@ def _add_name_mapping(table: Table) -> Table:
 def table_info(catalog: str, ns, name: str, table: Table, snapshot, schema) -> dict[str, Any]:
     """What the shim's LakeTable holds: name, Spark schema, partitioning, properties, snapshot."""
     props = dict(table.properties)
+    props.pop("lakerules.metadata-table", None)  # marks metadata tables only (lakerules.metadata_tables)
     props.update(
         {
             "provider": "iceberg",

@@ -81,6 +81,13 @@ class Restore(exp.Expression):
     arg_types = {"this": True, "version": False, "ref_text": False, "timestamp_text": False}
 
 
+class Vacuum(exp.Expression):
+    """VACUUM table [RETAIN number HOURS] [DRY RUN] (Delta's): ``this`` the table's name parts,
+    ``hours`` the retention (a number, None when not given), ``dry_run`` a bool."""
+
+    arg_types = {"this": True, "hours": False, "dry_run": False}
+
+
 # Tokens that continue an expression: after a column name they mean it was not just a name.
 _OPERATORS = {
     TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH, TokenType.MOD, TokenType.L_PAREN,
@@ -90,8 +97,8 @@ _OPERATORS = {
 
 class LakeSpark(Spark):
     class Tokenizer(Spark.Tokenizer):
-        # OPTIMIZE and CALL are words again, not command keywords that swallow the statement.
-        KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k not in ("OPTIMIZE", "CALL")}
+        # OPTIMIZE, CALL and VACUUM are words again, not command keywords that swallow the statement.
+        KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k not in ("OPTIMIZE", "CALL", "VACUUM")}
 
     class Parser(Spark.Parser):
         def _parse_statement(self):
@@ -108,7 +115,33 @@ class LakeSpark(Spark):
                 return self._parse_describe_history()
             if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("RESTORE"):
                 return self._parse_restore()
+            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("VACUUM"):
+                return self._parse_vacuum()
             return super()._parse_statement()
+
+        # ---- VACUUM (Delta's DeltaSqlBase.g4, #vacuumTable) ----------------------------------
+
+        def _parse_vacuum(self) -> Vacuum:
+            if not self._at_end() and self._curr.token_type == TokenType.STRING:
+                self.raise_error("VACUUM of a path is not supported; name a table", self._curr)
+            table = self._parse_name_parts("VACUUM needs a table name")
+            out = Vacuum(this=table, dry_run=False)
+            if self._match_text_seq("RETAIN"):
+                if self._at_end():
+                    self._error_at_end("RETAIN needs a number of hours")
+                tok = self._curr
+                if tok.token_type != TokenType.NUMBER:
+                    self.raise_error("RETAIN needs a number of hours", tok)
+                out.set("hours", float(tok.text))
+                self._advance()
+                if not self._match_text_seq("HOURS"):
+                    self._expected("HOURS")
+            if self._match_text_seq("DRY", "RUN"):
+                out.set("dry_run", True)
+            if not self._at_end() and self._curr.text.upper() in ("USING", "LITE", "FULL"):
+                self.raise_error(f"VACUUM ... {self._curr.text.upper()} is not supported", self._curr)
+            self._end_of_statement()
+            return self.expression(out)
 
         # ---- DESCRIBE HISTORY, RESTORE (Delta's DeltaSqlBase.g4) ------------------------------
 
@@ -410,6 +443,16 @@ def parse_restore(sql: str) -> Restore:
     return _parse_one(sql, Restore, "RESTORE")
 
 
+def parse_vacuum(sql: str) -> Vacuum:
+    """A VACUUM statement of sql.
+
+    >>> v = parse_vacuum("VACUUM lake.db.t RETAIN 200 HOURS DRY RUN")
+    >>> v.this, v.args["hours"], v.args["dry_run"]
+    (['lake', 'db', 't'], 200.0, True)
+    """
+    return _parse_one(sql, Vacuum, "VACUUM")
+
+
 def statement_kind(sql: str) -> str | None:
     r"""Which lakerules statement sql is ("OPTIMIZE", "CALL", "PARTITION FIELD", "EXPLAIN",
     "DESCRIBE HISTORY", "RESTORE"), by its
@@ -427,7 +470,7 @@ def statement_kind(sql: str) -> str | None:
     except Exception:  # noqa: BLE001 - not tokenizable: Spark's parser says what is wrong
         return None
     words = [t.text.upper() for t in tokens[:1]]
-    if words == ["OPTIMIZE"] or words == ["CALL"] or words == ["EXPLAIN"] or words == ["RESTORE"]:
+    if words == ["OPTIMIZE"] or words == ["CALL"] or words == ["EXPLAIN"] or words == ["RESTORE"] or words == ["VACUUM"]:
         return words[0]
     if words and words[0] in ("DESC", "DESCRIBE") and _is_history(tokens, 0):
         return "DESCRIBE HISTORY"

@@ -50,11 +50,15 @@ def _run(ctx, node: P.Command):
                 if node.planned is not None:
                     return node.run_fn(ctx, table, planned=node.planned)
                 return node.run_fn(ctx, table)
+            case P.CatalogCommand():
+                return node.run_fn(ctx)
             case _:
                 raise TypeError(f"lakerules: no executor for plan node {type(node).__name__}")
 
 
 def _title(node: P.Command) -> str:
+    if isinstance(node, P.CatalogCommand):
+        return " ".join(node.describe().split())[:200]
     if isinstance(node, P.StatementCommand):
         text = getattr(node.run_fn, "description", None) or f"statement on {node.table}"
         return " ".join(text.split())[:200]

@@ -15,6 +15,7 @@ from lakerules import jvm as J
 
 _MODES = {None: "simple", "EXTENDED": "extended", "FORMATTED": "formatted", "CODEGEN": "codegen", "COST": "cost"}
 _labels: OrderedDict = OrderedDict()
+_notes: OrderedDict = OrderedDict()
 _lock = threading.Lock()
 _KEEP = 4096
 
@@ -33,12 +34,32 @@ def _key(attributes) -> tuple:
 
 def remember(scan, note: str | None = None) -> None:
     """Remember a planned scan's label; ``note`` (e.g. late materialization's decision) is
-    shown on its own line under it."""
-    label = scan_label(scan) + (f"\n  {note}" if note else "")
+    shown on its own line under it, after any note add_note left for the scan."""
+    key = _key(a.jvm for a in scan.output)
     with _lock:
-        _labels[_key(a.jvm for a in scan.output)] = label
+        earlier = _notes.get(key)
+    label = scan_label(scan) + (f"\n  {earlier}" if earlier else "") + (f"\n  {note}" if note else "")
+    with _lock:
+        _labels[key] = label
         while len(_labels) > _KEEP:
             _labels.popitem(last=False)
+
+
+def remember_label(output, label: str) -> None:
+    """Remember the label of a read that is not a planned scan (a metadata table)."""
+    with _lock:
+        _labels[_key(a.jvm for a in output)] = label
+        while len(_labels) > _KEEP:
+            _labels.popitem(last=False)
+
+
+def add_note(output, note: str) -> None:
+    """A note for the scan of the relation with these output attributes, shown when it is
+    remembered (e.g. why an aggregate was not answered from metadata)."""
+    with _lock:
+        _notes[_key(a.jvm for a in output)] = note
+        while len(_notes) > _KEEP:
+            _notes.popitem(last=False)
 
 
 def scan_notes(plan) -> list[str]:

@@ -80,6 +80,18 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
                   "rewrites manifests in the driver, reading each manifest once, with no Spark job to cache"),
         Param("spec_id", "INT"),
     ),
+    # files and tables from elsewhere (lakerules.table_imports)
+    "add_files": (
+        Param("table", "STRING", required=True),
+        Param("source_table", "STRING", required=True),
+        Param("partition_filter", "MAP<STRING, STRING>"),
+        Param("check_duplicate_files", "BOOLEAN"),
+        Param("parallelism", "INT"),
+    ),
+    "register_table": (
+        Param("table", "STRING", required=True),
+        Param("metadata_file", "STRING", required=True),
+    ),
     # a table's history (lakerules.history)
     "rollback_to_snapshot": (
         Param("table", "STRING", required=True),
@@ -111,7 +123,7 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
 
 # Procedures whose arguments are typed as Iceberg's are: a value whose type Spark cannot up-cast
 # to the parameter's (a string for a snapshot id, a timestamp for a number) is an error, not cast.
-_STRICT = {"rollback_to_snapshot", "rollback_to_timestamp", "set_current_snapshot", "cherrypick_snapshot",
+_STRICT = {"add_files", "register_table", "rollback_to_snapshot", "rollback_to_timestamp", "set_current_snapshot", "cherrypick_snapshot",
            "fast_forward", "publish_changes"}
 
 RESULTS = {
@@ -122,6 +134,8 @@ RESULTS = {
         "deleted_manifest_lists_count long, deleted_statistics_files_count long"
     ),
     "rewrite_manifests": "rewritten_manifests_count int, added_manifests_count int",
+    "add_files": "added_files_count long, changed_partition_count long",
+    "register_table": "current_snapshot_id long, total_records_count long, total_data_files_count long",
     "rollback_to_snapshot": "previous_snapshot_id long, current_snapshot_id long",
     "rollback_to_timestamp": "previous_snapshot_id long, current_snapshot_id long",
     "set_current_snapshot": "previous_snapshot_id long, current_snapshot_id long",
@@ -204,6 +218,9 @@ def _check_types(spark, where: str, args: dict) -> None:
 
     fits = {
         "STRING": (T.StringType,),
+        "BOOLEAN": (T.BooleanType,),
+        "INT": (T.ByteType, T.ShortType, T.IntegerType),
+        "MAP<STRING, STRING>": (T.MapType,),
         "BIGINT": (T.ByteType, T.ShortType, T.IntegerType, T.LongType),
         "TIMESTAMP": (T.TimestampType, T.TimestampNTZType, T.DateType),
     }
@@ -217,9 +234,9 @@ def _check_types(spark, where: str, args: dict) -> None:
 
 def command(procedure: str, values: dict):
     """fn(ctx, table) running the procedure on the table (a StatementCommand's function)."""
-    from lakerules import history
+    from lakerules import history, table_imports
 
-    run = {"remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
+    run = {"add_files": table_imports.add_files, "remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
            "rewrite_manifests": _rewrite_manifests, "rollback_to_snapshot": history.rollback_to_snapshot,
            "rollback_to_timestamp": history.rollback_to_timestamp,
            "set_current_snapshot": history.set_current_snapshot, "cherrypick_snapshot": history.cherrypick_snapshot,

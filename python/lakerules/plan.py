@@ -92,8 +92,11 @@ class LakeRelation(Node):
     jvm: Any = field(repr=False)
     filters: tuple = field(default=(), repr=False)
     options: tuple = ()
+    metadata_table: str | None = None  # a metadata table of ``table`` (lakerules.metadata_tables)
 
     def describe(self) -> str:
+        if self.metadata_table is not None:
+            return f"LakeRelation {self.table}.{self.metadata_table} snapshot={self.snapshot_id}"
         return f"LakeRelation {self.table} snapshot={self.snapshot_id} filters={len(self.filters)}"
 
 
@@ -180,6 +183,20 @@ class StatementCommand(Command):
         if self.planned is None:
             return head
         return "\n".join([head, *("  " + line for line in self.planned.describe())])
+
+
+@dataclass(frozen=True, eq=False)
+class CatalogCommand(Command):
+    """A statement on a catalog rather than on a loaded table (CALL register_table): ``run_fn(ctx)``
+    runs it; ``table`` is the table it names, which need not exist yet."""
+
+    table: TableRef
+    run_fn: Callable = field(repr=False)
+    description: str = ""
+    result_schema: str = ""
+
+    def describe(self) -> str:
+        return self.description or f"CatalogCommand {self.table}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -436,7 +453,7 @@ def from_jvm(spark, plan) -> Node:
     if name == "Filter":
         return Filter(plan, (from_jvm(spark, plan.child()),), conjuncts=tuple(split_conjuncts(plan.condition())))
     if name in _WRITE_MODES and _is_lake_relation(plan.table()):
-        target = _relation(plan.table())
+        target = _writable(_relation(plan.table()))
         return WriteToLake(
             table=target.table,
             mode=_WRITE_MODES[name],
@@ -448,7 +465,7 @@ def from_jvm(spark, plan) -> Node:
     if name == "UpdateTable":
         target = _unaliased(plan.table())
         if _is_lake_relation(target):
-            rel = _relation(target)
+            rel = _writable(_relation(target))
             cond = plan.condition()
             cond = J.option_value(cond) if hasattr(cond, "isDefined") else cond
             if cond is not None and J.simple_name(cond) == "Literal" and cond.sql() == "true":
@@ -458,7 +475,7 @@ def from_jvm(spark, plan) -> Node:
     if name == "MergeIntoTable":
         target = _unaliased(plan.targetTable())
         if _is_lake_relation(target):
-            rel = _relation(target)
+            rel = _writable(_relation(target))
             return MergeIntoLake(
                 table=rel.table, relation=rel, source=plan.sourceTable(), condition=plan.mergeCondition(),
                 matched=_merge_actions(plan.matchedActions()),
@@ -469,7 +486,7 @@ def from_jvm(spark, plan) -> Node:
     if name == "DeleteFromTable":
         target = _unaliased(plan.table())
         if _is_lake_relation(target):
-            rel = _relation(target)
+            rel = _writable(_relation(target))
             cond = plan.condition()
             is_true = J.simple_name(cond) == "Literal" and cond.sql() == "true"
             return DeleteFromLake(table=rel.table, relation=rel, condition=None if is_true else cond, jvm=plan)
@@ -493,7 +510,14 @@ def _statement(alias_plan) -> StatementCommand | None:
     if run is None:
         raise LakeError("lakerules: this statement's plan is no longer held (many statements were parsed "
                         "since); run its SQL text again")
-    return StatementCommand(table=_relation(child).table, run_fn=run)
+    return StatementCommand(table=_writable(_relation(child)).table, run_fn=run)
+
+
+def _writable(rel: LakeRelation) -> LakeRelation:
+    """The target of a write; a metadata table is refused."""
+    if rel.metadata_table is not None:
+        raise NotSupported(f"lakerules: metadata table {rel.table}.{rel.metadata_table} is read-only")
+    return rel
 
 
 def _unaliased(plan):
@@ -535,8 +559,16 @@ def _is_lake_catalog(ident_plan) -> bool:
 def _relation(plan) -> LakeRelation:
     t = plan.table()
     snapshot = t.snapshotId()
+    meta = t.properties().get("lakerules.metadata-table")
+    ref = TableRef(t.catalogName(), tuple(t.namespace()), t.tableName())
+    if meta is not None:  # a metadata table: the relation names its base table
+        import json
+
+        base = json.loads(t.properties().get("lakerules.metadata-table.base"))
+        ref = TableRef(t.catalogName(), tuple(base[:-1]), base[-1])
     return LakeRelation(
-        table=TableRef(t.catalogName(), tuple(t.namespace()), t.tableName()),
+        table=ref,
+        metadata_table=meta,
         snapshot_id=None if snapshot < 0 else snapshot,
         time_travel=bool(plan.timeTravelSpec().isDefined()),
         output=tuple(Attribute(a.name(), a) for a in J.from_seq(plan.output())),

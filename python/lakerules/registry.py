@@ -22,6 +22,7 @@ from typing import Callable
 
 from lakerules.latemat import late_materialize
 from lakerules.plan import Node, transform_up
+from lakerules.rules.aggregates_from_metadata import aggregates_from_metadata
 from lakerules.rules.check_options import check_options
 from lakerules.rules.plan_statements import plan_statements
 from lakerules.rules.push_filters import push_filters
@@ -60,6 +61,9 @@ def _default_batches() -> list[Batch]:
               [late_materialize]),
         # Users' rules see planned scans.
         Batch("user", "optimizer", "rules added with lakerules.register_rule"),
+        # count/min/max the manifests answer exactly: that answer, and no scan at all.
+        Batch("aggregates", "optimizer", "count(*), min and max answered from the manifests when exact",
+              [aggregates_from_metadata]),
     ]
 
 

@@ -18,6 +18,7 @@ and its history procedures (rollback_to_snapshot, ..., lakerules.history).
 Delta's history statements (lakerules.history):
     DESCRIBE HISTORY lake.db.t [LIMIT n]
     RESTORE [TABLE] lake.db.t [TO] VERSION AS OF <snapshot id> | TIMESTAMP AS OF <expression>
+and Delta's VACUUM lake.db.t [RETAIN n HOURS] [DRY RUN] (lakerules.vacuum).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from lakerules.errors import LakeError
 # shows its plan). Cheap and conservative: the dialect then decides (lakerules.dialect), and a
 # text that is not ours goes to Spark's parser unchanged.
 _LEAD = r"(?:\s+|/\*.*?\*/|--[^\n]*(?:\n|$))*"
-ROUTES = rf"{_LEAD}(?:ALTER\s+TABLE\b.*\b(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b|CALL\b|DESC(?:RIBE)?\s+HISTORY\b|RESTORE\b)"
+ROUTES = rf"{_LEAD}(?:ALTER\s+TABLE\b.*\b(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b|CALL\b|DESC(?:RIBE)?\s+HISTORY\b|RESTORE\b|VACUUM\b)"
 _EXPLAIN_MODE = re.compile(r"(EXTENDED|FORMATTED|CODEGEN|COST)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 
 
@@ -67,6 +68,11 @@ def parse(ctx, sql_text: str):
         return _marked(ctx, stmt.this, history.describe_history(stmt.args.get("limit")))
     if kind == "RESTORE":
         return _restore(ctx, dialect.parse_restore(sql_text))
+    if kind == "VACUUM":  # Delta's VACUUM over expire_snapshots and remove_orphan_files: lakerules.vacuum
+        from lakerules import vacuum
+
+        stmt = dialect.parse_vacuum(sql_text)
+        return _marked(ctx, stmt.this, vacuum.command(stmt.args.get("hours"), bool(stmt.args.get("dry_run"))))
     return None  # not ours: Spark's parser takes it
 
 
@@ -100,7 +106,25 @@ def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
         raise LakeError(
             f"lakerules: CALL {catalog}.system.{procedure}: name the table as namespace.table, not {values['table']!r}"
         )
+    if procedure == "register_table":  # the table does not exist yet: a command on the catalog
+        return _catalog_command(ctx, catalog, table_parts, values)
     return _marked(ctx, [catalog, *table_parts], maintenance.command(procedure, values))
+
+
+def _catalog_command(ctx, catalog: str, table_parts: list[str], values: dict):
+    """CALL register_table: a command node that runs when Spark executes the statement."""
+    from lakerules import plan as P, table_imports
+
+    identifier = tuple(table_parts)
+
+    def run(run_ctx):
+        return table_imports.register_table(run_ctx, catalog, identifier, values)
+
+    shown = ", ".join(f"{k} => {v!r}" for k, v in values.items() if v is not None)
+    node = P.CatalogCommand(table=P.TableRef(catalog, identifier[:-1], identifier[-1]), run_fn=run,
+                            description=f"CALL {catalog}.system.register_table({shown})",
+                            result_schema=table_imports.REGISTER_RESULT)
+    return ctx.lowerings[P.Command](ctx, node, None)
 
 
 def _restore(ctx, stmt):

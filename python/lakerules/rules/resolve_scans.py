@@ -18,14 +18,18 @@ from functools import reduce
 
 from pyiceberg.expressions import AlwaysTrue, And
 
-from lakerules import manifest_job, manifests, options
+from lakerules import manifest_job, manifests, metadata_tables, options
 from lakerules.expressions import to_iceberg
 from lakerules.planning import plan_scan
+from lakerules.metadata_tables import MetadataScan
 from lakerules.plan import LakeRelation, LakeScan, Node
 
 
 def resolve_scans(plan: Node, ctx) -> Node:
     match plan:
+        # a metadata table: its rows are built when the plan is lowered (lakerules.metadata_tables)
+        case LakeRelation(metadata_table=str()):
+            return _metadata_scan(plan, ctx)
         # a lake relation: plan its files at the relation's snapshot, pruned by its filters
         case LakeRelation():
             return _scan(plan, ctx)
@@ -55,6 +59,17 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
                        remote=manifest_job.remote_reader(ctx.spark, ctx.conf, table, schema, manifests.CACHE)),
         row_filter=row_filter,
     )
+
+
+def _metadata_scan(rel: LakeRelation, ctx) -> MetadataScan:
+    snapshot_id = rel.snapshot_id if rel.time_travel else None
+    if rel.options:
+        table = ctx.catalogs.load(rel.table.catalog, rel.table.namespace, rel.table.name)
+        chosen = options.read_snapshot(table, rel.table, dict(rel.options), rel.time_travel)
+        if chosen is not None:
+            metadata_tables.check_time_travel(str(rel.table), rel.metadata_table)
+            snapshot_id = chosen
+    return MetadataScan(table=rel.table, meta=rel.metadata_table, snapshot_id=snapshot_id, output=rel.output)
 
 
 def _row_filter(rel: LakeRelation):

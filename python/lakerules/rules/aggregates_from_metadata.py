@@ -1,0 +1,213 @@
+"""aggregates_from_metadata: ``count(*)``, ``count(col)``, ``min(col)`` and ``max(col)`` of a lake
+table, with no GROUP BY, answered from the manifests without opening a data file, as Iceberg's
+Spark aggregate push-down does.
+
+    Aggregate [count(1), min(id), max(ts)]
+      Project [id, ts]
+        Filter (day = DATE'2026-01-02')
+          LakeScan lake.db.t
+becomes, when the metadata holds the exact answer,
+    LocalRelation [count(1), min(id), max(ts)]   (one row; the same output attributes)
+
+It runs after the scans are planned (and after users' rules, which see the scan as for any
+query). It holds when:
+- the filters (if any) are translated exactly and every file the scan plans matches them whole
+  (the residual of the filter on the file's partition is true: a filter on partition values);
+- no delete file applies to any of the files;
+- every aggregate is count(*), count(col), min(col) or max(col) of a column (no DISTINCT, no
+  FILTER), and each file has the metrics it needs: value and null counts for count(col); for
+  min/max a lower/upper bound of a number, date, timestamp or boolean column (string and binary
+  bounds may be truncated), no NaN (NaN counts known and zero) for floating point columns.
+
+Otherwise the plan is left as it is and Spark reads the files.
+EXPLAIN's ``== lakerules scans ==`` section says which happened and why. The setting
+``spark.sql.iceberg.aggregate-push-down.enabled`` (Iceberg's, default true) turns it off.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from decimal import Decimal
+from functools import reduce
+
+from pyiceberg.conversions import from_bytes
+from pyiceberg.expressions import AlwaysFalse, AlwaysTrue, And
+from pyiceberg.expressions.visitors import residual_evaluator_of
+from pyiceberg.types import (
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    TimestampType,
+    TimestamptzType,
+)
+
+from lakerules import explain, jvm as J
+from lakerules.expressions import to_iceberg
+from lakerules.plan import Filter, LakeScan, Node, SparkNode
+
+ENABLED_KEY = "spark.sql.iceberg.aggregate-push-down.enabled"
+_BOUNDED = (IntegerType, LongType, FloatType, DoubleType, DateType, TimestampType, TimestamptzType, DecimalType,
+            BooleanType)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+class _Fallback(Exception):
+    """The metadata does not hold the exact answer: why, for EXPLAIN."""
+
+
+def aggregates_from_metadata(plan: Node, ctx) -> Node:
+    match plan:
+        case SparkNode(kids=(child,)) if J.simple_name(plan.jvm) == "Aggregate":
+            chain = _chain(child)
+            if chain is None:
+                return plan
+            scan = chain[-1]
+            try:
+                if (ctx.conf(ENABLED_KEY) or "true").strip().lower() != "true":
+                    raise _Fallback(f"{ENABLED_KEY} is false")
+                answer, used = _answer(ctx, plan, scan, [n for n in chain if isinstance(n, Filter)])
+            except _Fallback as why:
+                explain.add_note(scan.output, f"aggregate not answered from metadata: {why}")
+                return plan
+            explain.remember(scan, f"aggregate answered from metadata: {used} data files' manifest entries, "
+                                   "no data file read")
+            return SparkNode(answer)
+        case _:
+            return plan
+
+
+def _chain(node: Node) -> list | None:
+    """Project (of columns only) and Filter nodes down to a planned lake scan, or None."""
+    out = []
+    while True:
+        if isinstance(node, LakeScan):
+            return [*out, node]
+        if isinstance(node, Filter) and len(node.kids) == 1:
+            out.append(node)
+            node = node.kids[0]
+            continue
+        if isinstance(node, SparkNode) and len(node.kids) == 1 and J.simple_name(node.jvm) == "Project":
+            if not all(J.simple_name(e) == "AttributeReference" for e in J.from_seq(node.jvm.projectList())):
+                return None
+            out.append(node)
+            node = node.kids[0]
+            continue
+        return None
+
+
+def _answer(ctx, agg: SparkNode, scan: LakeScan, filters: list):
+    if J.from_seq(agg.jvm.groupingExpressions()):
+        raise _Fallback("GROUP BY")
+    columns = {a.jvm.exprId().id(): a.name for a in scan.output}
+    parts = []
+    for node in filters:
+        for c in node.conjuncts:
+            expr, exact = to_iceberg(c, columns)
+            if not exact:
+                raise _Fallback(f"the filter {c.sql()} is not one the metadata can decide")
+            parts.append(expr)
+    if scan.plan.position_delete_files or scan.plan.equality_delete_files:
+        raise _Fallback("delete files apply")
+    table, schema = scan.iceberg, scan.schema
+    row_filter = reduce(And, parts, AlwaysTrue())
+    files = list(scan.plan.files)
+    if not isinstance(row_filter, AlwaysTrue):
+        specs = table.metadata.specs()
+        residuals, kept = {}, []
+        for p in files:
+            spec_id = p.file.spec_id
+            if spec_id not in residuals:
+                residuals[spec_id] = residual_evaluator_of(specs[spec_id], row_filter, True, schema)
+            residual = residuals[spec_id].residual_for(p.file.partition)
+            if isinstance(residual, AlwaysFalse):
+                continue
+            if not isinstance(residual, AlwaysTrue):
+                raise _Fallback("the filter does not select whole files by their partition values")
+            kept.append(p)
+        files = kept
+    values = []
+    for e in J.from_seq(agg.jvm.aggregateExpressions()):
+        values.append(_aggregate(e, files, schema, columns))
+    from pyspark.sql.types import StructType
+
+    out_schema = StructType.fromJson(json.loads(agg.jvm.schema().json()))
+    frame = J.local_frame(ctx.spark, [tuple(values)], out_schema)
+    plan = frame._jdf.queryExecution().optimizedPlan()
+    return J.rename_project(ctx.spark, plan, list(J.from_seq(agg.jvm.output()))), len(files)
+
+
+def _aggregate(e, files, schema, columns: dict):
+    if J.simple_name(e) != "Alias" or J.simple_name(e.child()) != "AggregateExpression":
+        raise _Fallback(f"{e.sql()} is not a plain aggregate")
+    ae = e.child()
+    if ae.isDistinct() or ae.filter().isDefined():
+        raise _Fallback(f"{e.sql()} has DISTINCT or FILTER")
+    fn = ae.aggregateFunction()
+    kind = J.simple_name(fn)
+    args = J.from_seq(fn.children())
+    if kind == "Count":
+        if all(J.simple_name(a) == "Literal" and a.value() is not None for a in args):
+            return sum(p.file.record_count for p in files)
+        if len(args) != 1:
+            raise _Fallback(f"{e.sql()}: count of several columns")
+        field = _field(args[0], schema, columns, e)
+        total = 0
+        for p in files:
+            values, nulls = p.file.value_counts or {}, p.file.null_value_counts or {}
+            if field.field_id not in values or field.field_id not in nulls:
+                raise _Fallback(f"{e.sql()}: a file has no value or null count of {field.name}")
+            total += values[field.field_id] - nulls[field.field_id]
+        return total
+    if kind not in ("Min", "Max"):
+        raise _Fallback(f"{kind.lower()} is not answered from metadata")
+    field = _field(args[0], schema, columns, e)
+    if not isinstance(field.field_type, _BOUNDED):
+        raise _Fallback(f"{e.sql()}: bounds of {field.field_type} columns may be truncated")
+    best = None
+    for p in files:
+        f = p.file
+        values, nulls = f.value_counts or {}, f.null_value_counts or {}
+        fid = field.field_id
+        if fid in values and fid in nulls and values[fid] == nulls[fid]:
+            continue  # only nulls: nothing to take
+        if isinstance(field.field_type, (FloatType, DoubleType)) and (f.nan_value_counts or {}).get(fid) != 0:
+            raise _Fallback(f"{e.sql()}: a file may hold NaN values")
+        bounds = (f.lower_bounds if kind == "Min" else f.upper_bounds) or {}
+        if fid not in bounds:
+            raise _Fallback(f"{e.sql()}: a file has no {'lower' if kind == 'Min' else 'upper'} bound of {field.name}")
+        try:
+            v = from_bytes(field.field_type, bounds[fid])
+        except Exception:  # noqa: BLE001 - a bound written for another type (before a promotion)
+            raise _Fallback(f"{e.sql()}: a file's bound of {field.name} is of another type") from None
+        if best is None or (v < best if kind == "Min" else v > best):
+            best = v
+    return _python(field.field_type, best)
+
+
+def _field(attr, schema, columns: dict, e):
+    if J.simple_name(attr) != "AttributeReference" or attr.exprId().id() not in columns:
+        raise _Fallback(f"{e.sql()}: its argument is not a column of the table")
+    name = columns[attr.exprId().id()]
+    try:
+        return schema.find_field(name, case_sensitive=False)
+    except ValueError:
+        raise _Fallback(f"{e.sql()}: {name} is not a top-level column") from None
+
+
+def _python(t, v):
+    """A bound as the Python value Spark takes for the column's type."""
+    if v is None:
+        return None
+    if isinstance(t, DateType):
+        return datetime.date(1970, 1, 1) + datetime.timedelta(days=v)
+    if isinstance(t, (TimestampType, TimestamptzType)):
+        value = _EPOCH + datetime.timedelta(microseconds=v)
+        return value if isinstance(t, TimestamptzType) else value.replace(tzinfo=None)
+    if isinstance(t, DecimalType) and not isinstance(v, Decimal):
+        return Decimal(v)
+    return v
