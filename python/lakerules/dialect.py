@@ -81,6 +81,21 @@ class Restore(exp.Expression):
     arg_types = {"this": True, "version": False, "ref_text": False, "timestamp_text": False}
 
 
+class RefStatement(exp.Expression):
+    """Iceberg's branch and tag DDL, ALTER TABLE t ...:
+    ``CREATE [OR REPLACE] | REPLACE BRANCH|TAG [IF NOT EXISTS] name [AS OF VERSION n] [RETAIN n unit]
+    [WITH SNAPSHOT RETENTION [n SNAPSHOTS] [n unit]]`` (no snapshot retention for a tag) and
+    ``DROP BRANCH|TAG [IF EXISTS] name``. ``this`` the table's name parts; ``op`` CREATE, REPLACE,
+    CREATE OR REPLACE or DROP; ``kind`` BRANCH or TAG; ``name``; ``if_exists`` (IF [NOT] EXISTS);
+    ``version``; ``retain_ms``, ``min_snapshots``, ``max_snapshot_age_ms`` (None: not given)."""
+
+    arg_types = {"this": True, "op": True, "kind": True, "name": True, "if_exists": False, "version": False,
+                 "retain_ms": False, "min_snapshots": False, "max_snapshot_age_ms": False}
+
+
+_TIME_UNITS = {"DAYS": 86_400_000, "HOURS": 3_600_000, "MINUTES": 60_000}
+
+
 # Tokens that continue an expression: after a column name they mean it was not just a name.
 _OPERATORS = {
     TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH, TokenType.MOD, TokenType.L_PAREN,
@@ -102,6 +117,8 @@ class LakeSpark(Spark):
                 return self._parse_call()
             if self._curr and self._curr.token_type == TokenType.ALTER and self._is_partition_field():
                 return self._parse_partition_field()
+            if self._curr and self._curr.token_type == TokenType.ALTER and _ref_op_at(self._tokens, self._index) is not None:
+                return self._parse_ref_statement()
             if self._curr and self._curr.token_type in (TokenType.DESC, TokenType.DESCRIBE) \
                     and _is_history(self._tokens, self._index):
                 self._advance(2)
@@ -196,6 +213,88 @@ class LakeSpark(Spark):
             if self._parse_assignment() is None:
                 self._expected("an argument value")
             return name, self.sql[first.start : self._prev.end + 1]
+
+        # ---- ALTER TABLE ... CREATE / REPLACE / DROP BRANCH / TAG (Iceberg's extensions) --------
+
+        def _parse_ref_statement(self) -> RefStatement:
+            self._advance(2)  # ALTER TABLE
+            table = self._parse_name_parts("ALTER TABLE needs a table name")
+            words = self._upper_words(4)
+            if words[:3] == ["CREATE", "OR", "REPLACE"]:
+                op, n = "CREATE OR REPLACE", 3
+            elif words[:1] in (["CREATE"], ["REPLACE"], ["DROP"]):
+                op, n = words[0], 1
+            else:
+                self._expected("CREATE, REPLACE or DROP BRANCH or TAG after the table name")
+            self._advance(n)
+            kind = self._curr.text.upper() if not self._at_end() else ""
+            if kind not in ("BRANCH", "TAG"):
+                self._expected("BRANCH or TAG")
+            self._advance()
+            if_exists = False
+            if op == "CREATE" and self._upper_words(3) == ["IF", "NOT", "EXISTS"]:
+                self._advance(3)
+                if_exists = True
+            elif op == "DROP" and self._upper_words(2) == ["IF", "EXISTS"]:
+                self._advance(2)
+                if_exists = True
+            name = self._ref_name(kind)
+            out = RefStatement(this=table, op=op, kind=kind, name=name, if_exists=if_exists)
+            if op != "DROP":
+                if self._upper_words(3) == ["AS", "OF", "VERSION"]:
+                    self._advance(3)
+                    out.set("version", self._whole_number("AS OF VERSION takes a snapshot id"))
+                if self._upper_words(1) == ["RETAIN"]:
+                    self._advance()
+                    out.set("retain_ms", self._duration("RETAIN"))
+                if self._upper_words(3) == ["WITH", "SNAPSHOT", "RETENTION"]:
+                    if kind == "TAG":
+                        self.raise_error("a tag has no snapshot retention (WITH SNAPSHOT RETENTION is for branches)",
+                                         self._curr)
+                    self._advance(3)
+                    got = False
+                    if self._upper_words(2)[1:] == ["SNAPSHOTS"]:
+                        out.set("min_snapshots", self._whole_number("expected a number of snapshots"))
+                        self._advance()
+                        got = True
+                    if not self._at_end() and self._curr.token_type == TokenType.NUMBER:
+                        out.set("max_snapshot_age_ms", self._duration("WITH SNAPSHOT RETENTION"))
+                        got = True
+                    if not got:
+                        self._expected("<n> SNAPSHOTS and/or <n> DAYS|HOURS|MINUTES after WITH SNAPSHOT RETENTION")
+            self._end_of_statement()
+            return self.expression(out)
+
+        def _upper_words(self, n: int) -> list[str]:
+            return [t.text.upper() for t in self._tokens[self._index:self._index + n]
+                    if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)]
+
+        def _ref_name(self, kind: str) -> str:
+            if self._at_end():
+                self._error_at_end(f"expected the {kind.lower()}'s name")
+            tok = self._curr
+            if tok.token_type == TokenType.IDENTIFIER or (tok.token_type != TokenType.STRING
+                                                          and tok.text.replace("_", "a").isalnum()):
+                self._advance()
+                return tok.text
+            self.raise_error(f"expected the {kind.lower()}'s name", tok)
+
+        def _whole_number(self, message: str) -> int:
+            if self._at_end():
+                self._error_at_end(message)
+            tok = self._curr
+            if tok.token_type != TokenType.NUMBER or not tok.text.isdigit():
+                self.raise_error(message, tok)
+            self._advance()
+            return int(tok.text)
+
+        def _duration(self, what: str) -> int:
+            number = self._whole_number(f"{what} takes <n> DAYS, HOURS or MINUTES")
+            unit = self._curr.text.upper() if not self._at_end() else ""
+            if unit not in _TIME_UNITS:
+                self._expected(f"DAYS, HOURS or MINUTES after {what} {number}")
+            self._advance()
+            return number * _TIME_UNITS[unit]
 
         # ---- ALTER TABLE ... PARTITION FIELD -----------------------------------------------
 
@@ -410,6 +509,39 @@ def parse_restore(sql: str) -> Restore:
     return _parse_one(sql, Restore, "RESTORE")
 
 
+def parse_ref_statement(sql: str) -> RefStatement:
+    """An ALTER TABLE ... CREATE/REPLACE/DROP BRANCH/TAG statement of sql.
+
+    >>> r = parse_ref_statement("ALTER TABLE lake.db.t CREATE BRANCH IF NOT EXISTS `b-1` AS OF VERSION 7 "
+    ...                         "RETAIN 2 DAYS WITH SNAPSHOT RETENTION 3 SNAPSHOTS 1 HOURS")
+    >>> r.this, r.args["op"], r.args["kind"], r.args["name"], r.args["version"], r.args["retain_ms"]
+    (['lake', 'db', 't'], 'CREATE', 'BRANCH', 'b-1', 7, 172800000)
+    >>> r.args["min_snapshots"], r.args["max_snapshot_age_ms"], r.args["if_exists"]
+    (3, 3600000, True)
+    >>> parse_ref_statement("ALTER TABLE t DROP TAG IF EXISTS v1").args["if_exists"]
+    True
+    """
+    return _parse_one(sql, RefStatement, "ALTER TABLE")
+
+
+def _ref_op_at(tokens, i: int) -> str | None:
+    """ALTER TABLE <name> (CREATE [OR REPLACE] | REPLACE | DROP) (BRANCH | TAG): the operation,
+    looked ahead from the ALTER token at i without moving; None for any other statement."""
+    if [t.text.upper() for t in tokens[i:i + 2]] != ["ALTER", "TABLE"]:
+        return None
+    j = i + 2
+    while j < len(tokens) and (tokens[j].token_type in (TokenType.DOT, TokenType.IDENTIFIER)
+                               or (tokens[j].token_type == TokenType.VAR and tokens[j - 1].token_type in
+                                   (TokenType.DOT, TokenType.TABLE))):
+        j += 1
+    words = [t.text.upper() if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER) else "" for t in tokens[j:j + 4]]
+    if words[:1] in (["CREATE"], ["REPLACE"], ["DROP"]) and words[1:2] in (["BRANCH"], ["TAG"]):
+        return words[0]
+    if words[:3] == ["CREATE", "OR", "REPLACE"] and words[3:4] in (["BRANCH"], ["TAG"]):
+        return "CREATE OR REPLACE"
+    return None
+
+
 def statement_kind(sql: str) -> str | None:
     r"""Which lakerules statement sql is ("OPTIMIZE", "CALL", "PARTITION FIELD", "EXPLAIN",
     "DESCRIBE HISTORY", "RESTORE"), by its
@@ -431,6 +563,8 @@ def statement_kind(sql: str) -> str | None:
         return words[0]
     if words and words[0] in ("DESC", "DESCRIBE") and _is_history(tokens, 0):
         return "DESCRIBE HISTORY"
+    if words == ["ALTER"] and _ref_op_at(tokens, 0) is not None:
+        return "REF"
     if words == ["ALTER"]:
         upper = [t.text.upper() for t in tokens]
         for j in range(2, len(upper) - 2):

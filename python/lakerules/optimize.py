@@ -99,6 +99,7 @@ def command(statement: Statement):
     run_fn = functools.partial(run, statement=statement)
     run_fn.description = statement.text
     run_fn.schema = RESULT_SCHEMA
+    run_fn.writes_data = True  # on a branch when named at one (lakerules.refs)
     run_fn.plan = functools.partial(plan, statement=statement)
     return run_fn
 

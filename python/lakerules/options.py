@@ -18,10 +18,9 @@ Write options (``df.writeTo(t).option(k, v)``, ``df.write.option(k, v).insertInt
 - ``snapshot-property.<key>``: ``<key>`` is set in the commit's snapshot summary (as the session
   setting ``spark.lakerules.snapshot-property.<key>`` does for every commit).
 
-Write-audit-publish: on a table with ``write.wap.enabled=true``, Iceberg's runtime stages a write
-under ``spark.wap.id`` or commits it to the branch ``spark.wap.branch``. lakerules does not
-stage or write to branches yet, so such a write is refused (it would publish unaudited data to
-``main``); on other tables those settings mean nothing, as in Iceberg.
+Write-audit-publish (``spark.wap.id``, ``spark.wap.branch`` on a table with
+``write.wap.enabled=true``) is lakerules.refs'. CREATE OR REPLACE TABLE ... AS SELECT over such a
+table is refused under those settings (it would replace main's table unaudited).
 """
 
 from __future__ import annotations
@@ -95,16 +94,16 @@ WAP_SETTINGS = ("spark.wap.id", "spark.wap.branch")
 
 
 def check_wap(table, name, conf) -> None:
-    """Refuse a write that write-audit-publish would stage or send to a branch: ``table`` a
-    pyiceberg Table, ``conf(key)`` the session's setting or None."""
+    """Refuse a table-replacing write (CTAS/RTAS) that write-audit-publish would stage or send to a
+    branch: ``table`` a pyiceberg Table, ``conf(key)`` the session's setting or None."""
     if str(table.properties.get("write.wap.enabled", "false")).strip().lower() != "true":
         return
     set_ = {k: conf(k) for k in WAP_SETTINGS if conf(k)}
     if set_:
         raise NotSupported(
-            f"lakerules: {name} has write.wap.enabled=true and the session sets {set_}: write-audit-publish "
-            "(staging the write, or writing to that branch) is not supported yet, and writing to main instead "
-            "would publish unaudited data; unset those settings to write to main")
+            f"lakerules: {name} has write.wap.enabled=true and the session sets {set_}: replacing the table "
+            "cannot be staged or written to a branch, and replacing main's would publish unaudited data; "
+            "unset those settings to replace it")
 
 
 def _integer(name, option: str, value: str) -> int:

@@ -35,8 +35,12 @@ class TableRef:
     catalog: str
     namespace: tuple[str, ...]
     name: str
+    ref: str | None = None  # named at a branch or tag: "branch:b", "tag:v" (lakerules.refs)
 
     def __str__(self) -> str:
+        if self.ref:
+            kind, _, ref = self.ref.partition(":")
+            return ".".join([self.catalog, *self.namespace, self.name, f"{kind}_{ref}"])
         return ".".join([self.catalog, *self.namespace, self.name])
 
     @property
@@ -536,7 +540,7 @@ def _relation(plan) -> LakeRelation:
     t = plan.table()
     snapshot = t.snapshotId()
     return LakeRelation(
-        table=TableRef(t.catalogName(), tuple(t.namespace()), t.tableName()),
+        table=TableRef(t.catalogName(), tuple(t.namespace()), t.tableName(), t.ref()),
         snapshot_id=None if snapshot < 0 else snapshot,
         time_travel=bool(plan.timeTravelSpec().isDefined()),
         output=tuple(Attribute(a.name(), a) for a in J.from_seq(plan.output())),

@@ -50,7 +50,7 @@ log = logging.getLogger("lakerules")
 def run_write(ctx, node, query_plan):
     """INSERT INTO / INSERT OVERWRITE / df.writeTo(...) on a lake table."""
     t = node.table
-    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    table = ctx.catalogs.load_for_write(t, ctx.conf)
     removed = []
     if table.current_snapshot() is not None:
         # the commit reads the table's manifest list: one missing or damaged fails here, before

@@ -24,9 +24,10 @@ public final class LakeTable implements Table {
   private final Transform[] partitioning;
   private final Map<String, String> properties;
   private final long snapshotId;
+  private final String ref;
 
   LakeTable(String catalogName, Identifier ident, String name, StructType schema,
-      Transform[] partitioning, Map<String, String> properties, long snapshotId) {
+      Transform[] partitioning, Map<String, String> properties, long snapshotId, String ref) {
     this.catalogName = catalogName;
     this.ident = ident;
     this.name = name;
@@ -34,6 +35,7 @@ public final class LakeTable implements Table {
     this.partitioning = partitioning;
     this.properties = Collections.unmodifiableMap(properties);
     this.snapshotId = snapshotId;
+    this.ref = ref;
   }
 
   public String catalogName() { return catalogName; }
@@ -41,6 +43,11 @@ public final class LakeTable implements Table {
   public String tableName() { return ident.name(); }
   /** The snapshot this table was loaded at, or -1 when the table has none yet. */
   public long snapshotId() { return snapshotId; }
+  /**
+   * The branch or tag this table was named with (lake.db.t.branch_b: "branch:b"; lake.db.t.tag_v:
+   * "tag:v"), or null: the table itself. The identifier is then the table's (db.t).
+   */
+  public String ref() { return ref; }
 
   @Override public String name() { return name; }
   @SuppressWarnings("deprecation")
@@ -65,7 +72,7 @@ public final class LakeTable implements Table {
     if (this == o) return true;
     if (!(o instanceof LakeTable)) return false;
     LakeTable t = (LakeTable) o;
-    return snapshotId == t.snapshotId && catalogName.equals(t.catalogName) && ident.equals(t.ident)
+    return snapshotId == t.snapshotId && java.util.Objects.equals(ref, t.ref) && catalogName.equals(t.catalogName) && ident.equals(t.ident)
         && name.equals(t.name) && schema.equals(t.schema) && properties.equals(t.properties)
         && describe(partitioning).equals(describe(t.partitioning));
   }
@@ -83,6 +90,6 @@ public final class LakeTable implements Table {
 
   @Override
   public String toString() {
-    return "LakeTable(" + name + (snapshotId >= 0 ? ", snapshot=" + snapshotId : "") + ")";
+    return "LakeTable(" + name + (ref != null ? ", " + ref : "") + (snapshotId >= 0 ? ", snapshot=" + snapshotId : "") + ")";
   }
 }
