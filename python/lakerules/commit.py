@@ -541,6 +541,36 @@ class _RowDelta(_Merging, _OverwriteFiles):
             _validate_no_matching_data_added(table, head, v.conflict_filter, base)
 
 
+def validate_overwrite(table: Table, base_id: int | None, replaced: list, conflict_filter=None,
+                       partitions: set | None = None) -> None:
+    """An overwrite's validation (write options isolation-level, validate-from-snapshot-id) from
+    snapshot base_id to ``table``'s current snapshot (a write's view: its branch head): the
+    files it replaces must still be live with no new deletes against them; data added meanwhile
+    matching ``conflict_filter`` or in ``partitions`` ((spec id, partition) pairs) conflicts.
+    ConflictError, nothing committed."""
+    head = table.current_snapshot()
+    if head is None or head.snapshot_id == base_id:
+        return
+    base = table.metadata.snapshot_by_id(base_id) if base_id is not None else None
+    try:
+        if replaced:
+            _validate_data_files_exist(table, head, set(replaced), base)
+            _validate_no_new_deletes(table, head, replaced, base)
+        if conflict_filter is not None:
+            _validate_no_matching_data_added(table, head, conflict_filter, base)
+        if partitions:
+            hits = [e.data_file.file_path for e in _added_data_files(table, head, None, None, base)
+                    if e.data_file.content == DataFileContent.DATA
+                    and (e.data_file.spec_id, tuple(e.data_file.partition)) in partitions]
+            if hits:
+                raise ValidationException(f"data files were added meanwhile in partitions this write replaces: {sorted(hits)[:5]}")
+    except ValidationException as e:
+        raise ConflictError(
+            f"lakerules: conflict on {table.name()}: {e}. A commit since snapshot {base_id} changed what this "
+            "overwrite replaces; nothing was committed. Run it again."
+        ) from e
+
+
 def _validate_no_new_deletes(table: Table, head, data_files, base) -> None:
     """No delete file committed after base (position or equality) may apply to data_files:
     the commit deletes rows of those files by position, or carries their rows over into new

@@ -58,15 +58,26 @@ def run_write(ctx, node, query_plan):
         table.current_snapshot().manifests(table.io)
     if node.mode == "overwrite":
         removed = _files_to_overwrite(table, node.delete_condition)  # before writing: fail early
+    summary = options.write_summary(t, dict(node.options))
+    level, start = options.write_validation(t, dict(node.options))
+    read = table.current_snapshot()
+    if start is not None:
+        _check_validate_from(t, table, start)
     written = write_data_files(ctx, t.catalog, table, J.dataframe(ctx.spark, query_plan))
     try:
-        summary = options.write_summary(t, dict(node.options))
         if node.mode == "append":
             commit.append(table, written, summary)
         elif node.mode == "overwrite":
+            if level is not None or start is not None:
+                table = _validated(ctx, t, table, read, start, level, removed, node.delete_condition, None)
             commit.overwrite(table, removed, written, summary)
         elif node.mode == "dynamic":
-            commit.overwrite(table, _files_in_partitions(table, written), written, summary)
+            replaced = _files_in_partitions(table, written)
+            if level is not None or start is not None:
+                keys = {(f.spec_id, tuple(f.partition)) for f in written}
+                table = _validated(ctx, t, table, read, start, level, replaced, None, keys)
+                replaced = _files_in_partitions(table, written) if level == "snapshot" else replaced
+            commit.overwrite(table, replaced, written, summary)
         else:
             raise NotSupported(f"lakerules: write mode {node.mode} is not supported")
     except BaseException as e:
@@ -75,11 +86,37 @@ def run_write(ctx, node, query_plan):
     return J.empty_result(ctx.spark)
 
 
+def _check_validate_from(t, table: Table, start: int) -> None:
+    """validate-from-snapshot-id must name a snapshot of the history the write commits onto."""
+    from pyiceberg.table.snapshots import ancestors_of
+
+    head = table.current_snapshot()
+    if head is None or start not in {s.snapshot_id for s in ancestors_of(head, table.metadata)}:
+        raise LakeError(f"lakerules: writing {t}: write option {options.VALIDATE_FROM} {start} is not a snapshot "
+                        "of the history this write commits onto")
+
+
+def _validated(ctx, t, table: Table, read, start, level, replaced: list, condition, partitions):
+    """The overwrite's conflict validation from ``start`` (default: the snapshot it read) to the
+    branch head as it is now (the table loaded again, returned to commit on): a removed file gone
+    or given new deletes meanwhile is a conflict at both levels; under serializable, so is data
+    added where the overwrite writes (rows matching ``condition``, or files in ``partitions``)."""
+    fresh = ctx.catalogs.load_for_write(t, ctx.conf)
+    base = start if start is not None else (read.snapshot_id if read is not None else None)
+    if start is not None:
+        _check_validate_from(t, fresh, start)
+    conflict_filter = None
+    if level != "snapshot" and condition is not None:
+        conflict_filter = to_iceberg(condition)[0]
+    commit.validate_overwrite(fresh, base, replaced, conflict_filter, partitions if level != "snapshot" else None)
+    return fresh
+
+
 def run_ctas(ctx, node, query_plan):
     """CREATE TABLE ... AS SELECT / REPLACE TABLE ... AS SELECT on a lake catalog."""
     t = node.table
     paths.check_identifier(t.namespace, t.name)  # before REPLACE drops the old table
-    summary = options.write_summary(t, dict(node.options))
+    summary = options.write_summary(t, dict(node.options), ctas=True)
     catalog = ctx.catalogs.get(t.catalog)
     exists = catalog.table_exists(t.identifier)
     if exists and node.if_not_exists:

@@ -22,7 +22,7 @@ def check_options(plan: Node, ctx) -> Node:
             options.check_read(plan.table, dict(opts))
         case WriteToLake(options=opts) | CreateTableAsSelect(options=opts):
             if opts:
-                options.write_summary(plan.table, dict(opts))
+                options.write_summary(plan.table, dict(opts), ctas=isinstance(plan, CreateTableAsSelect))
             _check_target(plan, ctx)
         case WriteDeletes() | WriteUpdate() | WriteMerge():
             _check_target(plan, ctx)

@@ -6,7 +6,10 @@ import java.util.Map;
 import java.util.Set;
 
 import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.StructType;
@@ -16,7 +19,7 @@ import org.apache.spark.sql.types.StructType;
  * snapshot it was loaded at. It reads and writes nothing itself; the Python rules replace every
  * relation over it before Spark plans execution.
  */
-public final class LakeTable implements Table {
+public final class LakeTable implements Table, SupportsRead {
   private final String catalogName;
   private final Identifier ident;
   private final String name;
@@ -54,6 +57,16 @@ public final class LakeTable implements Table {
   @Override public StructType schema() { return schema; }
   @Override public Transform[] partitioning() { return partitioning.clone(); }
   @Override public Map<String, String> properties() { return properties; }
+
+  /**
+   * Readable, so that spark.read.format("iceberg").load(name) (LakeSource) makes a relation over
+   * it as spark.table does; the rules plan every such relation's scan before Spark would ask this.
+   */
+  @Override
+  public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+    throw Bridge.sneakyThrow(Bridge.analysisError("lakerules: the read of " + name
+        + " was not planned: is the lakerules registry attached (lakerules.attach(spark))?"));
+  }
 
   @Override
   public Set<TableCapability> capabilities() {
