@@ -93,6 +93,27 @@ class RefStatement(exp.Expression):
                  "retain_ms": False, "min_snapshots": False, "max_snapshot_age_ms": False}
 
 
+class WriteOrder(exp.Expression):
+    """Iceberg's ALTER TABLE t WRITE (DISTRIBUTED BY PARTITION | [LOCALLY] ORDERED BY fields | UNORDERED)...:
+    ``this`` the table's name parts; ``distributed`` (DISTRIBUTED BY PARTITION given), ``locally``,
+    ``unordered``, ``fields`` a list of :class:`SortFieldSpec` (None: no ORDERED BY)."""
+
+    arg_types = {"this": True, "distributed": False, "locally": False, "unordered": False, "fields": False}
+
+
+class SortFieldSpec(exp.Expression):
+    """A sort field: ``field`` a :class:`FieldSpec` (a column or a transform), ``desc``,
+    ``nulls_first`` (None: the direction's default, as Iceberg: first for ASC, last for DESC)."""
+
+    arg_types = {"field": True, "desc": False, "nulls_first": False}
+
+
+class IdentifierFields(exp.Expression):
+    """ALTER TABLE t SET|DROP IDENTIFIER FIELDS a, b.c | (a, b.c): ``op``, ``fields`` name parts."""
+
+    arg_types = {"this": True, "op": True, "fields": True}
+
+
 _TIME_UNITS = {"DAYS": 86_400_000, "HOURS": 3_600_000, "MINUTES": 60_000}
 
 
@@ -119,6 +140,12 @@ class LakeSpark(Spark):
                 return self._parse_partition_field()
             if self._curr and self._curr.token_type == TokenType.ALTER and _ref_op_at(self._tokens, self._index) is not None:
                 return self._parse_ref_statement()
+            if self._curr and self._curr.token_type == TokenType.ALTER:
+                order_kind = _order_op_at(self._tokens, self._index)
+                if order_kind == "WRITE ORDER":
+                    return self._parse_write_order()
+                if order_kind == "IDENTIFIER FIELDS":
+                    return self._parse_identifier_fields()
             if self._curr and self._curr.token_type in (TokenType.DESC, TokenType.DESCRIBE) \
                     and _is_history(self._tokens, self._index):
                 self._advance(2)
@@ -295,6 +322,75 @@ class LakeSpark(Spark):
                 self._expected(f"DAYS, HOURS or MINUTES after {what} {number}")
             self._advance()
             return number * _TIME_UNITS[unit]
+
+        # ---- ALTER TABLE ... WRITE ..., SET/DROP IDENTIFIER FIELDS (Iceberg's extensions) -------
+
+        def _parse_write_order(self) -> WriteOrder:
+            self._advance(2)  # ALTER TABLE
+            table = self._parse_name_parts("ALTER TABLE needs a table name")
+            self._advance()  # WRITE
+            out = WriteOrder(this=table)
+            clauses = 0
+            while not self._at_end() and self._curr.token_type != TokenType.SEMICOLON:
+                words = self._upper_words(3)
+                if words == ["DISTRIBUTED", "BY", "PARTITION"] and not out.args.get("distributed"):
+                    self._advance(3)
+                    out.set("distributed", True)
+                elif words[:1] == ["UNORDERED"] and out.args.get("fields") is None and not out.args.get("unordered"):
+                    self._advance()
+                    out.set("unordered", True)
+                elif (words[:3] == ["LOCALLY", "ORDERED", "BY"] or words[:2] == ["ORDERED", "BY"]) \
+                        and out.args.get("fields") is None and not out.args.get("unordered"):
+                    locally = words[0] == "LOCALLY"
+                    self._advance(3 if locally else 2)
+                    out.set("locally", locally)
+                    wrapped = self._match(TokenType.L_PAREN)
+                    fields = [self._parse_sort_field()]
+                    while self._match(TokenType.COMMA):
+                        fields.append(self._parse_sort_field())
+                    if wrapped and not self._match(TokenType.R_PAREN):
+                        self._expected(", or ) after a sort field")
+                    out.set("fields", fields)
+                else:
+                    self._expected("DISTRIBUTED BY PARTITION, [LOCALLY] ORDERED BY or UNORDERED (each once)")
+                clauses += 1
+            if not clauses:
+                self._error_at_end("expected DISTRIBUTED BY PARTITION, [LOCALLY] ORDERED BY or UNORDERED after WRITE")
+            if out.args.get("distributed") and out.args.get("fields") is not None and not out.args.get("locally"):
+                self.raise_error("DISTRIBUTED BY PARTITION goes with LOCALLY ORDERED BY (a global ORDERED BY "
+                                 "distributes by range)", self._prev)
+            self._end_of_statement()
+            return self.expression(out)
+
+        def _parse_sort_field(self) -> SortFieldSpec:
+            field = self._parse_field_spec(alias_allowed=False)
+            desc = nulls_first = None
+            if self._match(TokenType.DESC):
+                desc = True
+            elif self._match(TokenType.ASC):
+                desc = False
+            if self._upper_words(1) == ["NULLS"]:
+                self._advance()
+                which = self._upper_words(1)
+                if which not in (["FIRST"], ["LAST"]):
+                    self._expected("FIRST or LAST after NULLS")
+                self._advance()
+                nulls_first = which == ["FIRST"]
+            return SortFieldSpec(field=field, desc=bool(desc), nulls_first=nulls_first)
+
+        def _parse_identifier_fields(self) -> IdentifierFields:
+            self._advance(2)  # ALTER TABLE
+            table = self._parse_name_parts("ALTER TABLE needs a table name")
+            op = self._curr.text.upper()
+            self._advance(3)  # SET|DROP IDENTIFIER FIELDS
+            wrapped = self._match(TokenType.L_PAREN)
+            fields = [self._column_parts("a column")]
+            while self._match(TokenType.COMMA):
+                fields.append(self._column_parts("a column"))
+            if wrapped and not self._match(TokenType.R_PAREN):
+                self._expected(", or ) after a column")
+            self._end_of_statement()
+            return self.expression(IdentifierFields(this=table, op=op, fields=fields))
 
         # ---- ALTER TABLE ... PARTITION FIELD -----------------------------------------------
 
@@ -542,6 +638,49 @@ def _ref_op_at(tokens, i: int) -> str | None:
     return None
 
 
+def parse_write_order(sql: str) -> WriteOrder:
+    """An ALTER TABLE ... WRITE statement of sql.
+
+    >>> w = parse_write_order("ALTER TABLE lake.db.t WRITE DISTRIBUTED BY PARTITION LOCALLY ORDERED BY "
+    ...                       "bucket(4, id) DESC NULLS FIRST, `a b`")
+    >>> w.args["distributed"], w.args["locally"], [f.args["field"].args.get("transform") for f in w.args["fields"]]
+    (True, True, ['bucket', None])
+    >>> [(f.args["desc"], f.args["nulls_first"]) for f in w.args["fields"]]
+    [(True, True), (False, None)]
+    >>> parse_write_order("ALTER TABLE t WRITE UNORDERED").args["unordered"]
+    True
+    """
+    return _parse_one(sql, WriteOrder, "ALTER TABLE")
+
+
+def parse_identifier_fields(sql: str) -> IdentifierFields:
+    """An ALTER TABLE ... SET|DROP IDENTIFIER FIELDS statement of sql.
+
+    >>> i = parse_identifier_fields("ALTER TABLE t SET IDENTIFIER FIELDS (id, s.k)")
+    >>> i.args["op"], i.args["fields"]
+    ('SET', [['id'], ['s', 'k']])
+    """
+    return _parse_one(sql, IdentifierFields, "ALTER TABLE")
+
+
+def _order_op_at(tokens, i: int) -> str | None:
+    """ALTER TABLE <name> WRITE ... -> "WRITE ORDER"; ALTER TABLE <name> SET|DROP IDENTIFIER FIELDS
+    -> "IDENTIFIER FIELDS"; None otherwise (looked ahead from the ALTER token at i)."""
+    if [t.text.upper() for t in tokens[i:i + 2]] != ["ALTER", "TABLE"]:
+        return None
+    j = i + 2
+    while j < len(tokens) and (tokens[j].token_type in (TokenType.DOT, TokenType.IDENTIFIER)
+                               or (tokens[j].token_type == TokenType.VAR and tokens[j - 1].token_type in
+                                   (TokenType.DOT, TokenType.TABLE))):
+        j += 1
+    words = [t.text.upper() if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER) else "" for t in tokens[j:j + 3]]
+    if words[:1] == ["WRITE"] and words[1:2] in (["DISTRIBUTED"], ["LOCALLY"], ["ORDERED"], ["UNORDERED"]):
+        return "WRITE ORDER"
+    if words[:1] in (["SET"], ["DROP"]) and words[1:3] == ["IDENTIFIER", "FIELDS"]:
+        return "IDENTIFIER FIELDS"
+    return None
+
+
 def statement_kind(sql: str) -> str | None:
     r"""Which lakerules statement sql is ("OPTIMIZE", "CALL", "PARTITION FIELD", "EXPLAIN",
     "DESCRIBE HISTORY", "RESTORE"), by its
@@ -565,6 +704,8 @@ def statement_kind(sql: str) -> str | None:
         return "DESCRIBE HISTORY"
     if words == ["ALTER"] and _ref_op_at(tokens, 0) is not None:
         return "REF"
+    if words == ["ALTER"] and _order_op_at(tokens, 0) is not None:
+        return _order_op_at(tokens, 0)
     if words == ["ALTER"]:
         upper = [t.text.upper() for t in tokens]
         for j in range(2, len(upper) - 2):

@@ -14,6 +14,10 @@ Iceberg's branches and tags (lakerules.history, lakerules.refs):
         [RETAIN n DAYS|HOURS|MINUTES] [WITH SNAPSHOT RETENTION [n SNAPSHOTS] [n DAYS|HOURS|MINUTES]]
     ALTER TABLE t DROP BRANCH|TAG [IF EXISTS] name
 
+Iceberg's write order (lakerules.write_order):
+    ALTER TABLE t WRITE [DISTRIBUTED BY PARTITION] [LOCALLY] ORDERED BY <fields> | UNORDERED
+    ALTER TABLE t SET | DROP IDENTIFIER FIELDS a, b
+
 Iceberg's maintenance procedures on a lake catalog (lakerules.maintenance):
     CALL lake.system.remove_orphan_files(table => 'db.t', ...)
     CALL lake.system.expire_snapshots(table => 'db.t', ...)
@@ -62,6 +66,14 @@ def parse(ctx, sql_text: str):
 
         stmt = dialect.parse_ref_statement(sql_text)
         return _marked(ctx, stmt.this, history.ref_command(stmt))
+    if kind in ("WRITE ORDER", "IDENTIFIER FIELDS"):  # lakerules.write_order
+        from lakerules import write_order
+
+        if kind == "WRITE ORDER":
+            stmt = dialect.parse_write_order(sql_text)
+            return _marked(ctx, stmt.this, write_order.command(stmt))
+        stmt = dialect.parse_identifier_fields(sql_text)
+        return _marked(ctx, stmt.this, write_order.identifier_fields_command(stmt))
     if kind == "OPTIMIZE":  # OPTIMIZE ... [ZORDER BY ...]: lakerules.optimize
         from lakerules import optimize
 

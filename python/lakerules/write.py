@@ -33,7 +33,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, options, partitioning, paths, progress, schema as schemas
+from lakerules import commit, jvm as J, options, partitioning, paths, progress, schema as schemas, write_order
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.row_plans import every_row_matches, has_negation
@@ -164,12 +164,15 @@ def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> lis
 
 def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields=None,
                 content: DataFileContent = DataFileContent.DATA, equality_ids=None,
-                cluster: bool = False, order_by: tuple[str, ...] = ()) -> list[DataFile]:
+                cluster: bool = False, order_by: tuple[str, ...] = (), distribute: bool = True) -> list[DataFile]:
     """Write df as files of the table's current spec: its columns are ``fields`` (default: all the
     table's columns), in order; ``content`` and ``equality_ids`` say what kind of file it is.
     ``cluster`` shuffles rows by partition first, so each partition is one task's one file (for
     delete files: few and small). ``order_by`` names columns of df after those, which order the
-    rows within each written file and are not written."""
+    rows within each written file and are not written. Without ``order_by``, data files follow the
+    table's write order (lakerules.write_order): distributed by its ``write.distribution-mode``
+    (unless ``cluster``, or not ``distribute``: the caller chose the tasks) and sorted within
+    each file by its sort order."""
     schema, spec = table.schema(), table.spec()
     fields = fields if fields is not None else schema.as_struct().fields
     if len(df.columns) != len(fields) + len(order_by):
@@ -185,11 +188,20 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     out = df.select(*columns, *[df[J.quote(c)] for c in order_by])
     if part_cols:
         out = out.select("*", *[p.expr for p in part_cols])
+    order = write_order.layout(table, catalog_name) if content == DataFileContent.DATA and not order_by else None
+    dirs = [J.column(p.dir_name) for p in part_cols]
     if cluster:
-        out = out.repartition(*[J.column(p.dir_name) for p in part_cols]) if part_cols else out.coalesce(1)
+        out = out.repartition(*dirs) if part_cols else out.coalesce(1)
+    elif order is not None and distribute:
+        if order.mode == "hash" and part_cols:
+            out = out.repartition(*dirs)
+        elif order.mode == "range" and (part_cols or order.sort):
+            out = out.repartitionByRange(*dirs, *order.sort)
     if order_by:
         # Sorted by the partition columns first, as Spark's writer needs: it then adds no sort of its own.
-        out = out.sortWithinPartitions(*[J.column(p.dir_name) for p in part_cols], *order_by).drop(*order_by)
+        out = out.sortWithinPartitions(*dirs, *order_by).drop(*order_by)
+    elif order is not None and order.sort:
+        out = out.sortWithinPartitions(*dirs, *order.sort)
 
     target = _new_target(table)
     writer = (
@@ -202,7 +214,8 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     try:
         writer.parquet(target)
         listed = _list_files(spark, target)
-        return _data_files(table, Schema(*fields), spec, part_cols, target, listed, content, equality_ids)
+        return _data_files(table, Schema(*fields), spec, part_cols, target, listed, content, equality_ids,
+                           sort_order_id=order.sort_order_id if order is not None else None)
     except BaseException:
         _delete_dir(spark, table, target)
         raise
@@ -333,7 +346,8 @@ def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
 
 
 def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, listed,
-                content=DataFileContent.DATA, equality_ids=None, locate=None) -> list[DataFile]:
+                content=DataFileContent.DATA, equality_ids=None, locate=None,
+                sort_order_id: int | None = None) -> list[DataFile]:
     """DataFiles for written files; metrics per the columns written (``schema``). Each file's
     spec and partition come from its directory: decoded per the spec's partition columns, or
     by ``locate(directory) -> (spec_id, values)``."""
@@ -362,7 +376,7 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
             file_format=FileFormat.PARQUET,
             partition=Record(*values),
             file_size_in_bytes=size,
-            sort_order_id=None,
+            sort_order_id=sort_order_id,
             spec_id=spec_id,
             equality_ids=list(equality_ids) if equality_ids else None,
             key_metadata=None,
