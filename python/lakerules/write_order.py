@@ -48,9 +48,23 @@ def command(stmt):
     return run_fn
 
 
-def _set_order(table, a: dict) -> None:
-    from lakerules.statements import _field
+def _field(spec, schema):
+    """A sort field as the dialect parsed it (FieldSpec) -> (transform, source column name), by
+    the partition transforms' rules."""
+    name = spec.args.get("transform")
+    if name is not None:
+        transform, column = partitioning.parse_transform(name, spec.args.get("args") or [])
+    else:
+        transform, column = IdentityTransform(), ".".join(spec.args["column"])
+    try:
+        source = schema.find_field(column, case_sensitive=False)
+    except ValueError:
+        raise LakeError(f"lakerules: sort column {column!r} is not a column of the table") from None
+    partitioning.check_transform(transform, source, column)
+    return transform, schema.find_column_name(source.field_id)
 
+
+def _set_order(table, a: dict) -> None:
     fields = a.get("fields") or []
     if a.get("distributed"):
         mode = "hash"
@@ -63,7 +77,7 @@ def _set_order(table, a: dict) -> None:
     schema = table.schema()
     resolved = []
     for f in fields:
-        transform, column, _ = _field(f.args["field"], schema)  # the partition transforms' rules apply
+        transform, column = _field(f.args["field"], schema)
         desc = bool(f.args.get("desc"))
         nulls_first = f.args.get("nulls_first")
         if nulls_first is None:
