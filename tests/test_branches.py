@@ -85,8 +85,9 @@ def test_reads_and_writes_on_a_branch(spark, ns, iceberg_catalog, duck):
     spark.sql(f"INSERT INTO {t} VALUES (4, 'main')")
 
     def check(main: list[int], branch: list[int]):
-        assert ids_at(iceberg_catalog, t) == main
+        assert ids_at(iceberg_catalog, t) == main == duck_ids_at(duck, iceberg_catalog, t)
         assert ids_at(iceberg_catalog, t, "b") == branch == ours(spark, f"{t}.branch_b")
+        assert duck_ids_at(duck, iceberg_catalog, t, "b") == branch
 
     check([1, 2, 3, 4], [1, 2, 3])
     assert ours(spark, t) == [1, 2, 3, 4]
