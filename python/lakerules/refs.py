@@ -62,11 +62,9 @@ def ref_snapshot_id(table: Table, name, kind: str, ref: str) -> int:
     r = table.metadata.refs.get(ref)
     if r is None or r.snapshot_ref_type.value != kind:
         have = sorted(n for n, x in table.metadata.refs.items() if x.snapshot_ref_type.value == kind)
-        what = "a tag" if r is not None and kind == BRANCH else "a branch" if r is not None else None
-        extra = f" ({ref!r} is {what})" if what else ""
-        raise LakeError(f"lakerules: table {name} has no {kind} {ref!r}{extra}; its {kind}es are {have}"
-                        if kind == BRANCH else
-                        f"lakerules: table {name} has no {kind} {ref!r}{extra}; its {kind}s are {have}")
+        other = f" ({ref!r} is a {r.snapshot_ref_type.value})" if r is not None else ""
+        plural = "branches" if kind == BRANCH else "tags"
+        raise LakeError(f"lakerules: table {name} has no {kind} {ref!r}{other}; its {plural} are {have}")
     return r.snapshot_id
 
 
