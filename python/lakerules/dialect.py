@@ -620,16 +620,26 @@ def parse_ref_statement(sql: str) -> RefStatement:
     return _parse_one(sql, RefStatement, "ALTER TABLE")
 
 
+def _after_table_name(tokens, j: int) -> int:
+    """The index after the multipart name starting at j (words, keywords and quoted names, dotted)."""
+    while j < len(tokens):
+        tok = tokens[j]
+        if tok.token_type == TokenType.IDENTIFIER or (tok.token_type != TokenType.STRING
+                                                       and tok.text.replace("_", "a").isalnum()):
+            j += 1
+            if j < len(tokens) and tokens[j].token_type == TokenType.DOT:
+                j += 1
+                continue
+        return j
+    return j
+
+
 def _ref_op_at(tokens, i: int) -> str | None:
     """ALTER TABLE <name> (CREATE [OR REPLACE] | REPLACE | DROP) (BRANCH | TAG): the operation,
     looked ahead from the ALTER token at i without moving; None for any other statement."""
     if [t.text.upper() for t in tokens[i:i + 2]] != ["ALTER", "TABLE"]:
         return None
-    j = i + 2
-    while j < len(tokens) and (tokens[j].token_type in (TokenType.DOT, TokenType.IDENTIFIER)
-                               or (tokens[j].token_type == TokenType.VAR and tokens[j - 1].token_type in
-                                   (TokenType.DOT, TokenType.TABLE))):
-        j += 1
+    j = _after_table_name(tokens, i + 2)
     words = [t.text.upper() if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER) else "" for t in tokens[j:j + 4]]
     if words[:1] in (["CREATE"], ["REPLACE"], ["DROP"]) and words[1:2] in (["BRANCH"], ["TAG"]):
         return words[0]
@@ -668,11 +678,7 @@ def _order_op_at(tokens, i: int) -> str | None:
     -> "IDENTIFIER FIELDS"; None otherwise (looked ahead from the ALTER token at i)."""
     if [t.text.upper() for t in tokens[i:i + 2]] != ["ALTER", "TABLE"]:
         return None
-    j = i + 2
-    while j < len(tokens) and (tokens[j].token_type in (TokenType.DOT, TokenType.IDENTIFIER)
-                               or (tokens[j].token_type == TokenType.VAR and tokens[j - 1].token_type in
-                                   (TokenType.DOT, TokenType.TABLE))):
-        j += 1
+    j = _after_table_name(tokens, i + 2)
     words = [t.text.upper() if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER) else "" for t in tokens[j:j + 3]]
     if words[:1] == ["WRITE"] and words[1:2] in (["DISTRIBUTED"], ["LOCALLY"], ["ORDERED"], ["UNORDERED"]):
         return "WRITE ORDER"
