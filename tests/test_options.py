@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from pyspark.sql import functions as F
 
 from errors_util import refused
 from lakerules import options
@@ -72,31 +73,66 @@ def test_write_options(spark, ns, iceberg_catalog):
     df.writeTo(created).option("snapshot-property.from", "ctas").create()
     assert iceberg_catalog.load_table(created.split(".", 1)[1]).current_snapshot().summary.get("from") == "ctas"
     before = table.current_snapshot().snapshot_id
-    for name in ("fanout-enabled", "isolation-level", "validate-from-snapshot-id", "target-file-size-bytes"):
-        refused(spark, lambda n=name: df.writeTo(t).option(n, "1").append(), name, "snapshot-property.<key>")
+    for name in ("fanout-enabled", "target-file-size-bytes", "distribution-mode"):
+        refused(spark, lambda n=name: df.writeTo(t).option(n, "1").append(), name, *options.WRITE_OPTIONS)
+    refused(spark, lambda: df.writeTo(t).option("isolation-level", "strict").append(), "serializable or snapshot")
+    refused(spark, lambda: df.writeTo(t).option("validate-from-snapshot-id", "x").append(), "whole number")
+    refused(spark, lambda: df.writeTo(t).option("validate-from-snapshot-id", "42").append(), "42 is not a snapshot")
+    refused(spark, lambda: df.writeTo(f"lake.{ns}.c2").option("isolation-level", "snapshot").create(),
+            "isolation-level", "creating a table")
     assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id == before
 
 
-def test_write_audit_publish_settings_are_refused_not_ignored(spark, ns, iceberg_catalog):
-    """On a table with write.wap.enabled=true, spark.wap.id / spark.wap.branch would stage the write
-    or send it to a branch: lakerules does neither yet, and writing to main would publish
-    unaudited data, so the write is refused. Elsewhere the settings mean nothing (as in Iceberg)."""
-    t, plain = f"lake.{ns}.wap", f"lake.{ns}.nowap"
-    spark.sql(f"CREATE TABLE {t} (id INT) TBLPROPERTIES ('write.wap.enabled' = 'true')")
-    spark.sql(f"CREATE TABLE {plain} (id INT)")
-    try:
-        for key in options.WAP_SETTINGS:
-            spark.conf.set(key, "audit1")
-            for sql in (f"INSERT INTO {t} VALUES (1)", f"DELETE FROM {t} WHERE id = 1", f"UPDATE {t} SET id = 2",
-                        f"MERGE INTO {t} t USING (SELECT 1 AS id) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"):
-                refused(spark, sql, "write.wap.enabled", key)
-            refused(spark, lambda: spark.createDataFrame([(1,)], "id INT").writeTo(t).append(), key)
-            spark.sql(f"INSERT INTO {plain} VALUES (1)")
-            spark.conf.unset(key)
-    finally:
-        for key in options.WAP_SETTINGS:
-            spark.conf.unset(key)
-    assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot() is None
-    assert len(iceberg_catalog.load_table(plain.split(".", 1)[1]).snapshots()) == 2
-    spark.sql(f"INSERT INTO {t} VALUES (1)")
-    assert ids(spark.table(t)) == [1]
+def test_overwrite_validation_options(spark, ns, iceberg_catalog):
+    """isolation-level and validate-from-snapshot-id: an overwrite validates the commits since that
+    snapshot; serializable refuses data added where it overwrites, snapshot does not."""
+    t = f"lake.{ns}.valid"
+    spark.sql(f"CREATE TABLE {t} (id INT, p INT) PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2)")
+    start = iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id
+    spark.sql(f"INSERT INTO {t} VALUES (3, 2)")  # lands after start, in partition p=2
+    head = iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id
+    new = spark.createDataFrame([(9, 2)], "id INT, p INT")
+    refused(spark, lambda: new.writeTo(t).option("validate-from-snapshot-id", str(start)).overwritePartitions(),
+            "conflict", "partitions this write replaces")
+    refused(spark, lambda: new.writeTo(t).option("validate-from-snapshot-id", str(start))
+            .option("isolation-level", "serializable").overwrite(F.col("p") == 2), "conflict")
+    assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id == head
+    new.writeTo(t).option("validate-from-snapshot-id", str(start)).option("isolation-level", "snapshot").overwritePartitions()
+    new.writeTo(t).option("validate-from-snapshot-id", str(start)).append()  # an append conflicts with nothing
+    assert ids(spark.table(t)) == [1, 9, 9]
+
+
+def test_format_iceberg(spark, ns, iceberg_catalog):
+    """format("iceberg") as Iceberg's runtime takes it: load/save a table by name, with options."""
+    t = f"lake.{ns}.fmt"
+    spark.sql(f"CREATE TABLE {t} (id INT)")
+    spark.createDataFrame([(1,)], "id INT").write.format("iceberg").mode("append") \
+        .option("snapshot-property.src", "save").save(t)
+    first = iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot()
+    assert first.summary.get("src") == "save"
+    spark.createDataFrame([(2,)], "id INT").write.format("iceberg").mode("append").save(t)
+    assert ids(spark.read.format("iceberg").load(t)) == [1, 2]
+    assert ids(spark.read.format("iceberg").option("snapshot-id", first.snapshot_id).load(t)) == [1]
+    refused(spark, lambda: spark.read.format("iceberg").option("split-size", 1).load(t).collect(), "split-size")
+    refused(spark, lambda: spark.read.format("iceberg").load("/tmp/some/dir").collect(), "not a file path")
+    refused(spark, lambda: spark.createDataFrame([(3,)], "id INT").write.format("iceberg").mode("append")
+            .option("fanout-enabled", "true").save(t), "fanout-enabled")
+    spark.createDataFrame([(3,)], "id INT").write.format("iceberg").mode("overwrite").save(t)
+    assert ids(spark.table(t)) == [3]
+
+
+def test_readme_lists_exactly_the_options_honored(spark, history):
+    """Every option the README's "Read and write options" section lists is one lakerules honors
+    (the tests above check each), and every option it honors is listed."""
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("### Read and write options", 1)[1].split("\n#", 1)[0]
+    listed = set(re.findall(r"^\| `([a-z.<>-]+)` \|", section, re.MULTILINE))
+    assert listed == set(options.READ_OPTIONS) | set(options.WRITE_OPTIONS), listed
+    t, first = history
+    for name in options.READ_OPTIONS:  # each honored: it changes what is read
+        value = {"snapshot-id": first.snapshot_id, "as-of-timestamp": first.timestamp_ms, "branch": "b", "tag": "v1"}[name]
+        assert ids(spark.read.option(name, value).table(t)) == [1, 2, 3]

@@ -15,7 +15,7 @@ from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
-from lakerules import far_dates, metadata_cache, metadata_files, partitioning, paths, schema as schemas
+from lakerules import far_dates, metadata_cache, metadata_files, partitioning, paths, refs, schema as schemas
 from lakerules.errors import CatalogError, CatalogUnavailable, LakeError, NotSupported, UnreadableFile
 
 # Spark passes these as table properties; they are not Iceberg properties.
@@ -108,6 +108,29 @@ class Catalogs:
     def load(self, catalog: str, namespace, name: str) -> Table:
         return self.get(catalog).load_table((*namespace, name))
 
+    def load_for_write(self, t, conf) -> Table:
+        """The table a write to ``t`` (a plan.TableRef) plans and commits with: at the head of the
+        branch it writes to (its name's branch, or write-audit-publish's), that target attached
+        (lakerules.refs); a LakeError for a tag, a missing branch or contradicting settings."""
+        table = self.load(t.catalog, t.namespace, t.name)
+        return refs.for_write(table, refs.write_target(table, t, refs.parse_ref(t.ref), conf))
+
+    def load_for_statement(self, t, conf, run_fn) -> Table:
+        """The table a statement of lakerules.statements runs on: OPTIMIZE (``run_fn.writes_data``)
+        as any write (a branch named or write-audit-publish's; staging under spark.wap.id is refused:
+        a rewrite publishes no new data to audit); the others on the table itself, never named at a ref."""
+        what = " ".join((getattr(run_fn, "description", None) or "this statement").split())[:80]
+        if getattr(run_fn, "writes_data", False):
+            table = self.load_for_write(t, conf)
+            if refs.target_of(table).branch is None:
+                raise NotSupported(f"lakerules: {what}: {t} has write.wap.enabled=true and the session sets "
+                                   f"spark.wap.id: a rewrite is not staged; unset spark.wap.id to rewrite main's "
+                                   "files, or name a branch (<table>.branch_<name>)")
+            return table
+        if t.ref:
+            raise LakeError(f"lakerules: {what}: {t} names a {t.ref.partition(':')[0]}; name the table itself")
+        return self.load(t.catalog, t.namespace, t.name)
+
     # ---- dispatch from the shim ------------------------------------------------------------
 
     def handle(self, catalog: str, op: str, args: dict) -> dict:
@@ -191,9 +214,25 @@ class Catalogs:
             table = cat.load_table((*ns, tname))
         except (ie.NoSuchTableError, ie.NoSuchNamespaceError):
             meta = self._metadata_table(name, cat, a, ns, tname)
-            if meta is None:
+            if meta is not None:
+                return meta
+            # lake.db.t.branch_b / lake.db.t.tag_v: table db.t at a branch or tag (Iceberg's names),
+            # when no table of that name exists
+            ref = refs.split_identifier(tname) if len(ns) >= 2 else None
+            if ref is None:
                 raise
-            return meta
+            try:
+                table = cat.load_table(ns)
+            except (ie.NoSuchTableError, ie.NoSuchNamespaceError):
+                raise CatalogError("NoSuchTable", "no such table", ns, tname) from None
+            shown = qualified(name, ns[:-1], ns[-1])
+            if "version" in a or "timestamp_micros" in a:
+                raise LakeError(f"lakerules: {qualified(name, ns, tname)} names {ref[0]} {ref[1]!r} of {shown}: "
+                                "VERSION AS OF / TIMESTAMP AS OF would choose another snapshot; give one")
+            snapshot = table.snapshot_by_id(refs.ref_snapshot_id(table, shown, *ref))
+            info = table_info(name, ns, tname, table, snapshot, table.schema())
+            info.update({"ref": f"{ref[0]}:{ref[1]}", "table_namespace": list(ns[:-1]), "table_name": ns[-1]})
+            return info
         if "version" in a:
             snapshot = _snapshot_by_version(table, a["version"])
         elif "timestamp_micros" in a:

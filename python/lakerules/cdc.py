@@ -28,7 +28,11 @@ def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: lis
         raise LakeError("lakerules: delete_by_key needs at least one key column in on=[...]")
     catalog_name, namespace, name = _resolve(spark, table_name)
     commit.use_session(spark)
-    table = _backend.catalogs.load(catalog_name, namespace, name)
+    from lakerules.plan import TableRef
+
+    # to the branch write-audit-publish names, or staged, as every write (lakerules.refs)
+    table = _backend.catalogs.load_for_write(TableRef(catalog_name, tuple(namespace), name),
+                                             lambda key: spark.conf.get(key, None))
     schema, spec = table.schema(), table.spec()
     key_fields = [_column(table, schema, c) for c in on]
     # The files are partitioned like the table, so the partition source columns must be known.

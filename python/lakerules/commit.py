@@ -32,7 +32,7 @@ from pyiceberg.table.update.validate import _added_data_files, _validate_data_fi
 from pyiceberg.typedef import EMPTY_DICT, KeyDefaultDict
 from pyiceberg.utils.bin_packing import ListPacker
 
-from lakerules import metadata_cache
+from lakerules import metadata_cache, refs
 from lakerules.row_plans import isolation_level
 from lakerules.errors import CatalogUnavailable, CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
@@ -78,6 +78,7 @@ def _transaction(table: Table):
     (catalogs.guarded): one known not to have landed is like a rejected one."""
     if before_commit is not None:
         before_commit(table)
+    _create_target_branch(table)
     tx = _Transaction(table)
     yield tx
     try:
@@ -109,6 +110,37 @@ def _transaction(table: Table):
         ) from e
     # the next statement loads the metadata just written: keep it parsed
     metadata_cache.remember(table.metadata_location, table.metadata)
+
+
+def _create_target_branch(table: Table) -> None:
+    """A write to a branch that does not exist yet (spark.wap.branch's first write) forks it
+    where the statement read main (the table's current snapshot as planned), in a metadata-only
+    commit of its own that requires the branch to be still missing, as Iceberg's first write to
+    a new branch starts from main."""
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.update import AssertRefSnapshotId, SetSnapshotRefUpdate
+
+    branch = refs.target_of(table).branch
+    if branch is None or branch in table.metadata.refs or table.metadata.current_snapshot_id is None:
+        return
+    tx = Transaction(table)
+    tx._stage((SetSnapshotRefUpdate(ref_name=branch, type=SnapshotRefType.BRANCH,
+                                     snapshot_id=table.metadata.current_snapshot_id),),
+              (AssertRefSnapshotId(ref=branch, snapshot_id=None),))
+    try:
+        tx.commit_transaction()
+    except CommitFailedException:
+        table.refresh()  # created meanwhile by another writer: write on top of it
+        if branch not in table.metadata.refs:
+            raise
+
+
+def _producer_args(table: Table, summary: dict | None) -> dict:
+    """The branch a producer commits to and its snapshot properties: the write's target
+    (lakerules.refs: a branch, or staged with its wap.id), main when none."""
+    target = refs.target_of(table)
+    extra = {"wap.id": target.wap_id} if target.branch is None and target.wap_id else {}
+    return {"branch": target.branch, "snapshot_properties": snapshot_properties({**(summary or {}), **extra})}
 
 
 class _Transaction(Transaction):
@@ -144,7 +176,7 @@ def append(table: Table, data_files: list, summary: dict | None = None) -> None:
         return
     with _transaction(table) as tx:
         with _Append(operation=Operation.APPEND, transaction=tx, io=table.io,
-                     snapshot_properties=snapshot_properties(summary)) as fa:
+                     **_producer_args(table, summary)) as fa:
             for f in data_files:
                 fa.append_data_file(f)
 
@@ -154,9 +186,9 @@ def overwrite(table: Table, removed: list, added: list, summary: dict | None = N
     if not removed and not added:
         return
     with _transaction(table) as tx:
-        operation = Operation.OVERWRITE if tx.table_metadata.snapshot_by_name(MAIN_BRANCH) is not None else Operation.APPEND
-        with _Overwrite(operation=operation, transaction=tx, io=table.io,
-                        snapshot_properties=snapshot_properties(summary)) as ow:
+        args = _producer_args(table, summary)
+        operation = Operation.OVERWRITE if tx.table_metadata.snapshot_by_name(args["branch"]) is not None else Operation.APPEND
+        with _Overwrite(operation=operation, transaction=tx, io=table.io, **args) as ow:
             for f in removed:
                 ow.delete_data_file(f)
             for f in added:
@@ -509,6 +541,36 @@ class _RowDelta(_Merging, _OverwriteFiles):
             _validate_no_matching_data_added(table, head, v.conflict_filter, base)
 
 
+def validate_overwrite(table: Table, base_id: int | None, replaced: list, conflict_filter=None,
+                       partitions: set | None = None) -> None:
+    """An overwrite's validation (write options isolation-level, validate-from-snapshot-id) from
+    snapshot base_id to ``table``'s current snapshot (a write's view: its branch head): the
+    files it replaces must still be live with no new deletes against them; data added meanwhile
+    matching ``conflict_filter`` or in ``partitions`` ((spec id, partition) pairs) conflicts.
+    ConflictError, nothing committed."""
+    head = table.current_snapshot()
+    if head is None or head.snapshot_id == base_id:
+        return
+    base = table.metadata.snapshot_by_id(base_id) if base_id is not None else None
+    try:
+        if replaced:
+            _validate_data_files_exist(table, head, set(replaced), base)
+            _validate_no_new_deletes(table, head, replaced, base)
+        if conflict_filter is not None:
+            _validate_no_matching_data_added(table, head, conflict_filter, base)
+        if partitions:
+            hits = [e.data_file.file_path for e in _added_data_files(table, head, None, None, base)
+                    if e.data_file.content == DataFileContent.DATA
+                    and (e.data_file.spec_id, tuple(e.data_file.partition)) in partitions]
+            if hits:
+                raise ValidationException(f"data files were added meanwhile in partitions this write replaces: {sorted(hits)[:5]}")
+    except ValidationException as e:
+        raise ConflictError(
+            f"lakerules: conflict on {table.name()}: {e}. A commit since snapshot {base_id} changed what this "
+            "overwrite replaces; nothing was committed. Run it again."
+        ) from e
+
+
 def _validate_no_new_deletes(table: Table, head, data_files, base) -> None:
     """No delete file committed after base (position or equality) may apply to data_files:
     the commit deletes rows of those files by position, or carries their rows over into new
@@ -616,8 +678,8 @@ def row_delta(table: Table, data_files: list, delete_files: list, summary: dict 
                 operation=operation,
                 transaction=tx,
                 io=table.io,
-                snapshot_properties=snapshot_properties(summary),
                 validation=validation,
+                **_producer_args(table, summary),
             )
             with producer:
                 for f in data_files:
@@ -664,9 +726,10 @@ def rewrite(table: Table, starting_snapshot_id: int, removed: list, added: list,
     if not removed and not added:
         return []
     with _transaction(table) as tx:
+        args = _producer_args(table, summary)
         producer = _RewriteFiles(
             tx, table.io, starting_snapshot_id, removed, added, removed_deletes, deletes_needed,
-            snapshot_properties(summary),
+            args["snapshot_properties"], branch=args["branch"],
         )
         with producer:
             pass
@@ -675,9 +738,9 @@ def rewrite(table: Table, starting_snapshot_id: int, removed: list, added: list,
 
 class _RewriteFiles(_Merging, _SnapshotProducer):
     def __init__(self, transaction, io, starting_snapshot_id: int, removed, added, removed_deletes,
-                 deletes_needed: set[str], snapshot_properties: dict):
+                 deletes_needed: set[str], snapshot_properties: dict, branch: str | None = MAIN_BRANCH):
         super().__init__(operation=Operation.REPLACE, transaction=transaction, io=io,
-                         snapshot_properties=snapshot_properties)
+                         snapshot_properties=snapshot_properties, branch=branch)
         metadata = transaction.table_metadata
         start = metadata.snapshot_by_id(starting_snapshot_id)
         if start is None:
@@ -696,7 +759,7 @@ class _RewriteFiles(_Merging, _SnapshotProducer):
 
     def _commit(self):
         metadata = self._transaction.table_metadata
-        head = metadata.snapshot_by_name(MAIN_BRANCH)
+        head = metadata.snapshot_by_name(self._target_branch)
         concurrent = self._snapshots_since_start(metadata, head)
         for snapshot in concurrent:
             self._validate_snapshot(snapshot)
@@ -954,6 +1017,28 @@ def move_branch(table: Table, branch: str, snapshot_id: int) -> None:
             min_snapshots_to_keep=ref.min_snapshots_to_keep if ref else None,
         )
         tx._stage((update,), (AssertRefSnapshotId(ref=branch, snapshot_id=ref.snapshot_id if ref else None),))
+
+
+def set_ref(table: Table, name: str, kind, snapshot_id: int, *, expected: int | None, max_ref_age_ms=None,
+            max_snapshot_age_ms=None, min_snapshots_to_keep=None) -> None:
+    """Create or move branch or tag ``name`` to snapshot_id with these retention settings, in a
+    metadata-only commit that requires the ref to still be at ``expected`` (None: missing)."""
+    from pyiceberg.table.update import AssertRefSnapshotId, SetSnapshotRefUpdate
+
+    with _transaction(table) as tx:
+        update = SetSnapshotRefUpdate(
+            ref_name=name, type=kind, snapshot_id=snapshot_id, max_ref_age_ms=max_ref_age_ms,
+            max_snapshot_age_ms=max_snapshot_age_ms, min_snapshots_to_keep=min_snapshots_to_keep,
+        )
+        tx._stage((update,), (AssertRefSnapshotId(ref=name, snapshot_id=expected),))
+
+
+def remove_ref(table: Table, name: str, expected: int) -> None:
+    """Drop branch or tag ``name``, requiring it to still be at ``expected``."""
+    from pyiceberg.table.update import AssertRefSnapshotId, RemoveSnapshotRefUpdate
+
+    with _transaction(table) as tx:
+        tx._stage((RemoveSnapshotRefUpdate(ref_name=name),), (AssertRefSnapshotId(ref=name, snapshot_id=expected),))
 
 
 class RestoreConflict(ValidationException):

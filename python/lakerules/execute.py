@@ -46,7 +46,7 @@ def _run(ctx, node: P.Command):
                 return rowlevel.run_merge(ctx, node)
             case P.StatementCommand():
                 t = node.table
-                table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+                table = ctx.catalogs.load_for_statement(t, ctx.conf, node.run_fn)
                 if node.planned is not None:
                     return node.run_fn(ctx, table, planned=node.planned)
                 return node.run_fn(ctx, table)

@@ -341,3 +341,70 @@ def _restore(ctx, table, version, ref, timestamp_us):
         except commit.RestoreConflict as e:
             raise ConflictError(str(e)) from None
     return J.result_rows(ctx.spark, [row], RESTORE_RESULT)
+
+
+# ---- branch and tag DDL (Iceberg's ALTER TABLE ... CREATE/REPLACE/DROP BRANCH/TAG) -----------------
+
+
+def ref_command(stmt):
+    """The command of an ALTER TABLE ... BRANCH/TAG statement (lakerules.dialect.RefStatement).
+    As Iceberg's runtime: CREATE fails on an existing ref (IF NOT EXISTS: nothing happens when a
+    ref of that kind exists), REPLACE on a missing one, CREATE OR REPLACE does either; the ref
+    points at AS OF VERSION's snapshot, else the current one; REPLACE keeps the retention it had
+    unless given; DROP fails on a missing ref (IF EXISTS: nothing happens) and never drops main."""
+    a = stmt.args
+    op, kind, name = a["op"], a["kind"], a["name"]
+
+    def run_fn(ctx, table):
+        _ref_ddl(table, op, kind.lower(), name, a)
+        return J.empty_result(ctx.spark)
+
+    run_fn.description = f"ALTER TABLE {op} {kind} {name}"
+    return run_fn
+
+
+def _ref_ddl(table, op: str, kind: str, name: str, a: dict) -> None:
+    metadata = table.metadata
+    existing = metadata.refs.get(name)
+    where = f"ALTER TABLE {_name(table)} {op} {kind.upper()} {name!r}"
+    if existing is not None and existing.snapshot_ref_type.value != kind:
+        if op == "DROP" or op != "CREATE" or not a.get("if_exists"):
+            raise LakeError(f"lakerules: {where}: {name!r} is a {existing.snapshot_ref_type.value} of the table, "
+                            f"not a {kind}")
+    if op == "DROP":
+        if existing is None:
+            if a.get("if_exists"):
+                return
+            raise LakeError(f"lakerules: {where}: the table has no {kind} {name!r}")
+        if name == MAIN_BRANCH:
+            raise LakeError(f"lakerules: {where}: the main branch cannot be dropped")
+        commit.remove_ref(table, name, existing.snapshot_id)
+        return
+    if op == "CREATE" and existing is not None:
+        if a.get("if_exists"):
+            return
+        raise LakeError(f"lakerules: {where}: the table already has a {existing.snapshot_ref_type.value} {name!r}")
+    if op == "REPLACE" and existing is None:
+        raise LakeError(f"lakerules: {where}: the table has no {kind} {name!r} to replace")
+    version = a.get("version")
+    if version is not None:
+        snapshot_id = _snapshot(table, version, where).snapshot_id
+    else:
+        snapshot_id = _current_id(table)
+        if snapshot_id is None:
+            raise LakeError(f"lakerules: {where}: the table has no snapshot yet; write to it first, then "
+                            f"create the {kind}")
+    if kind == "tag" and name == MAIN_BRANCH:
+        raise LakeError(f"lakerules: {where}: main is the table's main branch")
+    keep = existing if existing is not None else None
+
+    def chosen(key: str, attr: str):
+        return a[key] if a.get(key) is not None else (getattr(keep, attr) if keep is not None else None)
+
+    commit.set_ref(
+        table, name, SnapshotRefType(kind), snapshot_id,
+        expected=existing.snapshot_id if existing is not None else None,
+        max_ref_age_ms=chosen("retain_ms", "max_ref_age_ms"),
+        max_snapshot_age_ms=chosen("max_snapshot_age_ms", "max_snapshot_age_ms") if kind == "branch" else None,
+        min_snapshots_to_keep=chosen("min_snapshots", "min_snapshots_to_keep") if kind == "branch" else None,
+    )

@@ -99,6 +99,7 @@ def command(statement: Statement):
     run_fn = functools.partial(run, statement=statement)
     run_fn.description = statement.text
     run_fn.schema = RESULT_SCHEMA
+    run_fn.writes_data = True  # on a branch when named at one (lakerules.refs)
     run_fn.plan = functools.partial(plan, statement=statement)
     return run_fn
 
@@ -281,7 +282,7 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
         df = functools.reduce(DataFrame.unionByName, frames).repartitionById(len(units), F.col(_BIN)).drop(_BIN)
         order_by = ()
     progress.step(spark, f"rewrite {len(units)} bins")
-    written = write_files(spark, ref.catalog, table, df, order_by=order_by)
+    written = write_files(spark, ref.catalog, table, df, order_by=order_by, distribute=False)  # one task a bin
     # 5. commit
     removed = [p.file for u in units for p in u.files]
     removed_paths = {f.file_path for f in removed}

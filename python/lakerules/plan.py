@@ -35,8 +35,12 @@ class TableRef:
     catalog: str
     namespace: tuple[str, ...]
     name: str
+    ref: str | None = None  # named at a branch or tag: "branch:b", "tag:v" (lakerules.refs)
 
     def __str__(self) -> str:
+        if self.ref:
+            kind, _, ref = self.ref.partition(":")
+            return ".".join([self.catalog, *self.namespace, self.name, f"{kind}_{ref}"])
         return ".".join([self.catalog, *self.namespace, self.name])
 
     @property
@@ -560,7 +564,7 @@ def _relation(plan) -> LakeRelation:
     t = plan.table()
     snapshot = t.snapshotId()
     meta = t.properties().get("lakerules.metadata-table")
-    ref = TableRef(t.catalogName(), tuple(t.namespace()), t.tableName())
+    ref = TableRef(t.catalogName(), tuple(t.namespace()), t.tableName(), t.ref())
     if meta is not None:  # a metadata table: the relation names its base table
         import json
 

@@ -54,7 +54,7 @@ _CATALYST = "org.apache.spark.sql.catalyst"
 def run_delete(ctx, node):
     spark = ctx.spark
     t = node.table
-    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)  # the metadata the commit validates from
+    table = ctx.catalogs.load_for_write(t, ctx.conf)  # the metadata the commit validates from
     snapshot = table.current_snapshot()
     if snapshot is None:
         return _affected(spark, 0)
@@ -325,7 +325,7 @@ def _new_values(spark, node, plan, keep_positions: bool):
 def run_update(ctx, node):
     spark = ctx.spark
     t = node.table
-    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    table = ctx.catalogs.load_for_write(t, ctx.conf)
     snapshot = table.current_snapshot()
     if snapshot is None:
         return _affected(spark, 0)
@@ -447,7 +447,7 @@ def run_merge(ctx, node):
     t = node.table
     e = J.expressions(spark)
     bridge = J.bridge(spark)
-    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    table = ctx.catalogs.load_for_write(t, ctx.conf)
     snapshot = table.current_snapshot()
     # the read of the target: pruned by the ON condition's target-only parts, unless rows that
     # match nothing must be seen (WHEN NOT MATCHED BY SOURCE); planned by the rule

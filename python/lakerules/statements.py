@@ -9,6 +9,15 @@ Partition evolution, as Iceberg's Spark extensions spell it:
     ALTER TABLE t DROP PARTITION FIELD days(ts) | name
     ALTER TABLE t REPLACE PARTITION FIELD days(ts) | name WITH hours(ts) [AS name]
 
+Iceberg's branches and tags (lakerules.history, lakerules.refs):
+    ALTER TABLE t CREATE [OR REPLACE] | REPLACE BRANCH|TAG [IF NOT EXISTS] name [AS OF VERSION n]
+        [RETAIN n DAYS|HOURS|MINUTES] [WITH SNAPSHOT RETENTION [n SNAPSHOTS] [n DAYS|HOURS|MINUTES]]
+    ALTER TABLE t DROP BRANCH|TAG [IF EXISTS] name
+
+Iceberg's write order (lakerules.write_order):
+    ALTER TABLE t WRITE [DISTRIBUTED BY PARTITION] [LOCALLY] ORDERED BY <fields> | UNORDERED
+    ALTER TABLE t SET | DROP IDENTIFIER FIELDS a, b
+
 Iceberg's maintenance procedures on a lake catalog (lakerules.maintenance):
     CALL lake.system.remove_orphan_files(table => 'db.t', ...)
     CALL lake.system.expire_snapshots(table => 'db.t', ...)
@@ -36,7 +45,7 @@ from lakerules.errors import LakeError
 # shows its plan). Cheap and conservative: the dialect then decides (lakerules.dialect), and a
 # text that is not ours goes to Spark's parser unchanged.
 _LEAD = r"(?:\s+|/\*.*?\*/|--[^\n]*(?:\n|$))*"
-ROUTES = rf"{_LEAD}(?:ALTER\s+TABLE\b.*\b(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD\b|EXPLAIN\b|OPTIMIZE\b|CALL\b|DESC(?:RIBE)?\s+HISTORY\b|RESTORE\b|VACUUM\b)"
+ROUTES = rf"{_LEAD}(?:ALTER\s+TABLE\b.*\b(?:(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD|(?:CREATE|REPLACE|DROP)\s+(?:OR\s+REPLACE\s+)?(?:BRANCH|TAG)|WRITE\s+(?:LOCALLY|ORDERED|DISTRIBUTED|UNORDERED)|(?:SET|DROP)\s+IDENTIFIER\s+FIELDS)\b|EXPLAIN\b|OPTIMIZE\b|CALL\b|DESC(?:RIBE)?\s+HISTORY\b|RESTORE\b|VACUUM\b)"
 _EXPLAIN_MODE = re.compile(r"(EXTENDED|FORMATTED|CODEGEN|COST)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 
 
@@ -53,6 +62,19 @@ def parse(ctx, sql_text: str):
         stmt = dialect.parse_partition_field(sql_text)
         op, old, new = stmt.args["op"], stmt.args["field"], stmt.args.get("new")
         return _marked(ctx, stmt.this, lambda ctx, table: _partition_field(ctx, table, op, old, new))
+    if kind == "REF":  # ALTER TABLE ... CREATE/REPLACE/DROP BRANCH/TAG: lakerules.history
+        from lakerules import history
+
+        stmt = dialect.parse_ref_statement(sql_text)
+        return _marked(ctx, stmt.this, history.ref_command(stmt))
+    if kind in ("WRITE ORDER", "IDENTIFIER FIELDS"):  # lakerules.write_order
+        from lakerules import write_order
+
+        if kind == "WRITE ORDER":
+            stmt = dialect.parse_write_order(sql_text)
+            return _marked(ctx, stmt.this, write_order.command(stmt))
+        stmt = dialect.parse_identifier_fields(sql_text)
+        return _marked(ctx, stmt.this, write_order.identifier_fields_command(stmt))
     if kind == "OPTIMIZE":  # OPTIMIZE ... [ZORDER BY ...]: lakerules.optimize
         from lakerules import optimize
 

@@ -33,7 +33,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, options, partitioning, paths, progress, schema as schemas
+from lakerules import commit, jvm as J, options, partitioning, paths, progress, schema as schemas, write_order
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.row_plans import every_row_matches, has_negation
@@ -50,7 +50,7 @@ log = logging.getLogger("lakerules")
 def run_write(ctx, node, query_plan):
     """INSERT INTO / INSERT OVERWRITE / df.writeTo(...) on a lake table."""
     t = node.table
-    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+    table = ctx.catalogs.load_for_write(t, ctx.conf)
     removed = []
     if table.current_snapshot() is not None:
         # the commit reads the table's manifest list: one missing or damaged fails here, before
@@ -58,15 +58,26 @@ def run_write(ctx, node, query_plan):
         table.current_snapshot().manifests(table.io)
     if node.mode == "overwrite":
         removed = _files_to_overwrite(table, node.delete_condition)  # before writing: fail early
+    summary = options.write_summary(t, dict(node.options))
+    level, start = options.write_validation(t, dict(node.options))
+    read = table.current_snapshot()
+    if start is not None:
+        _check_validate_from(t, table, start)
     written = write_data_files(ctx, t.catalog, table, J.dataframe(ctx.spark, query_plan))
     try:
-        summary = options.write_summary(t, dict(node.options))
         if node.mode == "append":
             commit.append(table, written, summary)
         elif node.mode == "overwrite":
+            if level is not None or start is not None:
+                table = _validated(ctx, t, table, read, start, level, removed, node.delete_condition, None)
             commit.overwrite(table, removed, written, summary)
         elif node.mode == "dynamic":
-            commit.overwrite(table, _files_in_partitions(table, written), written, summary)
+            replaced = _files_in_partitions(table, written)
+            if level is not None or start is not None:
+                keys = {(f.spec_id, tuple(f.partition)) for f in written}
+                table = _validated(ctx, t, table, read, start, level, replaced, None, keys)
+                replaced = _files_in_partitions(table, written) if level == "snapshot" else replaced
+            commit.overwrite(table, replaced, written, summary)
         else:
             raise NotSupported(f"lakerules: write mode {node.mode} is not supported")
     except BaseException as e:
@@ -75,11 +86,37 @@ def run_write(ctx, node, query_plan):
     return J.empty_result(ctx.spark)
 
 
+def _check_validate_from(t, table: Table, start: int) -> None:
+    """validate-from-snapshot-id must name a snapshot of the history the write commits onto."""
+    from pyiceberg.table.snapshots import ancestors_of
+
+    head = table.current_snapshot()
+    if head is None or start not in {s.snapshot_id for s in ancestors_of(head, table.metadata)}:
+        raise LakeError(f"lakerules: writing {t}: write option {options.VALIDATE_FROM} {start} is not a snapshot "
+                        "of the history this write commits onto")
+
+
+def _validated(ctx, t, table: Table, read, start, level, replaced: list, condition, partitions):
+    """The overwrite's conflict validation from ``start`` (default: the snapshot it read) to the
+    branch head as it is now (the table loaded again, returned to commit on): a removed file gone
+    or given new deletes meanwhile is a conflict at both levels; under serializable, so is data
+    added where the overwrite writes (rows matching ``condition``, or files in ``partitions``)."""
+    fresh = ctx.catalogs.load_for_write(t, ctx.conf)
+    base = start if start is not None else (read.snapshot_id if read is not None else None)
+    if start is not None:
+        _check_validate_from(t, fresh, start)
+    conflict_filter = None
+    if level != "snapshot" and condition is not None:
+        conflict_filter = to_iceberg(condition)[0]
+    commit.validate_overwrite(fresh, base, replaced, conflict_filter, partitions if level != "snapshot" else None)
+    return fresh
+
+
 def run_ctas(ctx, node, query_plan):
     """CREATE TABLE ... AS SELECT / REPLACE TABLE ... AS SELECT on a lake catalog."""
     t = node.table
     paths.check_identifier(t.namespace, t.name)  # before REPLACE drops the old table
-    summary = options.write_summary(t, dict(node.options))
+    summary = options.write_summary(t, dict(node.options), ctas=True)
     catalog = ctx.catalogs.get(t.catalog)
     exists = catalog.table_exists(t.identifier)
     if exists and node.if_not_exists:
@@ -127,12 +164,15 @@ def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> lis
 
 def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields=None,
                 content: DataFileContent = DataFileContent.DATA, equality_ids=None,
-                cluster: bool = False, order_by: tuple[str, ...] = ()) -> list[DataFile]:
+                cluster: bool = False, order_by: tuple[str, ...] = (), distribute: bool = True) -> list[DataFile]:
     """Write df as files of the table's current spec: its columns are ``fields`` (default: all the
     table's columns), in order; ``content`` and ``equality_ids`` say what kind of file it is.
     ``cluster`` shuffles rows by partition first, so each partition is one task's one file (for
     delete files: few and small). ``order_by`` names columns of df after those, which order the
-    rows within each written file and are not written."""
+    rows within each written file and are not written. Without ``order_by``, data files follow the
+    table's write order (lakerules.write_order): distributed by its ``write.distribution-mode``
+    (unless ``cluster``, or not ``distribute``: the caller chose the tasks) and sorted within
+    each file by its sort order."""
     schema, spec = table.schema(), table.spec()
     fields = fields if fields is not None else schema.as_struct().fields
     if len(df.columns) != len(fields) + len(order_by):
@@ -148,11 +188,20 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     out = df.select(*columns, *[df[J.quote(c)] for c in order_by])
     if part_cols:
         out = out.select("*", *[p.expr for p in part_cols])
+    order = write_order.layout(table, catalog_name) if content == DataFileContent.DATA and not order_by else None
+    dirs = [J.column(p.dir_name) for p in part_cols]
     if cluster:
-        out = out.repartition(*[J.column(p.dir_name) for p in part_cols]) if part_cols else out.coalesce(1)
+        out = out.repartition(*dirs) if part_cols else out.coalesce(1)
+    elif order is not None and distribute:
+        if order.mode == "hash" and part_cols:
+            out = out.repartition(*dirs)
+        elif order.mode == "range" and (part_cols or order.sort):
+            out = out.repartitionByRange(*dirs, *order.sort)
     if order_by:
         # Sorted by the partition columns first, as Spark's writer needs: it then adds no sort of its own.
-        out = out.sortWithinPartitions(*[J.column(p.dir_name) for p in part_cols], *order_by).drop(*order_by)
+        out = out.sortWithinPartitions(*dirs, *order_by).drop(*order_by)
+    elif order is not None and order.sort:
+        out = out.sortWithinPartitions(*dirs, *order.sort)
 
     target = _new_target(table)
     writer = (
@@ -165,7 +214,8 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     try:
         writer.parquet(target)
         listed = _list_files(spark, target)
-        return _data_files(table, Schema(*fields), spec, part_cols, target, listed, content, equality_ids)
+        return _data_files(table, Schema(*fields), spec, part_cols, target, listed, content, equality_ids,
+                           sort_order_id=order.sort_order_id if order is not None else None)
     except BaseException:
         _delete_dir(spark, table, target)
         raise
@@ -296,7 +346,8 @@ def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
 
 
 def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, listed,
-                content=DataFileContent.DATA, equality_ids=None, locate=None) -> list[DataFile]:
+                content=DataFileContent.DATA, equality_ids=None, locate=None,
+                sort_order_id: int | None = None) -> list[DataFile]:
     """DataFiles for written files; metrics per the columns written (``schema``). Each file's
     spec and partition come from its directory: decoded per the spec's partition columns, or
     by ``locate(directory) -> (spec_id, values)``."""
@@ -325,7 +376,7 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
             file_format=FileFormat.PARQUET,
             partition=Record(*values),
             file_size_in_bytes=size,
-            sort_order_id=None,
+            sort_order_id=sort_order_id,
             spec_id=spec_id,
             equality_ids=list(equality_ids) if equality_ids else None,
             key_metadata=None,

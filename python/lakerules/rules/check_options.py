@@ -4,14 +4,15 @@
     WriteToLake append lake.db.t options=(snapshot-property.k=v)   checked: a known write option
 
 An option lakerules does not honor is an error naming it (lakerules.options), before anything
-runs; so is a write that write-audit-publish settings (spark.wap.id, spark.wap.branch) would
-stage, on a table with write.wap.enabled=true. Which snapshot a read option chooses is decided when the scan is planned
-(rules/resolve_scans.py); what a write option sets, when the write commits.
+runs; so is a write whose target contradicts itself (lakerules.refs): to a tag, to a branch the
+table lacks, or to a branch while write-audit-publish settings name another. Which snapshot a
+read option chooses is decided when the scan is planned (rules/resolve_scans.py); what a write
+option sets, when the write commits.
 """
 
 from __future__ import annotations
 
-from lakerules import options
+from lakerules import options, refs
 from lakerules.plan import CreateTableAsSelect, LakeRelation, Node, WriteDeletes, WriteMerge, WriteToLake, WriteUpdate
 
 
@@ -21,18 +22,19 @@ def check_options(plan: Node, ctx) -> Node:
             options.check_read(plan.table, dict(opts))
         case WriteToLake(options=opts) | CreateTableAsSelect(options=opts):
             if opts:
-                options.write_summary(plan.table, dict(opts))
-            _check_wap(plan, ctx)
+                options.write_summary(plan.table, dict(opts), ctas=isinstance(plan, CreateTableAsSelect))
+            _check_target(plan, ctx)
         case WriteDeletes() | WriteUpdate() | WriteMerge():
-            _check_wap(plan, ctx)
+            _check_target(plan, ctx)
     return plan
 
 
-def _check_wap(plan, ctx) -> None:
-    if not any(ctx.conf(k) for k in options.WAP_SETTINGS):
-        return
+def _check_target(plan, ctx) -> None:
     t = plan.table
-    if isinstance(plan, CreateTableAsSelect) and not ctx.catalogs.get(t.catalog).table_exists(t.identifier):
+    if not t.ref and not any(ctx.conf(k) for k in refs.WAP_SETTINGS):
         return
-    table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
-    options.check_wap(table, t, ctx.conf)
+    if isinstance(plan, CreateTableAsSelect):
+        if ctx.catalogs.get(t.catalog).table_exists(t.identifier):
+            options.check_wap(ctx.catalogs.load(t.catalog, t.namespace, t.name), t, ctx.conf)
+        return
+    ctx.catalogs.load_for_write(t, ctx.conf)  # a LakeError when the target contradicts itself

@@ -18,7 +18,7 @@ def plan_statements(plan: Node, ctx) -> Node:
     match plan:
         case StatementCommand(planned=None) if hasattr(plan.run_fn, "plan"):
             t = plan.table
-            table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            table = ctx.catalogs.load_for_statement(t, ctx.conf, plan.run_fn)
             return replace(plan, planned=plan.run_fn.plan(ctx, table))
         case _:
             return plan

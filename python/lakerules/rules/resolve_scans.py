@@ -6,7 +6,8 @@ becomes
 
 The snapshot is the one Spark resolved the table at (the current one, or the one named by
 VERSION AS OF / TIMESTAMP AS OF), or the one its read options choose (``snapshot-id``,
-``as-of-timestamp``, ``branch``, ``tag``; lakerules.options). Time travel reads with the schema of that snapshot; a plain
+``as-of-timestamp``, ``branch``, ``tag``; lakerules.options), or, for a plain read of a table with
+write-audit-publish on, the head of ``spark.wap.branch`` (lakerules.refs). Time travel reads with the schema of that snapshot; a plain
 read uses the table's current schema, as Iceberg does. The relation's filters become one
 pyiceberg expression; a part that cannot be translated becomes AlwaysTrue (read more, never
 less).
@@ -18,7 +19,8 @@ from functools import reduce
 
 from pyiceberg.expressions import AlwaysTrue, And
 
-from lakerules import manifest_job, manifests, metadata_tables, options
+from lakerules import manifest_job, manifests, metadata_tables, options, refs
+from lakerules.errors import LakeError
 from lakerules.expressions import to_iceberg
 from lakerules.planning import plan_scan
 from lakerules.metadata_tables import MetadataScan
@@ -41,7 +43,14 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
     table = ctx.catalogs.load(rel.table.catalog, rel.table.namespace, rel.table.name)
     manifests.configure(ctx.conf(manifests.CACHE_KEY))
     schema = table.schema()
-    snapshot_id = options.read_snapshot(table, rel.table, dict(rel.options), rel.time_travel)
+    opts = dict(rel.options)
+    if opts and rel.table.ref:
+        raise LakeError(f"lakerules: reading {rel.table}: the name chooses a {rel.table.ref.partition(':')[0]} and the "
+                        f"read option {next(iter(opts))!r} a snapshot; give one")
+    snapshot_id = options.read_snapshot(table, rel.table, opts, rel.time_travel)
+    if snapshot_id is None and not rel.time_travel and not rel.table.ref:
+        # write-audit-publish: a plain read reads spark.wap.branch when it exists (lakerules.refs)
+        snapshot_id = refs.wap_read_snapshot_id(table, rel.table, ctx.conf)
     if snapshot_id is None:
         snapshot_id = rel.snapshot_id
     if rel.time_travel and rel.snapshot_id is not None:

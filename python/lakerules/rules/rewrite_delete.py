@@ -24,7 +24,7 @@ def rewrite_delete(plan: Node, ctx) -> Node:
         case DeleteFromLake():
             t = plan.table
             check_condition("DELETE FROM", t, plan.condition)
-            table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            table = ctx.catalogs.load_for_write(t, ctx.conf)
             mode, granularity = statement_properties(table, "delete")
             files = None if plan.condition is None else plan_files(ctx.spark, table, plan.relation, plan.condition,
                                                                    drop_whole=True, granularity=granularity)

@@ -29,7 +29,7 @@ def rewrite_merge(plan: Node, ctx) -> Node:
             check_condition("MERGE INTO", t, plan.condition, "ON condition")
             matched, not_matched, by_source = (tuple(_resolved(ctx, plan, a) for a in actions) for actions in
                                                (plan.matched, plan.not_matched, plan.not_matched_by_source))
-            table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            table = ctx.catalogs.load_for_write(t, ctx.conf)
             mode, granularity = statement_properties(table, "merge")
             # the target read: pruned by the ON condition, unless rows matching nothing must be seen
             files = plan_files(ctx.spark, table, plan.relation, plan.condition, drop_whole=False,

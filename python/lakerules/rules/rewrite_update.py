@@ -25,7 +25,7 @@ def rewrite_update(plan: Node, ctx) -> Node:
             t = plan.table
             check_condition("UPDATE", t, plan.condition)
             assignments = resolve_assignments(ctx.spark, "UPDATE", t, plan.relation, plan.assignments)
-            table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
+            table = ctx.catalogs.load_for_write(t, ctx.conf)
             mode, granularity = statement_properties(table, "update")
             if plan.condition is None:
                 granularity = None  # every row changes: the files are rewritten, no delete files

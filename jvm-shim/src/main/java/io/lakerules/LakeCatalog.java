@@ -231,8 +231,12 @@ public final class LakeCatalog implements TableCatalog, SupportsNamespaces, Func
     List<Transform> parts = new ArrayList<>();
     for (JsonNode p : t.path("partitioning")) parts.add(transform(p));
     StructType schema = (StructType) DataType.fromJson(t.get("schema").asText());
-    return new LakeTable(name, ident, t.get("name").asText(), schema,
-        parts.toArray(new Transform[0]), props, t.path("snapshot_id").asLong(-1));
+    // a branch or tag named as a table (lake.db.t.branch_b): the table is db.t, with its ref
+    Identifier tableIdent = t.has("ref")
+        ? Identifier.of(toStrings(t.get("table_namespace")), t.get("table_name").asText()) : ident;
+    String ref = t.has("ref") ? t.get("ref").asText() : null;
+    return new LakeTable(name, tableIdent, t.get("name").asText(), schema,
+        parts.toArray(new Transform[0]), props, t.path("snapshot_id").asLong(-1), ref);
   }
 
   /** Transforms as {"name": ..., "args": [{"ref": [...]}, {"lit": ...}]}, both ways. */

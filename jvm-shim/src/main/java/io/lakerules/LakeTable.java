@@ -6,7 +6,10 @@ import java.util.Map;
 import java.util.Set;
 
 import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.StructType;
@@ -16,7 +19,7 @@ import org.apache.spark.sql.types.StructType;
  * snapshot it was loaded at. It reads and writes nothing itself; the Python rules replace every
  * relation over it before Spark plans execution.
  */
-public final class LakeTable implements Table {
+public final class LakeTable implements Table, SupportsRead {
   private final String catalogName;
   private final Identifier ident;
   private final String name;
@@ -24,9 +27,10 @@ public final class LakeTable implements Table {
   private final Transform[] partitioning;
   private final Map<String, String> properties;
   private final long snapshotId;
+  private final String ref;
 
   LakeTable(String catalogName, Identifier ident, String name, StructType schema,
-      Transform[] partitioning, Map<String, String> properties, long snapshotId) {
+      Transform[] partitioning, Map<String, String> properties, long snapshotId, String ref) {
     this.catalogName = catalogName;
     this.ident = ident;
     this.name = name;
@@ -34,6 +38,7 @@ public final class LakeTable implements Table {
     this.partitioning = partitioning;
     this.properties = Collections.unmodifiableMap(properties);
     this.snapshotId = snapshotId;
+    this.ref = ref;
   }
 
   public String catalogName() { return catalogName; }
@@ -41,12 +46,27 @@ public final class LakeTable implements Table {
   public String tableName() { return ident.name(); }
   /** The snapshot this table was loaded at, or -1 when the table has none yet. */
   public long snapshotId() { return snapshotId; }
+  /**
+   * The branch or tag this table was named with (lake.db.t.branch_b: "branch:b"; lake.db.t.tag_v:
+   * "tag:v"), or null: the table itself. The identifier is then the table's (db.t).
+   */
+  public String ref() { return ref; }
 
   @Override public String name() { return name; }
   @SuppressWarnings("deprecation")
   @Override public StructType schema() { return schema; }
   @Override public Transform[] partitioning() { return partitioning.clone(); }
   @Override public Map<String, String> properties() { return properties; }
+
+  /**
+   * Readable, so that spark.read.format("iceberg").load(name) (LakeSource) makes a relation over
+   * it as spark.table does; the rules plan every such relation's scan before Spark would ask this.
+   */
+  @Override
+  public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+    throw Bridge.sneakyThrow(Bridge.analysisError("lakerules: the read of " + name
+        + " was not planned: is the lakerules registry attached (lakerules.attach(spark))?"));
+  }
 
   @Override
   public Set<TableCapability> capabilities() {
@@ -65,7 +85,7 @@ public final class LakeTable implements Table {
     if (this == o) return true;
     if (!(o instanceof LakeTable)) return false;
     LakeTable t = (LakeTable) o;
-    return snapshotId == t.snapshotId && catalogName.equals(t.catalogName) && ident.equals(t.ident)
+    return snapshotId == t.snapshotId && java.util.Objects.equals(ref, t.ref) && catalogName.equals(t.catalogName) && ident.equals(t.ident)
         && name.equals(t.name) && schema.equals(t.schema) && properties.equals(t.properties)
         && describe(partitioning).equals(describe(t.partitioning));
   }
@@ -83,6 +103,6 @@ public final class LakeTable implements Table {
 
   @Override
   public String toString() {
-    return "LakeTable(" + name + (snapshotId >= 0 ? ", snapshot=" + snapshotId : "") + ")";
+    return "LakeTable(" + name + (ref != null ? ", " + ref : "") + (snapshotId >= 0 ? ", snapshot=" + snapshotId : "") + ")";
   }
 }

@@ -1,0 +1,169 @@
+"""Write order and distribution, as Iceberg's Spark extensions set them and its writers honor them.
+
+    ALTER TABLE t WRITE ORDERED BY a, days(ts) DESC NULLS FIRST     sort order (a, days(ts)), write.distribution-mode=range
+    ALTER TABLE t WRITE LOCALLY ORDERED BY a                        sort order (a), distribution mode unchanged
+    ALTER TABLE t WRITE DISTRIBUTED BY PARTITION [LOCALLY ORDERED BY a]   write.distribution-mode=hash; sort order (a) or none
+    ALTER TABLE t WRITE UNORDERED                                   no sort order, write.distribution-mode=none
+    ALTER TABLE t SET IDENTIFIER FIELDS id, s.k | DROP IDENTIFIER FIELDS id
+
+The sort order is the table's default sort order (Iceberg metadata: pyiceberg's ``sort_order()``),
+the distribution mode the table property ``write.distribution-mode``; each statement is one
+commit. Sort fields are columns or Iceberg transforms (``bucket(n, c)``, ``truncate(w, c)``,
+``years``, ``months``, ``days``, ``hours``); ASC is the default, with nulls first for ASC and last
+for DESC, as Iceberg.
+
+lakerules' data writes honor them (:func:`layout`): INSERT, ``writeTo``, UPDATE's new rows,
+MERGE's updated and inserted rows and copy-on-write rewrites are distributed (``hash``: by
+partition; ``range``: by range of the partition values and sort fields; ``none`` or unset: as
+the write comes) and sorted within each file by partition, then the sort order; OPTIMIZE without
+ZORDER BY sorts each rewritten file by it. Data files written under a sort order record its id
+(``sort_order_id``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyiceberg.table.sorting import NullOrder, SortDirection, UNSORTED_SORT_ORDER
+from pyiceberg.transforms import IdentityTransform
+
+from lakerules import commit, jvm as J, partitioning
+from lakerules.errors import LakeError
+
+DISTRIBUTION_MODE = "write.distribution-mode"
+MODES = ("none", "hash", "range")
+
+
+def command(stmt):
+    """The command of an ALTER TABLE ... WRITE statement (lakerules.dialect.WriteOrder)."""
+    a = stmt.args
+
+    def run_fn(ctx, table):
+        _set_order(table, a)
+        return J.empty_result(ctx.spark)
+
+    run_fn.description = "ALTER TABLE WRITE " + " ".join(
+        w for w, on in (("DISTRIBUTED BY PARTITION", a.get("distributed")), ("LOCALLY", a.get("locally")),
+                        ("ORDERED BY ...", a.get("fields") is not None), ("UNORDERED", a.get("unordered"))) if on)
+    return run_fn
+
+
+def _field(spec, schema):
+    """A sort field as the dialect parsed it (FieldSpec) -> (transform, source column name), by
+    the partition transforms' rules."""
+    name = spec.args.get("transform")
+    if name is not None:
+        transform, column = partitioning.parse_transform(name, spec.args.get("args") or [])
+    else:
+        transform, column = IdentityTransform(), ".".join(spec.args["column"])
+    try:
+        source = schema.find_field(column, case_sensitive=False)
+    except ValueError:
+        raise LakeError(f"lakerules: sort column {column!r} is not a column of the table") from None
+    partitioning.check_transform(transform, source, column)
+    return transform, schema.find_column_name(source.field_id)
+
+
+def _set_order(table, a: dict) -> None:
+    fields = a.get("fields") or []
+    if a.get("distributed"):
+        mode = "hash"
+    elif a.get("unordered"):
+        mode = "none"
+    elif a.get("locally"):
+        mode = None
+    else:
+        mode = "range"
+    schema = table.schema()
+    resolved = []
+    for f in fields:
+        transform, column = _field(f.args["field"], schema)
+        desc = bool(f.args.get("desc"))
+        nulls_first = f.args.get("nulls_first")
+        if nulls_first is None:
+            nulls_first = not desc
+        resolved.append((column, transform, desc, nulls_first))
+    with commit._transaction(table) as tx:
+        with tx.update_sort_order() as order:
+            for column, transform, desc, nulls_first in resolved:
+                null_order = NullOrder.NULLS_FIRST if nulls_first else NullOrder.NULLS_LAST
+                (order.desc if desc else order.asc)(column, transform, null_order)
+        if mode is not None and table.properties.get(DISTRIBUTION_MODE) != mode:
+            tx.set_properties({DISTRIBUTION_MODE: mode})
+
+
+def identifier_fields_command(stmt):
+    """The command of ALTER TABLE ... SET|DROP IDENTIFIER FIELDS (lakerules.dialect.IdentifierFields).
+    SET replaces the identifier fields; DROP removes the fields named (each must be one). Iceberg's
+    rules apply (required, primitive, not floating point; pyiceberg checks)."""
+    op, fields = stmt.args["op"], [".".join(p) for p in stmt.args["fields"]]
+
+    def run_fn(ctx, table):
+        schema = table.schema()
+        names = []
+        for name in fields:
+            try:
+                names.append(schema.find_column_name(schema.find_field(name, case_sensitive=False).field_id))
+            except ValueError:
+                raise LakeError(f"lakerules: ALTER TABLE {'.'.join(table.name())} {op} IDENTIFIER FIELDS: no column "
+                                f"{name!r}") from None
+        current = [schema.find_column_name(i) for i in schema.identifier_field_ids]
+        if op == "DROP":
+            missing = [n for n in names if n not in current]
+            if missing:
+                raise LakeError(f"lakerules: ALTER TABLE {'.'.join(table.name())} DROP IDENTIFIER FIELDS: {missing} "
+                                f"are not identifier fields (they are {current})")
+            names = [n for n in current if n not in names]
+        try:
+            with commit._transaction(table) as tx:
+                with tx.update_schema() as update:
+                    update.set_identifier_fields(*names)
+        except ValueError as e:
+            raise LakeError(f"lakerules: ALTER TABLE {'.'.join(table.name())} {op} IDENTIFIER FIELDS: {e}") from None
+        return J.empty_result(ctx.spark)
+
+    run_fn.description = f"ALTER TABLE {op} IDENTIFIER FIELDS {', '.join(fields)}"
+    return run_fn
+
+
+# ---- honoring it ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a write lays its rows out: ``mode`` the distribution (none, hash, range), ``sort`` Spark
+    sort columns (the sort order's fields), ``sort_order_id`` recorded in the data files (None:
+    unsorted)."""
+
+    mode: str
+    sort: tuple
+    sort_order_id: int | None
+
+
+def layout(table, catalog: str) -> Layout:
+    """The table's distribution mode and sort order as Spark columns over the written columns (the
+    table's top-level names); a LakeError for a distribution mode that is not Iceberg's."""
+    mode = str(table.properties.get(DISTRIBUTION_MODE, "none")).strip().lower()
+    if mode not in MODES:
+        raise LakeError(f"lakerules: table {'.'.join(table.name())} has {DISTRIBUTION_MODE}={mode!r}; "
+                        f"it must be one of {list(MODES)}")
+    order = table.sort_order()
+    if order.is_unsorted:
+        return Layout(mode, (), None)
+    schema = table.schema()
+    columns = []
+    for f in order.fields:
+        source = schema.find_field(f.source_id)
+        path = partitioning._path(schema, f.source_id)
+        col = J.column(*path)
+        if not isinstance(f.transform, IdentityTransform):
+            col, _ = partitioning._transform_expr(f.transform, source.field_type, col, catalog,
+                                                  f"sort field {f.transform} of column {'.'.join(path)}")
+        asc = f.direction == SortDirection.ASC
+        first = f.null_order == NullOrder.NULLS_FIRST
+        columns.append(col.asc_nulls_first() if asc and first else col.asc_nulls_last() if asc
+                       else col.desc_nulls_first() if first else col.desc_nulls_last())
+    return Layout(mode, tuple(columns), order.order_id)
+
+
+__all__ = ["command", "identifier_fields_command", "layout", "Layout", "UNSORTED_SORT_ORDER"]

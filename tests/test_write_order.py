@@ -1,0 +1,66 @@
+"""Write order and distribution (lakerules.write_order): Iceberg's ALTER TABLE ... WRITE and
+SET/DROP IDENTIFIER FIELDS stored as Iceberg stores them (pyiceberg reads them), and honored by
+lakerules' writes: each data file sorted by the sort order and recording its id."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+from pyiceberg.table.sorting import NullOrder, SortDirection
+from pyiceberg.transforms import BucketTransform, IdentityTransform
+
+from errors_util import refused
+
+
+def files(catalog, t):
+    table = catalog.load_table(t.split(".", 1)[1])
+    return [task.file for task in table.scan().plan_files()]
+
+
+def ids_in(catalog, t, data_file) -> list[int]:
+    table = catalog.load_table(t.split(".", 1)[1])
+    with table.io.new_input(data_file.file_path).open() as f:
+        return pq.read_table(f).column("id").to_pylist()
+
+
+def test_write_order(spark, ns, iceberg_catalog, engines):
+    t = f"lake.{ns}.wo"
+    spark.sql(f"CREATE TABLE {t} (id INT NOT NULL, v STRING) TBLPROPERTIES ('write.update.mode' = 'merge-on-read')")
+    spark.sql(f"ALTER TABLE {t} WRITE ORDERED BY id DESC NULLS LAST, v")
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    order = table.sort_order()
+    assert [(f.source_id, f.transform, f.direction, f.null_order) for f in order.fields] == [
+        (1, IdentityTransform(), SortDirection.DESC, NullOrder.NULLS_LAST),
+        (2, IdentityTransform(), SortDirection.ASC, NullOrder.NULLS_FIRST)]
+    assert table.properties["write.distribution-mode"] == "range"
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'c'), (9, 'i'), (1, 'a'), (7, 'g'), (5, 'e')")
+    (f,) = files(iceberg_catalog, t)
+    assert f.sort_order_id == order.order_id
+    assert ids_in(iceberg_catalog, t, f) == [9, 7, 5, 3, 1]
+    spark.sql(f"MERGE INTO {t} x USING (SELECT 4 AS id, 'd' AS v UNION ALL SELECT 8, 'h' UNION ALL SELECT 6, 'f') s "
+              "ON x.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    new = [g for g in files(iceberg_catalog, t) if g.file_path != f.file_path]
+    assert [ids_in(iceberg_catalog, t, g) for g in new] == [[8, 6, 4]] and new[0].sort_order_id == order.order_id
+    engines.assert_same(t, expected=[(i, "abcdefghi"[i - 1]) for i in (1, 3, 4, 5, 6, 7, 8, 9)])
+    # OPTIMIZE without ZORDER BY writes its files in the sort order too
+    spark.sql(f"OPTIMIZE {t}")
+    (f,) = files(iceberg_catalog, t)
+    assert ids_in(iceberg_catalog, t, f) == [9, 8, 7, 6, 5, 4, 3, 1]
+    assert f.sort_order_id == order.order_id
+    # the other forms: LOCALLY keeps the distribution mode; DISTRIBUTED BY PARTITION is hash; UNORDERED none
+    spark.sql(f"ALTER TABLE {t} WRITE LOCALLY ORDERED BY bucket(4, id)")
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    assert [(f.transform, f.direction) for f in table.sort_order().fields] == [(BucketTransform(4), SortDirection.ASC)]
+    assert table.properties["write.distribution-mode"] == "range"
+    spark.sql(f"ALTER TABLE {t} WRITE DISTRIBUTED BY PARTITION")
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    assert table.sort_order().is_unsorted and table.properties["write.distribution-mode"] == "hash"
+    spark.sql(f"ALTER TABLE {t} WRITE UNORDERED")
+    assert iceberg_catalog.load_table(t.split(".", 1)[1]).properties["write.distribution-mode"] == "none"
+    refused(spark, f"ALTER TABLE {t} WRITE ORDERED BY nope", "nope")
+    # identifier fields
+    spark.sql(f"ALTER TABLE {t} SET IDENTIFIER FIELDS id")
+    assert iceberg_catalog.load_table(t.split(".", 1)[1]).schema().identifier_field_ids == [1]
+    refused(spark, f"ALTER TABLE {t} SET IDENTIFIER FIELDS v", "IDENTIFIER FIELDS")  # optional: not allowed
+    refused(spark, f"ALTER TABLE {t} DROP IDENTIFIER FIELDS v", "not identifier fields")
+    spark.sql(f"ALTER TABLE {t} DROP IDENTIFIER FIELDS id")
+    assert iceberg_catalog.load_table(t.split(".", 1)[1]).schema().identifier_field_ids == []
