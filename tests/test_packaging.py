@@ -1,0 +1,84 @@
+"""The package as users get it: a wheel with the shim jar inside, installed into a fresh venv.
+
+The fast check runs in `make test`: the jar next to the sources routes what the sources route
+(a stale jar would send new statements to Spark's parser). The wheel tests build the wheel with
+pip (the in-tree backend, jvm-shim/lakerules_build.py, compiling the shim with javac), install
+it into a fresh venv and run DELETE, UPDATE and OPTIMIZE there, once per pyspark version in
+LAKERULES_PYSPARK_VERSIONS (default: the version installed here). They need minutes and pip's
+cache (a fresh venv installs pyspark, pyarrow, pyiceberg), so they run in `make test-matrix`,
+which .ci/run calls after `make test`: LAKERULES_PACKAGING=1 enables them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import lakerules
+from lakerules.routes import ROUTES
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = Path(__file__).resolve().parent / "packaging_smoke.py"
+PACKAGING = bool(os.environ.get("LAKERULES_PACKAGING"))
+
+
+def test_the_jar_routes_what_the_sources_route():
+    with zipfile.ZipFile(lakerules.jar_path()) as jar:
+        assert jar.read("io/lakerules/routes.regex").decode() == ROUTES, \
+            "the shim jar is older than lakerules/routes.py: rebuild it (make shim)"
+
+
+def _run(cmd, **kw):
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    assert done.returncode == 0, f"{cmd} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel as `pip wheel .` builds it: an isolated build environment with pyspark in it."""
+    out = tmp_path_factory.mktemp("wheel")
+    env = {k: v for k, v in os.environ.items() if k != "LAKERULES_PYSPARK_JARS"}
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, ROOT], env=env)
+    (built,) = out.glob("lakerules-*.whl")
+    with zipfile.ZipFile(built) as whl:
+        jar = whl.read("lakerules/jars/lakerules-shim.jar")
+    (out / "shim.jar").write_bytes(jar)
+    with zipfile.ZipFile(out / "shim.jar") as z:
+        assert z.read("io/lakerules/routes.regex").decode() == ROUTES
+        assert "io/lakerules/LakeRulesExtensions.class" in z.namelist()
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory, wheel) -> Path:
+    """A fresh venv with the wheel and its dependencies, from the package index (pip's cache)."""
+    where = tmp_path_factory.mktemp("venv") / "v"
+    _run([sys.executable, "-m", "venv", where])
+    python = where / "bin" / "python"
+    _run([python, "-m", "pip", "install", "-q", wheel])
+    return python
+
+
+def _versions() -> list[str]:
+    import pyspark
+
+    return (os.environ.get("LAKERULES_PYSPARK_VERSIONS") or pyspark.__version__).split()
+
+
+@pytest.mark.skipif(not PACKAGING, reason="builds and installs the wheel: make test-matrix")
+@pytest.mark.parametrize("version", _versions())
+def test_the_wheel_in_a_fresh_venv(venv, version, tmp_path):
+    installed = _run([venv, "-c", "import pyspark; print(pyspark.__version__)"]).strip()
+    if installed != version:
+        _run([venv, "-m", "pip", "install", "-q", f"pyspark=={version}"])
+    # The shim compiles against this version's jars as well (a source build on that cluster).
+    jars = _run([venv, "-c", "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))"]).strip()
+    _run([venv, ROOT / "jvm-shim" / "shim_build.py", tmp_path / "shim.jar", "--pyspark-jars", jars])
+    # And the wheel's jar (built once, against the build environment's pyspark) serves it.
+    out = _run([venv, SMOKE, tmp_path / "warehouse"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""})
+    assert f"ok pyspark {version} " in out
