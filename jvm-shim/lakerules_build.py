@@ -18,7 +18,7 @@ from setuptools.build_meta import *  # noqa: F401,F403  (prepare_metadata_*, bui
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import shim_build  # noqa: E402
 
-PYSPARK = "pyspark>=4.0,<5"
+PYSPARK = "pyspark>=4.1,<4.4"  # as the dependencies (pyproject.toml)
 _JAR = Path(__file__).resolve().parent.parent / "python" / "lakerules" / "jars" / "lakerules-shim.jar"
 
 

@@ -38,7 +38,7 @@ def pyspark_jars() -> Path:
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.origin:
         raise BuildError(f"the shim compiles against pyspark's jars, and {sys.executable} has no pyspark "
-                         "(install pyspark>=4.0,<5, or set LAKERULES_PYSPARK_JARS to a pyspark jars folder)")
+                         "(install pyspark>=4.1,<4.4, or set LAKERULES_PYSPARK_JARS to a pyspark jars folder)")
     return Path(spec.origin).parent / "jars"
 
 
