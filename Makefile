@@ -58,7 +58,7 @@ soak:
 	  $(PY) -m pytest tests/test_model.py tests/test_hostile_alphabet.py tests/test_concurrency.py -s -q
 
 demo:
-	$(PY) examples/quickstart.py
+	$(PY) examples/demo.py
 
 bench:
 	$(PY) -m pip install -q -e '.[test,bench]'
