@@ -38,7 +38,10 @@ def test_the_jar_routes_what_the_sources_route():
 
 
 def _run(cmd, **kw):
-    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    """A command outside this process's paths: with PYTHONPATH (say, to a source tree holding an
+    egg-info) pip would take lakerules as installed already."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LAKERULES_PYSPARK_JARS")}
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, **kw)
     assert done.returncode == 0, f"{cmd} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     return done.stdout
 
@@ -54,8 +57,7 @@ def workdir():
 def wheel(workdir) -> Path:
     """The wheel as `pip wheel .` builds it: an isolated build environment with pyspark in it."""
     out = workdir / "wheel"
-    env = {k: v for k, v in os.environ.items() if k != "LAKERULES_PYSPARK_JARS"}
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, ROOT], env=env)
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, ROOT])
     (built,) = out.glob("lakerules-*.whl")
     with zipfile.ZipFile(built) as whl:
         (out / "shim.jar").write_bytes(whl.read("lakerules/jars/lakerules-shim.jar"))
@@ -91,7 +93,7 @@ def test_the_wheel_in_a_fresh_venv(venv, wheel, row, workdir):
     jars = _run([venv, "-c", "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))"]).strip()
     _run([venv, ROOT / "jvm-shim" / "shim_build.py", here / "shim.jar", "--pyspark-jars", jars])
     # And the wheel's jar (built once, against the build environment's pyspark) serves it.
-    out = _run([venv, SMOKE, here / "warehouse"], cwd=workdir, env={**os.environ, "PYTHONPATH": ""})
+    out = _run([venv, SMOKE, here / "warehouse"], cwd=workdir)
     assert f"ok pyspark {version} " in out
     for requirement in row.split():
         name, _, pinned = requirement.partition("==")
