@@ -9,6 +9,7 @@ is required to build). The sdist carries the Java sources, not a jar."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -43,6 +44,9 @@ def _build_jar() -> None:
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     _build_jar()
+    # setuptools builds in ./build of the tree: a module removed since an earlier build would
+    # still be there, and go into the wheel
+    shutil.rmtree(_JAR.parents[3] / "build" / "lib", ignore_errors=True)
     return _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
