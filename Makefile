@@ -1,14 +1,16 @@
-# make setup: a fresh machine to a working install (.venv/, pinned deps, the Java shim jar).
-# make test:  the test suite.  make demo: examples/quickstart.py on the embedded catalog.
+# make setup: a fresh machine to a working install (.venv/, the deps, a JDK, the Java shim jar).
+# make test:  the test suite (installs the PostgreSQL server the concurrency test starts, if missing).
+# make test-matrix: the wheel built, installed into a fresh venv and run, per pyspark version.
+# make demo: examples/demo.py on the embedded catalog.
 # make soak:  the model, hostile-alphabet and concurrency tests, long profiles (see RELIABILITY.md).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 JAR    := python/lakerules/jars/lakerules-shim.jar
 
-.PHONY: setup java postgres venv shim test soak demo bench clean
+.PHONY: setup java postgres venv shim test test-matrix soak demo bench clean
 
-setup: java postgres venv shim
+setup: java venv shim
 
 # Spark needs a JVM and the shim needs javac: install Debian's JDK 17 when either is missing.
 java:
@@ -19,8 +21,8 @@ java:
 	fi
 	@javac -version
 
-# The concurrency test starts a throwaway PostgreSQL server (the SQL catalog users share):
-# install Debian's server when its binaries are missing.
+# Only the tests need it: the concurrency test starts a throwaway PostgreSQL server (the SQL
+# catalog users share). make test installs Debian's server when its binaries are missing.
 postgres:
 	@if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
 	  echo "installing postgresql"; \
@@ -37,8 +39,15 @@ venv:
 shim:
 	jvm-shim/build.sh $(PY) $(JAR)
 
-test:
+test: postgres
 	$(PY) -m pytest python/lakerules tests
+
+# The built wheel in a fresh venv (tests/test_packaging.py), once with the newest dependencies
+# pip resolves and once with the oldest the package declares (pyproject.toml). Minutes, mostly
+# pip installing into the venv.
+MATRIX ?= ; pyspark==4.1.0 pyarrow==18.1.0 numpy==1.26.4
+test-matrix:
+	LAKERULES_PACKAGING=1 LAKERULES_MATRIX="$(MATRIX)" $(PY) -m pytest tests/test_packaging.py -q
 
 # Long profiles: SOAK_EXAMPLES random sequences of 30 steps (and hostile-alphabet statement cycles
 # per parser setting), writers racing for SOAK_SECONDS.
@@ -49,7 +58,7 @@ soak:
 	  $(PY) -m pytest tests/test_model.py tests/test_hostile_alphabet.py tests/test_concurrency.py tests/test_wide_read.py -s -q
 
 demo:
-	$(PY) examples/quickstart.py
+	$(PY) examples/demo.py
 
 bench:
 	$(PY) -m pip install -q -e '.[test,bench]'

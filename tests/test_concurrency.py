@@ -70,7 +70,7 @@ def postgres():
     bindir = postgres_bindir()
     if bindir is None:
         pytest.fail("PostgreSQL server binaries not found (no /usr/lib/postgresql/*/bin/pg_ctl, no pg_ctl on PATH): "
-                    "`make setup` installs Debian's postgresql package")
+                    "`make test` (or `make postgres`) installs Debian's postgresql package")
     root = tempfile.mkdtemp(prefix="lakerules-pg-")
     as_user: list[str] = []
     if os.geteuid() == 0:  # the server refuses to run as root: run it as Debian's postgres user

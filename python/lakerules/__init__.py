@@ -19,7 +19,7 @@ from lakerules.registry import register_rule, unregister_rule
 __version__ = "0.1.0"
 __all__ = [
     "session", "attach", "detach", "spark_conf", "jar_path", "register_rule", "unregister_rule",
-    "delete_by_key", "LakeError", "NotSupported", "CatalogError",
+    "delete_by_key", "inspect", "LakeError", "NotSupported", "CatalogError",
 ]
 
 EXTENSION = "io.lakerules.LakeRulesExtensions"
@@ -40,6 +40,30 @@ def delete_by_key(spark, table: str, keys, on: list[str]) -> int:
     from lakerules.cdc import delete_by_key as run
 
     return run(spark, table, keys, on)
+
+
+def inspect(table, columns=(), plot=None, catalog_properties: dict[str, str] | None = None):
+    """A table's layout and health from its metadata (lakerules.health): ``table`` is a
+    pyiceberg Table or a name ``catalog.namespace.table`` (through the attached session's
+    catalogs, or a pyiceberg catalog of ``catalog_properties``); ``plot`` a PNG path for the
+    first two ``columns``' per-file [min, max] boxes. ``print()`` the result."""
+    from lakerules import health
+
+    name = None
+    if isinstance(table, str):
+        name, table = table, health.load(table, catalog_properties)
+    h = health.health(table, list(columns), name)
+    if plot is not None:
+        health.plot(h, plot)
+    return h
+
+
+def _attached_catalog(name: str):
+    """The pyiceberg catalog the attached session serves as Spark catalog ``name``."""
+    if _backend is None:
+        raise LakeError("lakerules: no session attached in this process: give the catalog's properties "
+                        "(python -m lakerules inspect --warehouse W, or catalog_properties=)")
+    return _backend.catalogs.get(name)
 
 
 def jar_path() -> str:

@@ -1,10 +1,13 @@
-"""python -m lakerules jar | conf [--warehouse W] [--catalog NAME]"""
+"""python -m lakerules jar | conf [--warehouse W] [--catalog NAME]
+                      | inspect CATALOG.NS.TABLE [--column C ...] [--plot OUT.png]
+                                [--warehouse W | --catalog-property K=V ...]"""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
+from pathlib import Path
 
 import lakerules
 
@@ -16,8 +19,17 @@ def main(argv=None) -> int:
     conf = sub.add_parser("conf", help="print the spark-submit flags for this install")
     conf.add_argument("--warehouse", help="use the embedded SQLite catalog in this folder")
     conf.add_argument("--catalog", default="lake", help="the Spark catalog name (default: lake)")
+    inspect = sub.add_parser("inspect", help="print a table's layout and health (from its metadata)")
+    inspect.add_argument("table", help="catalog.namespace.table, e.g. lake.db.events")
+    inspect.add_argument("--column", action="append", default=[], help="show per-file [min, max] and skipping (repeat)")
+    inspect.add_argument("--plot", help="draw the first two columns' per-file [min, max] boxes into this PNG (extra: plot)")
+    inspect.add_argument("--warehouse", help="the embedded SQLite catalog in this folder (default: ./warehouse)")
+    inspect.add_argument("--catalog-property", action="append", default=[], metavar="K=V",
+                         help="a pyiceberg catalog property, instead of --warehouse (repeat)")
     args = parser.parse_args(argv)
     try:
+        if args.command == "inspect":
+            return _inspect(args)
         if args.command == "jar":
             print(lakerules.jar_path())
         else:
@@ -30,6 +42,28 @@ def main(argv=None) -> int:
     except lakerules.LakeError as e:
         print(e, file=sys.stderr)
         return 1
+    return 0
+
+
+def _inspect(args) -> int:
+    if args.warehouse and args.catalog_property:
+        raise lakerules.LakeError("lakerules inspect: give --warehouse or --catalog-property, not both")
+    if args.catalog_property:
+        props = {}
+        for kv in args.catalog_property:
+            k, sep, v = kv.partition("=")
+            if not sep or not k:
+                raise lakerules.LakeError(f"lakerules inspect: --catalog-property takes K=V, not {kv!r}")
+            props[k] = v
+    else:
+        warehouse = Path(args.warehouse or "./warehouse")
+        if not (warehouse / "catalog.db").is_file():
+            raise lakerules.LakeError(f"lakerules inspect: no embedded catalog at {warehouse}/catalog.db "
+                                      "(give --warehouse, or --catalog-property for another catalog)")
+        props = lakerules.embedded_catalog(warehouse)
+    print(lakerules.inspect(args.table, args.column, plot=args.plot, catalog_properties=props))
+    if args.plot:
+        print(f"plot: {args.plot}")
     return 0
 
 

@@ -87,7 +87,11 @@ def local_frame(spark: SparkSession, rows: list, schema) -> DataFrame:
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import TimestampType
 
-    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    # pyspark 4.1 spells UTC timestamps timestamp_utc=True (its default); 4.2 and later, timezone=.
+    try:
+        arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    except TypeError:
+        arrow_schema = to_arrow_schema(schema)
     columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in schema.fields]
     for c, f in zip(columns, schema.fields):
         if isinstance(f.dataType, TimestampType):

@@ -39,13 +39,8 @@ from pyiceberg.transforms import IdentityTransform
 
 from lakerules import dialect, explain as explain_mod, jvm as J, partitioning, pending
 from lakerules.errors import LakeError
+from lakerules.routes import ROUTES  # noqa: F401  (re-exported: lakerules.attach registers it)
 
-# What the shim routes to Python (io.lakerules.Bridge.routed): texts that may start, after
-# comments, with one of the statements above, or EXPLAIN (so that EXPLAIN of a lake command
-# shows its plan). Cheap and conservative: the dialect then decides (lakerules.dialect), and a
-# text that is not ours goes to Spark's parser unchanged.
-_LEAD = r"(?:\s+|/\*.*?\*/|--[^\n]*(?:\n|$))*"
-ROUTES = rf"{_LEAD}(?:ALTER\s+TABLE\b.*\b(?:(?:ADD|DROP|REPLACE)\s+PARTITION\s+FIELD|(?:CREATE|REPLACE|DROP)\s+(?:OR\s+REPLACE\s+)?(?:BRANCH|TAG)|WRITE\s+(?:LOCALLY|ORDERED|DISTRIBUTED|UNORDERED)|(?:SET|DROP)\s+IDENTIFIER\s+FIELDS)\b|EXPLAIN\b|OPTIMIZE\b|CALL\b|DESC(?:RIBE)?\s+HISTORY\b|RESTORE\b|VACUUM\b)"
 _EXPLAIN_MODE = re.compile(r"(EXTENDED|FORMATTED|CODEGEN|COST)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 
 
