@@ -15,6 +15,8 @@ javac --release 17 -nowarn -Xlint:-options -encoding UTF-8 -d "$classes" -cp "$j
 PYTHONPATH="$here/../python${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \
   'import sys; from lakerules.statements import ROUTES; sys.stdout.write(ROUTES)' \
   > "$classes/io/lakerules/routes.regex"
+# Resources: the data source registration (format("iceberg") -> io.lakerules.LakeSource).
+if [ -d "$here/src/main/resources" ]; then cp -R "$here/src/main/resources/." "$classes/"; fi
 mkdir -p "$(dirname "$OUT")"
 jar --create --file "$OUT" -C "$classes" .
 echo "built $OUT"

@@ -80,11 +80,17 @@ class Backend:
 
     def context(self, jsession) -> Context:
         return Context(spark=self.session(jsession), catalogs=self.catalogs,
-                       lowerings={P.LakeScan: lower_scan, LateScan: lower_late_scan, P.Command: self.command_node})
+                       lowerings={P.LakeScan: lower_scan, LateScan: lower_late_scan, P.Command: self.command_node,
+                                  P.StreamWriteToLake: self.stream_write_node})
 
     def command_node(self, ctx, node: P.Command, lower):
         """A planned command as the JVM command node Spark executes (io.lakerules.LakeCommand)."""
         return J.command_node(ctx.spark, PlannedCommand(self, node), node.result_schema, P.explain(node))
+
+    def stream_write_node(self, ctx, node: P.StreamWriteToLake, lower):
+        """A planned micro-batch write as the JVM node Spark plans and runs for the batch
+        (io.lakerules.LakeStreamWrite), the batch's query lowered as its child."""
+        return J.stream_write_node(ctx.spark, PlannedStreamWrite(self, node), lower(node.query), node.describe())
 
     def session(self, jsession) -> SparkSession:
         if jsession is None or jsession.equals(self.spark._jsparkSession):
@@ -116,6 +122,29 @@ class PlannedCommand:
             ctx = self.backend.context(jsession)
             commit.use_session(ctx.spark)  # for its snapshot-property settings
             return execute.execute(ctx, self.node)
+        except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
+            return self.backend.java_error(e)
+
+
+class PlannedStreamWrite:
+    """What io.lakerules.LakeStreamWriteExec runs (io.lakerules.LakeStreamAction): one planned
+    micro-batch write, given the batch's rows when Spark executes the batch."""
+
+    class Java:
+        implements = ["io.lakerules.LakeStreamAction"]
+
+    def __init__(self, backend: Backend, node: P.StreamWriteToLake):
+        self.backend = backend
+        self.node = node
+
+    def write(self, jsession, jdf):
+        try:
+            from pyspark.sql import DataFrame
+
+            ctx = self.backend.context(jsession)
+            commit.use_session(ctx.spark)
+            execute.execute_stream_batch(ctx, self.node, DataFrame(jdf, ctx.spark))
+            return None
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
             return self.backend.java_error(e)
 

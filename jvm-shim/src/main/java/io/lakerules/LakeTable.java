@@ -6,17 +6,22 @@ import java.util.Map;
 import java.util.Set;
 
 import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
 
 /**
  * A lake table as Spark's analyzer sees it: name, schema, partitioning, properties, and the
  * snapshot it was loaded at. It reads and writes nothing itself; the Python rules replace every
- * relation over it before Spark plans execution.
+ * relation over it before Spark plans execution. It is SupportsWrite with STREAMING_WRITE so that
+ * DataStreamWriter.toTable accepts it; each micro-batch's write is then replaced by the registry
+ * (lakerules.streaming).
  */
-public final class LakeTable implements Table {
+public final class LakeTable implements Table, SupportsWrite {
   private final String catalogName;
   private final Identifier ident;
   private final String name;
@@ -52,7 +57,12 @@ public final class LakeTable implements Table {
   public Set<TableCapability> capabilities() {
     return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE,
         TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
-        TableCapability.OVERWRITE_DYNAMIC);
+        TableCapability.OVERWRITE_DYNAMIC, TableCapability.STREAMING_WRITE);
+  }
+
+  @Override
+  public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+    return new LakeStreamingWriteBuilder(name);
   }
 
   /**
