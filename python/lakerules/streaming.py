@@ -32,6 +32,9 @@ EPOCH_ID = "spark.sql.streaming.epochId"
 SPARK_STREAM_OPTIONS = ("checkpointlocation", "path", "queryname")
 MODES = ("append", "complete")
 log = logging.getLogger("lakerules")
+# Run with (table name, batch id) after a batch's commit landed, before Spark marks the batch done
+# in its checkpoint (tests stop the driver here).
+after_commit = None
 
 
 def last_committed_batch(table, query_id: str) -> int | None:
@@ -87,6 +90,8 @@ def run_batch(ctx, node, df) -> None:
     except BaseException as e:
         write.discard(table, written, e)
         raise
+    if after_commit is not None:
+        after_commit(str(t), node.batch_id)
 
 
 def aligned(spark, table, df, name: str):
