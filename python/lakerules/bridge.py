@@ -62,6 +62,21 @@ class Backend:
         except BaseException as e:  # noqa: BLE001
             return self.java_error(e)
 
+    def stream(self, jsession, op, args_json):
+        """A lake table read as a stream (io.lakerules.LakeStreamSource): lakerules.stream_source."""
+        from lakerules import stream_source
+
+        try:
+            ctx = self.context(jsession)
+            args = json.loads(args_json)
+            if op == "latest":
+                return stream_source.latest(ctx, args)
+            if op == "batch":
+                return stream_source.batch(ctx, args)
+            raise LakeError(f"lakerules: no stream operation {op!r}")
+        except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
+            return self.java_error(e)
+
     def catalog(self, catalog_name, op, args_json):
         args = json.loads(args_json)
         try:

@@ -9,7 +9,10 @@ import org.apache.spark.sql.connector.catalog.SupportsCatalogOptions;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.execution.streaming.Source;
 import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.sources.StreamSourceProvider;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -21,10 +24,64 @@ import scala.jdk.javaapi.CollectionConverters;
  * catalog if one is registered by that name, else the current catalog), and the table is that
  * catalog's. Only a name is taken: a path of files is refused.
  */
-public final class LakeSource implements SupportsCatalogOptions, DataSourceRegister {
+public final class LakeSource implements SupportsCatalogOptions, DataSourceRegister, StreamSourceProvider {
   @Override
   public String shortName() {
     return "iceberg";
+  }
+
+  // ---- streaming reads: the table's appended files (LakeStreamSource) ------------------------
+
+  @Override
+  public scala.Tuple2<String, StructType> sourceSchema(SQLContext sqlContext, scala.Option<StructType> schema,
+      String providerName, scala.collection.immutable.Map<String, String> parameters) {
+    CaseInsensitiveStringMap options = new CaseInsensitiveStringMap(CollectionConverters.asJava(parameters));
+    return new scala.Tuple2<>(shortName(), getTable(options).schema());
+  }
+
+  @Override
+  public Source createSource(SQLContext sqlContext, String metadataPath, scala.Option<StructType> schema,
+      String providerName, scala.collection.immutable.Map<String, String> parameters) {
+    CaseInsensitiveStringMap options = new CaseInsensitiveStringMap(CollectionConverters.asJava(parameters));
+    Table table = getTable(options);
+    if (!(table instanceof LakeTable)) {
+      throw Bridge.sneakyThrow(Bridge.analysisError("lakerules: " + options.get("path")
+          + " is not a lake table; format(\"iceberg\") streams lake tables"));
+    }
+    LakeTable t = (LakeTable) table;
+    String[] ident = new String[t.namespace().length + 1];
+    System.arraycopy(t.namespace(), 0, ident, 0, t.namespace().length);
+    ident[ident.length - 1] = t.tableName();
+    return new LakeStreamSource((org.apache.spark.sql.classic.SparkSession) sqlContext.sparkSession(),
+        t.catalogName(), ident, CollectionConverters.asJava(parameters),
+        schema.isDefined() ? schema.get() : t.schema());
+  }
+
+  /** The v1 view of a lake table Spark uses to stream it (readStream.table): provider iceberg,
+   * the table's quoted name as its path. */
+  static org.apache.spark.sql.catalyst.catalog.CatalogTable catalogTable(String catalog, String[] namespace,
+      String name, StructType schema) {
+    StringBuilder path = new StringBuilder(quote(catalog));
+    for (String n : namespace) path.append('.').append(quote(n));
+    path.append('.').append(quote(name));
+    scala.collection.immutable.Map<String, String> props =
+        new scala.collection.immutable.HashMap<String, String>().updated("path", path.toString());
+    org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat storage =
+        org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat$.MODULE$.apply(scala.Option.empty(),
+            scala.Option.empty(), scala.Option.empty(), scala.Option.empty(), false, props, scala.Option.empty());
+    org.apache.spark.sql.catalyst.TableIdentifier id = new org.apache.spark.sql.catalyst.TableIdentifier(name,
+        scala.Option.apply(String.join(".", namespace)), scala.Option.apply(catalog));
+    org.apache.spark.sql.catalyst.catalog.CatalogTable$ c = org.apache.spark.sql.catalyst.catalog.CatalogTable$.MODULE$;
+    return c.apply(id, org.apache.spark.sql.catalyst.catalog.CatalogTableType.EXTERNAL(), storage, schema,
+        scala.Option.apply("iceberg"), c.apply$default$6(), c.apply$default$7(), c.apply$default$8(),
+        c.apply$default$9(), c.apply$default$10(), c.apply$default$11(), c.apply$default$12(),
+        c.apply$default$13(), c.apply$default$14(), c.apply$default$15(), c.apply$default$16(),
+        c.apply$default$17(), c.apply$default$18(), c.apply$default$19(), c.apply$default$20(),
+        c.apply$default$21(), c.apply$default$22());
+  }
+
+  private static String quote(String part) {
+    return "`" + part.replace("`", "``") + "`";
   }
 
   private static String[] parts(CaseInsensitiveStringMap options) {
