@@ -137,3 +137,95 @@ def test_killed_between_commit_and_checkpoint_every_row_once(spark, ns, warehous
     batches = stream_batches(iceberg_catalog, table)
     assert [b[2] for b in batches] == ["0", "1", "2"] and len({b[1] for b in batches}) == 1
     engines.assert_same(table, expected=[(i, f"v{i}") for i in range(12)])
+
+
+# ---- the source: readStream.table / format("iceberg").load ------------------------------------
+
+
+def run_source(spark, reader_options: dict, table: str, checkpoint: Path, via_format: bool = False):
+    """One availableNow run of a stream of the table into foreachBatch: the rows of each batch."""
+    batches = []
+    reader = spark.readStream
+    for k, v in reader_options.items():
+        reader = reader.option(k, v)
+    df = reader.format("iceberg").load(table) if via_format else reader.table(table)
+    q = (df.writeStream.foreachBatch(lambda d, b: batches.append(sorted(tuple(r) for r in d.collect())))
+         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    q.awaitTermination()
+    return batches
+
+
+def appended_files(iceberg_catalog, name: str) -> int:
+    t = iceberg_catalog.load_table(name)
+    return sum(int(s.summary.additional_properties.get("added-data-files", 0)) for s in t.snapshots()
+               if s.summary.operation.value == "append")
+
+
+def test_source_streams_appended_rows_once_across_delete_and_optimize(spark, ns, tmp_path, iceberg_catalog):
+    from pyspark.errors import StreamingQueryException
+
+    table, checkpoint = f"lake.{ns}.src", tmp_path / "ck"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING)")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b')")
+    spark.sql(f"INSERT INTO {table} VALUES (3, 'c')")
+    limit = {"streaming-max-files-per-micro-batch": "1"}
+    first = run_source(spark, limit, table, checkpoint)
+    assert sorted(r for b in first for r in b) == [(1, "a"), (2, "b"), (3, "c")]
+    assert len(first) == appended_files(iceberg_catalog, f"{ns}.src")  # one file per batch
+
+    spark.sql(f"INSERT INTO {table} VALUES (4, 'd')")
+    spark.sql(f"OPTIMIZE {table}")  # a replace snapshot: skipped, its rewritten rows not streamed again
+    spark.sql(f"INSERT INTO {table} VALUES (5, 'e')")
+    second = run_source(spark, {}, table, checkpoint, via_format=True)
+    assert sorted(r for b in second for r in b) == [(4, "d"), (5, "e")]
+
+    spark.sql(f"DELETE FROM {table} WHERE id = 1")
+    spark.sql(f"INSERT INTO {table} VALUES (6, 'f')")
+    with pytest.raises(StreamingQueryException, match="streaming-skip-delete-snapshots"):
+        run_source(spark, {}, table, checkpoint)
+    third = run_source(spark, {"streaming-skip-delete-snapshots": "true"}, table, checkpoint)
+    assert [r for b in third for r in b] == [(6, "f")]
+    offsets = sorted((checkpoint / "offsets").iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
+    assert '"snapshot_id"' in offsets[-1].read_text()
+
+    # where a new stream starts: after a snapshot, or from a time; per-batch row limits
+    snapshots = iceberg_catalog.load_table(f"{ns}.src").snapshots()
+    after = run_source(spark, {"start-snapshot-id": str(snapshots[1].snapshot_id),
+                               "streaming-skip-delete-snapshots": "true"}, table, tmp_path / "ck2")
+    assert sorted(r for b in after for r in b) == [(4, "d"), (5, "e"), (6, "f")]
+    rows = run_source(spark, {"stream-from-timestamp": str(snapshots[-1].timestamp_ms),
+                              "streaming-max-rows-per-micro-batch": "1"}, table, tmp_path / "ck3")
+    assert rows == [[(6, "f")]]
+    with pytest.raises(StreamingQueryException, match="not supported"):
+        run_source(spark, {"fanout": "x"}, table, tmp_path / "ck4")
+
+
+# ---- CDC upserts with foreachBatch (examples/cdc_upserts.py) ----------------------------------
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["merge", "delete_by_key"])
+def test_cdc_upserts_apply_each_batch_once(spark, ns, engines, fast):
+    sys.path.insert(0, str(HERE.parent / "examples"))
+    try:
+        import cdc_upserts
+    finally:
+        sys.path.pop(0)
+    table = f"lake.{ns}.customers"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING)")
+    schema = "id BIGINT, v STRING, op STRING, seq BIGINT"
+    batches = [
+        [(1, "a", "upsert", 1), (2, "b", "upsert", 2), (3, "c", "upsert", 3), (1, "a2", "upsert", 4)],
+        [(2, None, "delete", 5), (3, "c2", "upsert", 6), (4, "d", "upsert", 7)],
+    ]
+    for batch_id, rows in enumerate(batches):
+        assert cdc_upserts.upsert_batch(spark.createDataFrame(rows, schema), batch_id, table, "app", fast=fast)
+    expected = [(1, "a2"), (3, "c2"), (4, "d")]
+    engines.assert_same(table, expected=expected)
+    history = spark.sql(f"DESCRIBE HISTORY {table}").collect()
+    # replayed after a restart: found in the history, nothing applied again
+    assert not cdc_upserts.upsert_batch(spark.createDataFrame(batches[1], schema), 1, table, "app", fast=fast)
+    assert len(spark.sql(f"DESCRIBE HISTORY {table}").collect()) == len(history)
+    # another application's batch 1 is its own
+    assert cdc_upserts.upsert_batch(spark.createDataFrame([(5, "e", "upsert", 8)], schema), 1, table, "other", fast=fast)
+    engines.assert_same(table, expected=[*expected, (5, "e")])
+    assert spark.conf.get("spark.lakerules.snapshot-property.cdc.batch-id", None) is None  # the session as it was
