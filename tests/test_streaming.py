@@ -220,12 +220,19 @@ def test_cdc_upserts_apply_each_batch_once(spark, ns, engines, fast):
     for batch_id, rows in enumerate(batches):
         assert cdc_upserts.upsert_batch(spark.createDataFrame(rows, schema), batch_id, table, "app", fast=fast)
     expected = [(1, "a2"), (3, "c2"), (4, "d")]
-    engines.assert_same(table, expected=expected)
+
+    def same(rows):
+        if not fast:
+            return engines.assert_same(table, expected=rows)
+        # equality deletes: pyiceberg cannot read them; DuckDB can
+        assert engines.lakerules(table) == sorted(rows) == engines.duckdb(table)
+
+    same(expected)
     history = spark.sql(f"DESCRIBE HISTORY {table}").collect()
     # replayed after a restart: found in the history, nothing applied again
     assert not cdc_upserts.upsert_batch(spark.createDataFrame(batches[1], schema), 1, table, "app", fast=fast)
     assert len(spark.sql(f"DESCRIBE HISTORY {table}").collect()) == len(history)
     # another application's batch 1 is its own
     assert cdc_upserts.upsert_batch(spark.createDataFrame([(5, "e", "upsert", 8)], schema), 1, table, "other", fast=fast)
-    engines.assert_same(table, expected=[*expected, (5, "e")])
+    same([*expected, (5, "e")])
     assert spark.conf.get("spark.lakerules.snapshot-property.cdc.batch-id", None) is None  # the session as it was
