@@ -43,8 +43,8 @@ MAX_ROWS = "streaming-max-rows-per-micro-batch"
 SKIP_DELETE = "streaming-skip-delete-snapshots"
 SKIP_OVERWRITE = "streaming-skip-overwrite-snapshots"
 OPTIONS = (FROM_TIMESTAMP, START_SNAPSHOT, MAX_FILES, MAX_ROWS, SKIP_DELETE, SKIP_OVERWRITE)
-# set by Spark itself: the table's name (path) and the options Spark keeps for every source
-SPARK_OPTIONS = ("path", "maxfilespertrigger")
+# set by Spark itself: the table's name
+SPARK_OPTIONS = ("path",)
 
 _added: dict[tuple[str, int], list] = {}  # (table uuid, snapshot id) -> the data files it added
 _lock = threading.Lock()
