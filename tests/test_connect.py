@@ -342,3 +342,31 @@ def test_explain_through_connect_runs_nothing(client, lake, capsys):
         if count is not None:
             assert result == [(count,)], f"the {name}'s result, collected after it ran"
         unchanged(f"collect() of the {name}'s DataFrame that already ran")
+
+
+def test_streaming_through_connect(client, lake, tmp_path):
+    """A JVM driver streams too: a Connect client's stream into a lake table (one snapshot per
+    batch, the query and batch ids in the summary), and a lake table streamed into another."""
+    import json
+
+    ns, src = "streams", tmp_path / "src"
+    src.mkdir()
+    client.sql(f"CREATE NAMESPACE lake.{ns}")
+    client.sql(f"CREATE TABLE lake.{ns}.ev (id BIGINT, v STRING)")
+    client.sql(f"CREATE TABLE lake.{ns}.copy (id BIGINT, v STRING)")
+    for n in range(2):
+        (src / f"{n}.json").write_text("".join(json.dumps({"id": i, "v": f"v{i}"}) + "\n" for i in range(3 * n, 3 * n + 3)))
+    q = (client.readStream.schema("id BIGINT, v STRING").option("maxFilesPerTrigger", 1).json(str(src))
+         .writeStream.option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True)
+         .toTable(f"lake.{ns}.ev"))
+    q.awaitTermination()
+    expected = [(i, f"v{i}") for i in range(6)]
+    assert look(lake, f"{ns}.ev")[1] == expected
+    summaries = [s.summary.additional_properties for s in lake.load_table(f"{ns}.ev").snapshots()]
+    assert [(p["spark.sql.streaming.queryId"], p["spark.sql.streaming.epochId"]) for p in summaries] == \
+        [(q.id, "0"), (q.id, "1")]
+    q2 = (client.readStream.option("streaming-max-files-per-micro-batch", "1").table(f"lake.{ns}.ev")
+          .writeStream.option("checkpointLocation", str(tmp_path / "ck2")).trigger(availableNow=True)
+          .toTable(f"lake.{ns}.copy"))
+    q2.awaitTermination()
+    assert look(lake, f"{ns}.copy")[1] == expected

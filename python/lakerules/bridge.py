@@ -63,6 +63,21 @@ class Backend:
         except BaseException as e:  # noqa: BLE001
             return self.java_error(e)
 
+    def stream(self, jsession, op, args_json):
+        """A lake table read as a stream (io.lakerules.LakeStreamSource): lakerules.stream_source."""
+        from lakerules import stream_source
+
+        try:
+            ctx = self.context(jsession)
+            args = json.loads(args_json)
+            if op == "latest":
+                return stream_source.latest(ctx, args)
+            if op == "batch":
+                return stream_source.batch(ctx, args)
+            raise LakeError(f"lakerules: no stream operation {op!r}")
+        except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
+            return self.java_error(e)
+
     def catalog(self, catalog_name, op, args_json):
         args = json.loads(args_json)
         try:
@@ -82,11 +97,16 @@ class Backend:
     def context(self, jsession) -> Context:
         return Context(spark=self.session(jsession), catalogs=self.catalogs,
                        lowerings={P.LakeScan: lower_scan, LateScan: lower_late_scan, P.Command: self.command_node,
-                                  MetadataScan: lower_metadata_scan})
+                                  MetadataScan: lower_metadata_scan, P.StreamWriteToLake: self.stream_write_node})
 
     def command_node(self, ctx, node: P.Command, lower):
         """A planned command as the JVM command node Spark executes (io.lakerules.LakeCommand)."""
         return J.command_node(ctx.spark, PlannedCommand(self, node), node.result_schema, P.explain(node))
+
+    def stream_write_node(self, ctx, node: P.StreamWriteToLake, lower):
+        """A planned micro-batch write as the JVM node Spark plans and runs for the batch
+        (io.lakerules.LakeStreamWrite), the batch's query lowered as its child."""
+        return J.stream_write_node(ctx.spark, PlannedStreamWrite(self, node), lower(node.query), node.describe())
 
     def session(self, jsession) -> SparkSession:
         if jsession is None or jsession.equals(self.spark._jsparkSession):
@@ -118,6 +138,29 @@ class PlannedCommand:
             ctx = self.backend.context(jsession)
             commit.use_session(ctx.spark)  # for its snapshot-property settings
             return execute.execute(ctx, self.node)
+        except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
+            return self.backend.java_error(e)
+
+
+class PlannedStreamWrite:
+    """What io.lakerules.LakeStreamWriteExec runs (io.lakerules.LakeStreamAction): one planned
+    micro-batch write, given the batch's rows when Spark executes the batch."""
+
+    class Java:
+        implements = ["io.lakerules.LakeStreamAction"]
+
+    def __init__(self, backend: Backend, node: P.StreamWriteToLake):
+        self.backend = backend
+        self.node = node
+
+    def write(self, jsession, jdf):
+        try:
+            from pyspark.sql import DataFrame
+
+            ctx = self.backend.context(jsession)
+            commit.use_session(ctx.spark)
+            execute.execute_stream_batch(ctx, self.node, DataFrame(jdf, ctx.spark))
+            return None
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
             return self.backend.java_error(e)
 

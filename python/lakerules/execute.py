@@ -11,7 +11,7 @@ Every Spark job a command runs carries a job description naming the statement an
 
 from __future__ import annotations
 
-from lakerules import jvm as J, plan as P, progress, rowlevel, write
+from lakerules import jvm as J, plan as P, progress, rowlevel, streaming, write
 
 _VERBS = {
     P.WriteToLake: "INSERT",
@@ -29,6 +29,15 @@ def execute(ctx, node: P.Command):
     t = node.table
     J.recache_table(ctx.spark, [t.catalog, *t.namespace, t.name])
     return result
+
+
+def execute_stream_batch(ctx, node: P.StreamWriteToLake, df):
+    """Write one micro-batch's rows (df) to the lake table and commit them, once per batch id
+    (lakerules.streaming); afterwards cached plans over the table are computed again."""
+    with progress.statement(ctx, f"streaming batch {node.batch_id} ({node.mode}) to {node.table}"):
+        streaming.run_batch(ctx, node, df)
+    t = node.table
+    J.recache_table(ctx.spark, [t.catalog, *t.namespace, t.name])
 
 
 def _run(ctx, node: P.Command):

@@ -159,6 +159,21 @@ def command_node(spark: SparkSession, action, result_schema: str, description: s
     return spark._jvm.io.lakerules.LakeCommand.create(action, result_schema, description)
 
 
+def stream_write_node(spark: SparkSession, action, query, description: str):
+    """io.lakerules.LakeStreamWrite: one micro-batch's write to a lake table, ``query`` (the
+    batch's JVM plan) as its child; ``action`` (a Python io.lakerules.LakeStreamAction) gets
+    the batch's rows when Spark executes it."""
+    return spark._jvm.io.lakerules.LakeStreamWrite.create(action, query, description)
+
+
+def can_up_cast(spark: SparkSession, source, target) -> bool:
+    """Whether Spark casts a value of type ``source`` to ``target`` without loss (Cast.canUpCast;
+    both pyspark DataTypes)."""
+    types = spark._jvm.org.apache.spark.sql.types.DataType
+    return bool(spark._jvm.org.apache.spark.sql.catalyst.expressions.Cast.canUpCast(
+        types.fromJson(source.json()), types.fromJson(target.json())))
+
+
 # ---- Catalyst objects lakerules builds (so the rest of the package does not reach into _jvm) ----
 
 

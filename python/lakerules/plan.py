@@ -171,6 +171,32 @@ class WriteToLake(Command):
 
 
 @dataclass(frozen=True, eq=False)
+class StreamWriteToLake(Node):
+    """One micro-batch of a streaming query written to a lake table (Spark's
+    WriteToMicroBatchDataSource, from DataStreamWriter.toTable / start): lowered to a JVM node
+    (io.lakerules.LakeStreamWrite) whose rows, when Spark executes the batch, are written and
+    committed as one snapshot (lakerules.streaming). ``mode``: 'append' or 'complete'."""
+
+    table: TableRef
+    query: Node
+    query_id: str
+    batch_id: int
+    mode: str
+    options: tuple = ()  # the stream's write options, (key, value) pairs
+    jvm: Any = field(default=None, repr=False)
+
+    def children(self):
+        return (self.query,)
+
+    def with_children(self, children):
+        (query,) = children
+        return replace(self, query=query)
+
+    def describe(self) -> str:
+        return f"StreamWriteToLake {self.mode} {self.table} query={self.query_id} batch={self.batch_id}"
+
+
+@dataclass(frozen=True, eq=False)
 class StatementCommand(Command):
     """A statement Spark's grammar lacks (see lakerules.statements), on a resolved lake table."""
 
@@ -466,6 +492,18 @@ def from_jvm(spark, plan) -> Node:
             jvm=plan,
             options=tuple(sorted(J.scala_map(plan.writeOptions()).items())),
         )
+    if name == "WriteToMicroBatchDataSource" and _is_lake_relation(plan.relation()):
+        batch = J.option_value(plan.batchId())
+        if batch is not None:  # Spark sets it on each batch's plan, before running it
+            return StreamWriteToLake(
+                table=_relation(plan.relation()).table,
+                query=from_jvm(spark, plan.query()),
+                query_id=str(plan.queryId()),
+                batch_id=int(batch),
+                mode=str(plan.outputMode().toString()).lower(),
+                options=tuple(sorted(J.scala_map(plan.writeOptions()).items())),
+                jvm=plan,
+            )
     if name == "UpdateTable":
         target = _unaliased(plan.table())
         if _is_lake_relation(target):

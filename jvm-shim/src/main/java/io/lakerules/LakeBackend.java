@@ -20,6 +20,12 @@ public interface LakeBackend {
    */
   Object rewrite(Object session, LogicalPlan plan, String phase);
 
+  /**
+   * A lake table read as a stream (io.lakerules.LakeStreamSource): op "latest" answers JSON
+   * {"offset": ...}, op "batch" the JVM plan reading the files between two offsets; or a Throwable.
+   */
+  Object stream(Object session, String op, String argsJson);
+
   /** A catalog operation: JSON arguments in, JSON result out ({"error": kind, "message": text} on failure). */
   String catalog(String catalogName, String op, String argsJson);
 }

@@ -25,6 +25,9 @@ public final class LakeRulesExtensions extends AbstractFunction1<SparkSessionExt
     //    push down (from SQL, DataFrame chains, joins, inferred constraints) are next to each
     //    lake relation when the registry plans its scan: pruned manifests and files, deletes.
     ext.injectOptimizerRule(LakeRule::optimizer);
+    // 4. Planner: a micro-batch write the registry planned (LakeStreamWrite) runs the batch's
+    //    query and hands its rows to Python, which writes and commits them.
+    ext.injectPlannerStrategy(session -> new LakeStreamStrategy());
     return BoxedUnit.UNIT;
   }
 }

@@ -7,19 +7,25 @@ import java.util.Set;
 
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.catalog.V2TableWithV1Fallback;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
 
 /**
  * A lake table as Spark's analyzer sees it: name, schema, partitioning, properties, and the
  * snapshot it was loaded at. It reads and writes nothing itself; the Python rules replace every
- * relation over it before Spark plans execution.
+ * relation over it before Spark plans execution. It is SupportsWrite with STREAMING_WRITE so that
+ * DataStreamWriter.toTable accepts it; each micro-batch's write is then replaced by the registry
+ * (lakerules.streaming).
  */
-public final class LakeTable implements Table, SupportsRead {
+public final class LakeTable implements Table, SupportsWrite, SupportsRead, V2TableWithV1Fallback {
   private final String catalogName;
   private final Identifier ident;
   private final String name;
@@ -72,7 +78,28 @@ public final class LakeTable implements Table, SupportsRead {
   public Set<TableCapability> capabilities() {
     return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE,
         TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER,
-        TableCapability.OVERWRITE_DYNAMIC);
+        TableCapability.OVERWRITE_DYNAMIC, TableCapability.STREAMING_WRITE);
+  }
+
+  /** Never called for a planned read: the registry replaces every relation over a lake table. */
+  @Override
+  public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+    throw Bridge.sneakyThrow(Bridge.analysisError("lakerules: this read of " + name
+        + " was not planned by the lakerules registry"));
+  }
+
+  /**
+   * What Spark streams a lake table through (readStream.table): a v1 view whose provider is
+   * iceberg, so that the stream's source is io.lakerules.LakeSource's (LakeStreamSource).
+   */
+  @Override
+  public org.apache.spark.sql.catalyst.catalog.CatalogTable v1Table() {
+    return LakeSource.catalogTable(catalogName, ident.namespace(), ident.name(), schema);
+  }
+
+  @Override
+  public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+    return new LakeStreamingWriteBuilder(name);
   }
 
   /**

@@ -439,6 +439,15 @@ public final class PythonBackend {
     }
 
     @Override
+    public Object stream(Object session, String op, String argsJson) {
+      try {
+        return python.stream(session, op, argsJson);
+      } catch (RuntimeException e) {
+        throw orDied(e);
+      }
+    }
+
+    @Override
     public String catalog(String catalogName, String op, String argsJson) {
       try {
         return python.catalog(catalogName, op, argsJson);
