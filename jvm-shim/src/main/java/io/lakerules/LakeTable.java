@@ -81,13 +81,6 @@ public final class LakeTable implements Table, SupportsWrite, SupportsRead, V2Ta
         TableCapability.OVERWRITE_DYNAMIC, TableCapability.STREAMING_WRITE);
   }
 
-  /** Never called for a planned read: the registry replaces every relation over a lake table. */
-  @Override
-  public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    throw Bridge.sneakyThrow(Bridge.analysisError("lakerules: this read of " + name
-        + " was not planned by the lakerules registry"));
-  }
-
   /**
    * What Spark streams a lake table through (readStream.table): a v1 view whose provider is
    * iceberg, so that the stream's source is io.lakerules.LakeSource's (LakeStreamSource).
