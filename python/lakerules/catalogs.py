@@ -213,14 +213,14 @@ class Catalogs:
         try:
             table = cat.load_table((*ns, tname))
         except (ie.NoSuchTableError, ie.NoSuchNamespaceError):
-            meta = self._metadata_table(name, cat, a, ns, tname)
-            if meta is not None:
-                return meta
             # lake.db.t.branch_b / lake.db.t.tag_v: table db.t at a branch or tag (Iceberg's names),
-            # when no table of that name exists
+            # when no table of that name exists; else lake.db.t.<metadata table>
             ref = refs.split_identifier(tname) if len(ns) >= 2 else None
             if ref is None:
-                raise
+                meta = self._metadata_table(name, cat, a, ns, tname)
+                if meta is None:
+                    raise
+                return meta
             try:
                 table = cat.load_table(ns)
             except (ie.NoSuchTableError, ie.NoSuchNamespaceError):
