@@ -8,7 +8,7 @@ metadata table (one row per data file, with its metrics) vs pyiceberg's ``inspec
 from __future__ import annotations
 
 import scale
-from common import Report, side_by_side, timed, verdict
+from common import Report, side_by_side, verdict
 
 ROWS, COMMITS = 50, 40
 QUERY = "SELECT count(*), min(id), max(id) FROM lake.bench.agg"
@@ -48,12 +48,13 @@ def run(spark, args, report: Report) -> None:
                "< 1x, identical", verdict(ratio < 1 and same and from_metadata))
 
     table = scale._catalog().load_table(("bench", "agg"))
-    ours = timed(lambda: spark.sql("SELECT count(*), sum(file_size_in_bytes), max(readable_metrics.id.upper_bound) "
-                                   "FROM lake.bench.agg.files").collect())
-    theirs = timed(lambda: table.inspect.files())
+    t = side_by_side(args.runs, ours=lambda: spark.sql("SELECT count(*), sum(file_size_in_bytes), "
+                                                       "max(readable_metrics.id.upper_bound) FROM lake.bench.agg.files").collect(),
+                     theirs=lambda: table.inspect.files())
+    ours, theirs = t["ours"], t["theirs"]
     row = spark.sql("SELECT count(*), max(readable_metrics.id.upper_bound) FROM lake.bench.agg.files").first()
     report.add(f"SELECT ... FROM t.files ({files:,} rows with their metrics) through Spark vs pyiceberg inspect.files()",
-               f"{ours:.2f} s vs {theirs:.2f} s; rows {row[0]:,}, max upper bound of id {row[1]:,} "
+               f"{ours:.2f} s vs {theirs:.2f} s (warm, median); rows {row[0]:,}, max upper bound of id {row[1]:,} "
                f"(as expected: {tuple(row) == (files, files * ROWS - 1)})")
     report.note("The table is the scale benchmark's generator's (pyarrow files with Iceberg field ids, registered with "
                 "pyiceberg add_files; bench/out/scale/cache/, reused with --reuse). Its double column v has no NaN "

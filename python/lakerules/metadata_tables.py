@@ -431,6 +431,17 @@ def _all_manifest_files(table) -> list:
     return list(seen.values())
 
 
+def _live(table, manifests) -> list[list]:
+    """The live entries of each manifest, read by a thread pool through the process's manifest
+    cache (lakerules.manifests: planning shares it; a manifest never changes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lakerules import manifests as cached
+
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(lambda m: cached.CACHE.get(table.io, m).entries, manifests))
+
+
 def _files_of(meta: str):
     def rows(table, sid):
         wanted = _CONTENTS[meta]
@@ -441,10 +452,10 @@ def _files_of(meta: str):
             manifests = s.manifests(table.io) if s is not None else []
         fr = _FileRows(table)
         out = []
-        for m in manifests:
-            if wanted is not None and (m.content == ManifestContent.DATA) != (DataFileContent.DATA in wanted):
-                continue
-            for e in m.fetch_manifest_entry(table.io, discard_deleted=True):
+        manifests = [m for m in manifests
+                     if wanted is None or (m.content == ManifestContent.DATA) == (DataFileContent.DATA in wanted)]
+        for entries in _live(table, manifests):
+            for e in entries:
                 d = e.data_file
                 if wanted is not None and d.content not in wanted:
                     continue
@@ -479,8 +490,8 @@ def _partitions(table, sid):
         return []
     fr = _FileRows(table)
     groups: dict[str, dict] = {}
-    for m in s.manifests(table.io):
-        for e in m.fetch_manifest_entry(table.io, discard_deleted=True):
+    for entries in _live(table, s.manifests(table.io)):
+        for e in entries:
             d = e.data_file
             part = fr.partition(d) if fr.partitioned else {}
             key = json.dumps(part, sort_keys=True, default=str)
@@ -529,11 +540,9 @@ def _position_deletes(spark, table, sid, schema: T.StructType):
     s = _snapshot(table, sid)
     files = []
     if s is not None:
-        for m in s.manifests(table.io):
-            if m.content != ManifestContent.DELETES:
-                continue
-            files += [e.data_file for e in m.fetch_manifest_entry(table.io, discard_deleted=True)
-                      if e.data_file.content == DataFileContent.POSITION_DELETES]
+        deletes = [m for m in s.manifests(table.io) if m.content == ManifestContent.DELETES]
+        files += [e.data_file for entries in _live(table, deletes) for e in entries
+                  if e.data_file.content == DataFileContent.POSITION_DELETES]
     fr = _FileRows(table)
     info_fields = [f("__name", _STR, False)] + [x for x in schema.fields if x.name in ("partition", "spec_id", "delete_file_path")]
     names = status_names(spark, [d.file_path for d in files]) if files else {}
