@@ -20,6 +20,7 @@ from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, 
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table, TableProperties, Transaction
 from pyiceberg.table.refs import MAIN_BRANCH
+from pyiceberg.table.update import AssertRefSnapshotId
 from pyiceberg.table.snapshots import (
     IsolationLevel,
     Operation,
@@ -80,11 +81,32 @@ def _transaction(table: Table):
         before_commit(table)
     _create_target_branch(table)
     tx = _Transaction(table)
+    target = refs.target_of(table).branch
+    if target != MAIN_BRANCH:
+        # A snapshot for another branch (or staged) takes the next sequence number too: a commit to
+        # main meanwhile would make the catalog refuse it outright (not a race pyiceberg retries),
+        # so main's head is required as well, and such a commit is retried over like any other.
+        main = table.metadata.refs.get(MAIN_BRANCH)
+        tx._requirements += (_AssertMainHead(ref=MAIN_BRANCH, snapshot_id=main.snapshot_id if main else None),)
     yield tx
     try:
         tx.commit_transaction()
     except ValidationException:
         raise
+    except ValueError as e:
+        if "sequence number" not in str(e):
+            raise CommitOutcomeUnknown(
+                f"lakerules: the commit to {table.name()} failed with an error that does not say whether it "
+                f"landed (ValueError: {e}). The statement's new files were kept: check the table's snapshots; "
+                "if the commit did not land, CALL <catalog>.system.remove_orphan_files removes them."
+            ) from e
+        # the catalog refused the snapshot before writing anything: another commit took its sequence number
+        for producer in tx._snapshot_producers:
+            producer._clean_all_uncommitted()
+        raise CommitRejected(
+            f"lakerules: conflict on {table.name()}: other commits landed while this statement committed ({e}); "
+            "nothing was committed and the statement's new files were deleted. Run it again."
+        ) from e
     except CommitFailedException as e:
         # pyiceberg retried (commit.retry.num-retries) and the catalog still refused: other
         # commits kept landing, or the catalog refuses this table's commits
@@ -110,6 +132,10 @@ def _transaction(table: Table):
         ) from e
     # the next statement loads the metadata just written: keep it parsed
     metadata_cache.remember(table.metadata_location, table.metadata)
+
+
+class _AssertMainHead(AssertRefSnapshotId):
+    """main is still where the write read it (its own type: pyiceberg keeps one requirement per type)."""
 
 
 def _create_target_branch(table: Table) -> None:
