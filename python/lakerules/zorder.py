@@ -9,18 +9,23 @@ As Delta's ``MultiDimClustering`` (ZOrderClustering), with the sampling that Del
    read once, neither sorted nor shuffled) comes to the driver through Arrow, which sorts it
    and picks each column's N - 1 range boundaries evenly. On the rows, ``range_id(value, boundaries)`` maps a
    value to 1 .. N and NULL to 0: Delta's ``range_partition_id(col, N)``.
-3. ``interleave_bits(bits, array(range ids))`` is the z-value; the ids are first spread evenly
-   over their 2^bits codes, so that each bit halves a column's rows. With noise, a random byte
-   goes below the z-value (the z-key), so that many rows with one z-value (skew) can spread over
-   several files.
-4. The sample's own z-keys (computed on the driver exactly as the JVM computes the rows') give
-   each group k - 1 boundaries for its k files, each moved, by at most ALIGN_WINDOW of a file's
-   rows, to the edge of a z-curve cell: a file that ends inside a cell holds a corner of it, and
-   its min/max box reaches over both cells for a few rows. Every row goes to its file with
-   ``repartitionById``; the writer sorts each file by z-key.
+3. The files (``layout``): z-order makes each group's files the leaves of a k-d tree whose shape
+   depends only on the file count n and the column count k, chosen so that a value of any one
+   column is confined to about n^(-1/k) of the files for any n (cutting the z-curve itself does
+   that only for n a power of 2^k). Each node cuts its rows along one column in proportion to
+   its files, at a quantile of the sample's keys: a column's range id with a random byte (noise)
+   below it, so that many rows of one value (skew) can spread over several files. On the rows,
+   ``kd_cell(keys, tree, cuts)`` finds the file. The Hilbert curve (HILBERT BY) keeps the
+   curve's own cut: the sample's Hilbert keys give each group n - 1 boundaries, each moved by
+   at most ALIGN_WINDOW of a file's rows to the edge of a curve cell, and ``range_id`` on the
+   row's key finds the file.
+4. Inside each file rows are sorted by the curve's key: ``interleave_bits(bits, array(range
+   ids))`` (the z-value) or ``hilbert_index(bits, array(range ids))``, the ids first spread
+   evenly over their 2^bits codes so that each bit halves a column's rows, with the noise byte
+   below. The writer sorts each file by it (row groups and pages skip as files do).
 
 Every per-row step on the table's rows is a Spark SQL expression or one of the shim's functions
-(``range_id``, ``interleave_bits``), run in the JVM on executors; the boundaries reach the rows
+(``range_id``, ``interleave_bits``, ``hilbert_index``, ``kd_cell``), run in the JVM on executors; the boundaries reach the rows
 through a broadcast join on the group.
 """
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import threading
 from dataclasses import dataclass
 from functools import reduce
 
@@ -325,7 +331,10 @@ def _weights(k: int) -> np.ndarray:
     return np.array(sorted({tuple(sorted((1.0, *c), reverse=True)) for c in itertools.product(ratios, repeat=k - 1)}))
 
 
-@functools.lru_cache(maxsize=None)
+_FRONTS: dict[int, list] = {}  # k -> the fronts computed so far, m = 0 .. len - 1
+_FRONTS_LOCK = threading.Lock()
+
+
 def _fronts(n: int, k: int) -> list:
     """For m = 1 .. n files, a few trees that are best for some balance between the columns:
     (H, back references), H[t] sorted descending: H[t][j] is the sum over the leaves of their
@@ -334,10 +343,15 @@ def _fronts(n: int, k: int) -> list:
     not depend on the region it covers, and a split of m files into m1 + m2 along dimension j
     gives H_j = (m1 H1_j + m2 H2_j) / m and H_i = H1_i + H2_i for the others: dynamic
     programming over m, any permutation of the children's dimensions."""
+    with _FRONTS_LOCK:
+        return _extend_fronts(n, k)
+
+
+def _extend_fronts(n: int, k: int) -> list:
     weights = _weights(k)
     perms = np.array(list(itertools.permutations(range(k))))
-    fronts = [None, (np.ones((1, k)), [None])]
-    for m in range(2, n + 1):
+    fronts = _FRONTS.setdefault(k, [None, (np.ones((1, k)), [None])])
+    for m in range(len(fronts), n + 1):
         blocks, vectors = [], []
         for m1 in sorted({m // 2, round(m / 3), round(m / 4), 1, 2, 3} & set(range(1, m // 2 + 1))):
             m2 = m - m1
@@ -400,10 +414,11 @@ def _shift(node: Node | None) -> Node | None:
 
 
 def _chain(dim: int, sizes: list[int], subtrees: list) -> Node | None:
-    """Slabs along dim of these file counts, each with its subtree, as a chain of cuts."""
+    """Slabs along dim of these file counts, each with its subtree, as a balanced tree of cuts."""
     if len(sizes) == 1:
         return subtrees[0]
-    return Node(dim, sizes[0], subtrees[0], _chain(dim, sizes[1:], subtrees[1:]))
+    h = len(sizes) // 2
+    return Node(dim, sum(sizes[:h]), _chain(dim, sizes[:h], subtrees[:h]), _chain(dim, sizes[h:], subtrees[h:]))
 
 
 @functools.lru_cache(maxsize=256)
