@@ -12,7 +12,7 @@
                                         [, options => map('target-file-size-bytes', '...', ...)]
                                         [, where => 'partition predicate'])
 
-rewrite_data_files runs on OPTIMIZE's engine (lakerules.optimize):
+rewrite_data_files runs on OPTIMIZE's engine (lakerules.optimize, which statements dispatches it to):
 binpack is its compaction, ``zorder(...)`` its ZORDER BY, ``hilbert(...)`` its HILBERT BY.
 
 Arguments go by name (any order) or by position (Iceberg's order), not mixed. Each value is any
@@ -238,7 +238,7 @@ def command(procedure: str, values: dict):
     from lakerules import history
 
     run = {"remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
-           "rewrite_manifests": _rewrite_manifests, "rewrite_data_files": rewrite_data_files, "rollback_to_snapshot": history.rollback_to_snapshot,
+           "rewrite_manifests": _rewrite_manifests, "rollback_to_snapshot": history.rollback_to_snapshot,
            "rollback_to_timestamp": history.rollback_to_timestamp,
            "set_current_snapshot": history.set_current_snapshot, "cherrypick_snapshot": history.cherrypick_snapshot,
            "fast_forward": history.fast_forward, "publish_changes": history.publish_changes}[procedure]
@@ -593,122 +593,3 @@ def _rewrite_manifests(ctx, table, args: dict):
     done = commit.rewrite_manifests(table, args["spec_id"], {"lakerules.operation": "rewrite_manifests"})
     return J.result_rows(ctx.spark, [(done.rewritten, done.added)], RESULTS["rewrite_manifests"])
 
-
-# ---- rewrite_data_files: OPTIMIZE's engine ------------------------
-
-# Iceberg's rewrite_data_files options: name -> (Settings field or None, kind); None: accepted and
-# checked, with no setting of lakerules' to carry (said in the comment). Options Iceberg has that
-# lakerules cannot honor are refused with the reason; any other name is an error listing these.
-_REWRITE_OPTIONS = {
-    "target-file-size-bytes": ("target_file_size", "size"),
-    "min-file-size-bytes": ("min_file_size", "size"),
-    "min-input-files": ("min_input_files", "count"),
-    "delete-file-threshold": ("delete_file_threshold", "count"),
-    "rewrite-all": ("rewrite_all", "bool"),
-    "partial-progress.enabled": (None, "false"),  # one atomic commit: partial progress off
-    "use-starting-sequence-number": (None, "true"),  # rewritten rows keep the starting sequence number
-}
-_REFUSED_OPTIONS = {
-    "partial-progress.max-commits": "lakerules commits a rewrite once, atomically (partial-progress.enabled is false)",
-    "partial-progress.max-failed-commits": "lakerules commits a rewrite once, atomically",
-    "max-file-group-size-bytes": "lakerules rewrites a partition's selected files as one group",
-    "max-concurrent-file-group-rewrites": "lakerules rewrites all file groups in one Spark job",
-    "max-file-size-bytes": "lakerules selects files by min-file-size-bytes and deletes only",
-    "delete-ratio-threshold": "not supported yet",
-    "output-spec-id": "lakerules writes the table's current partition spec",
-    "remove-dangling-deletes": "lakerules always drops delete files no live data file needs",
-    "shuffle-partitions-per-file": "lakerules writes each file from one task",
-    "compression-factor": "lakerules sizes output files by the input's bytes",
-}
-_CURVES = {"zorder": "zorder", "hilbert": "hilbert"}
-
-
-def _options(where: str, raw, known: dict, refused: dict) -> dict:
-    out = {}
-    for name, value in (raw or {}).items():
-        key = name.strip().lower() if name is not None else None
-        if key in refused:
-            raise NotSupported(f"lakerules: {where}: option {name!r} is not supported: {refused[key]}")
-        if key not in known:
-            raise LakeError(f"lakerules: {where}: unknown option {name!r}; the options are {sorted(known)}")
-        field, kind = known[key]
-        text = (value or "").strip().lower()
-        if kind in ("true", "false"):
-            if text not in ("true", "false"):
-                raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected true or false")
-            if text != kind:
-                raise NotSupported(f"lakerules: {where}: option {name}={value!r} is not supported: lakerules commits "
-                                   f"each rewrite once, atomically ({name} is always {kind})")
-            continue
-        if kind == "bool":
-            if text not in ("true", "false"):
-                raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected true or false")
-            out[field] = text == "true"
-            continue
-        try:
-            number = int(text)
-        except ValueError:
-            number = -1
-        if number < (1 if kind == "size" else 0):
-            raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected "
-                            f"{'a positive number of bytes' if kind == 'size' else 'a whole number >= 0'}")
-        out[field] = number
-    return out
-
-
-def _sort_order(where: str, text: str) -> tuple[str, tuple[tuple[str, ...], ...]]:
-    """('zorder' | 'hilbert', column paths) of sort_order 'zorder(a, b)' / 'hilbert(a, b)', read by
-    the OPTIMIZE grammar (names quoted with backticks as Spark quotes them)."""
-    from lakerules import optimize
-
-    head, _, rest = text.strip().partition("(")
-    curve = _CURVES.get(head.strip().lower())
-    if curve is None or not rest.rstrip().endswith(")"):
-        raise NotSupported(
-            f"lakerules: {where}: sort_order {text!r} is not supported: lakerules clusters by 'zorder(c1, c2, ...)' "
-            "or 'hilbert(c1, c2, ...)'; a plain sort order ('a ASC, b DESC') is not supported yet"
-        )
-    inner = rest.rstrip()[:-1]
-    clause = "HILBERT BY" if curve == "hilbert" else "ZORDER BY"
-    try:
-        statement = optimize.parse(f"OPTIMIZE t {clause} ({inner})")
-    except LakeError as e:
-        raise LakeError(f"lakerules: {where}: sort_order {text!r}: {str(e).splitlines()[0].split(': ', 2)[-1]}") from None
-    return curve, statement.zorder
-
-
-def _rewrite_statement(ctx, table, values: dict, procedure: str, result):
-    from lakerules import optimize
-
-    where = f"CALL system.{procedure}"
-    strategy = (values.get("strategy") or "").strip().lower() or None
-    sort_order = values.get("sort_order")
-    if strategy not in (None, "binpack", "sort"):
-        raise LakeError(f"lakerules: {where}: unknown strategy {values['strategy']!r}; the strategies are binpack, sort")
-    if strategy == "binpack" and sort_order is not None:
-        raise LakeError(f"lakerules: {where}: strategy binpack takes no sort_order; use strategy => 'sort'")
-    curve, columns = "zorder", ()
-    if sort_order is not None or strategy == "sort":
-        if sort_order is None:
-            raise NotSupported(f"lakerules: {where}: strategy sort needs a sort_order ('zorder(...)' or 'hilbert(...)'); "
-                               "lakerules does not sort by a table's sort order yet")
-        curve, columns = _sort_order(where, sort_order)
-    overrides = _options(where, values.get("options"), _REWRITE_OPTIONS, _REFUSED_OPTIONS)
-    if "min_file_size" not in overrides and "target_file_size" in overrides:
-        overrides["min_file_size"] = overrides["target_file_size"] * 3 // 4  # Iceberg's default: 75% of the target
-    overrides.setdefault("min_input_files", 5)  # Iceberg's default
-    return optimize.Statement(table=".".join(table.name()), where=values.get("where"), zorder=columns,
-                              text=f"{where}", curve=curve, overrides=tuple(sorted(overrides.items())),
-                              result=result)
-
-
-def rewrite_data_files(ctx, table, values: dict):
-    """Iceberg's rewrite_data_files on OPTIMIZE's engine; Iceberg's result row."""
-    from lakerules import optimize
-
-    def result(ctx, table, settings, removed, written, dropped):
-        row = (len(removed), len(written), sum(f.file_size_in_bytes for f in removed), 0, len(dropped))
-        return J.result_rows(ctx.spark, [row], RESULTS["rewrite_data_files"])
-
-    statement = _rewrite_statement(ctx, table, values, "rewrite_data_files", result)
-    return optimize.run(ctx, table, statement)

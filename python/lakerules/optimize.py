@@ -49,7 +49,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakerules import commit, dialect, jvm as J, progress, schema as schemas, zorder
-from lakerules.errors import ConflictError, LakeError
+from lakerules.errors import ConflictError, LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
 from lakerules.planning import PlannedFile, ScanPlan, plan_scan
@@ -578,3 +578,132 @@ def _result(ctx, table, settings: Settings, statement, units, removed, written, 
         stats.other_spec, len(table.schema().columns), with_stats,
     )
     return J.result_rows(ctx.spark, [(table.location(), metrics)], RESULT_SCHEMA)
+
+
+# ---- rewrite_data_files: OPTIMIZE's engine ------------------------
+
+# Iceberg's rewrite_data_files options: name -> (Settings field or None, kind); None: accepted and
+# checked, with no setting of lakerules' to carry (said in the comment). Options Iceberg has that
+# lakerules cannot honor are refused with the reason; any other name is an error listing these.
+_REWRITE_OPTIONS = {
+    "target-file-size-bytes": ("target_file_size", "size"),
+    "min-file-size-bytes": ("min_file_size", "size"),
+    "min-input-files": ("min_input_files", "count"),
+    "delete-file-threshold": ("delete_file_threshold", "count"),
+    "rewrite-all": ("rewrite_all", "bool"),
+    "partial-progress.enabled": (None, "false"),  # one atomic commit: partial progress off
+    "use-starting-sequence-number": (None, "true"),  # rewritten rows keep the starting sequence number
+}
+_REFUSED_OPTIONS = {
+    "partial-progress.max-commits": "lakerules commits a rewrite once, atomically (partial-progress.enabled is false)",
+    "partial-progress.max-failed-commits": "lakerules commits a rewrite once, atomically",
+    "max-file-group-size-bytes": "lakerules rewrites a partition's selected files as one group",
+    "max-concurrent-file-group-rewrites": "lakerules rewrites all file groups in one Spark job",
+    "max-file-size-bytes": "lakerules selects files by min-file-size-bytes and deletes only",
+    "delete-ratio-threshold": "not supported yet",
+    "output-spec-id": "lakerules writes the table's current partition spec",
+    "remove-dangling-deletes": "lakerules always drops delete files no live data file needs",
+    "shuffle-partitions-per-file": "lakerules writes each file from one task",
+    "compression-factor": "lakerules sizes output files by the input's bytes",
+}
+_CURVES = {"zorder": "zorder", "hilbert": "hilbert"}
+
+
+def _options(where: str, raw, known: dict, refused: dict) -> dict:
+    out = {}
+    for name, value in (raw or {}).items():
+        key = name.strip().lower() if name is not None else None
+        if key in refused:
+            raise NotSupported(f"lakerules: {where}: option {name!r} is not supported: {refused[key]}")
+        if key not in known:
+            raise LakeError(f"lakerules: {where}: unknown option {name!r}; the options are {sorted(known)}")
+        field, kind = known[key]
+        text = (value or "").strip().lower()
+        if kind in ("true", "false"):
+            if text not in ("true", "false"):
+                raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected true or false")
+            if text != kind:
+                raise NotSupported(f"lakerules: {where}: option {name}={value!r} is not supported: lakerules commits "
+                                   f"each rewrite once, atomically ({name} is always {kind})")
+            continue
+        if kind == "bool":
+            if text not in ("true", "false"):
+                raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected true or false")
+            out[field] = text == "true"
+            continue
+        try:
+            number = int(text)
+        except ValueError:
+            number = -1
+        if number < (1 if kind == "size" else 0):
+            raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected "
+                            f"{'a positive number of bytes' if kind == 'size' else 'a whole number >= 0'}")
+        out[field] = number
+    return out
+
+
+def _sort_order(where: str, text: str) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    """('zorder' | 'hilbert', column paths) of sort_order 'zorder(a, b)' / 'hilbert(a, b)', read by
+    the OPTIMIZE grammar (names quoted with backticks as Spark quotes them)."""
+    head, _, rest = text.strip().partition("(")
+    curve = _CURVES.get(head.strip().lower())
+    if curve is None or not rest.rstrip().endswith(")"):
+        raise NotSupported(
+            f"lakerules: {where}: sort_order {text!r} is not supported: lakerules clusters by 'zorder(c1, c2, ...)' "
+            "or 'hilbert(c1, c2, ...)'; a plain sort order ('a ASC, b DESC') is not supported yet"
+        )
+    inner = rest.rstrip()[:-1]
+    clause = "HILBERT BY" if curve == "hilbert" else "ZORDER BY"
+    try:
+        statement = parse(f"OPTIMIZE t {clause} ({inner})")
+    except LakeError as e:
+        raise LakeError(f"lakerules: {where}: sort_order {text!r}: {str(e).splitlines()[0].split(': ', 2)[-1]}") from None
+    return curve, statement.zorder
+
+
+def _rewrite_statement(ctx, table, values: dict, procedure: str, result):
+    where = f"CALL system.{procedure}"
+    strategy = (values.get("strategy") or "").strip().lower() or None
+    sort_order = values.get("sort_order")
+    if strategy not in (None, "binpack", "sort"):
+        raise LakeError(f"lakerules: {where}: unknown strategy {values['strategy']!r}; the strategies are binpack, sort")
+    if strategy == "binpack" and sort_order is not None:
+        raise LakeError(f"lakerules: {where}: strategy binpack takes no sort_order; use strategy => 'sort'")
+    curve, columns = "zorder", ()
+    if sort_order is not None or strategy == "sort":
+        if sort_order is None:
+            raise NotSupported(f"lakerules: {where}: strategy sort needs a sort_order ('zorder(...)' or 'hilbert(...)'); "
+                               "lakerules does not sort by a table's sort order yet")
+        curve, columns = _sort_order(where, sort_order)
+    overrides = _options(where, values.get("options"), _REWRITE_OPTIONS, _REFUSED_OPTIONS)
+    if "min_file_size" not in overrides and "target_file_size" in overrides:
+        overrides["min_file_size"] = overrides["target_file_size"] * 3 // 4  # Iceberg's default: 75% of the target
+    overrides.setdefault("min_input_files", 5)  # Iceberg's default
+    return Statement(table=".".join(table.name()), where=values.get("where"), zorder=columns,
+                              text=f"{where}", curve=curve, overrides=tuple(sorted(overrides.items())),
+                              result=result)
+
+
+def rewrite_data_files(ctx, table, values: dict):
+    """Iceberg's rewrite_data_files on OPTIMIZE's engine; Iceberg's result row."""
+    from lakerules.maintenance import RESULTS
+
+    def result(ctx, table, settings, removed, written, dropped):
+        row = (len(removed), len(written), sum(f.file_size_in_bytes for f in removed), 0, len(dropped))
+        return J.result_rows(ctx.spark, [row], RESULTS["rewrite_data_files"])
+
+    statement = _rewrite_statement(ctx, table, values, "rewrite_data_files", result)
+    return run(ctx, table, statement)
+
+
+def rewrite_data_files_command(values: dict):
+    """fn(ctx, table) running CALL system.rewrite_data_files (a StatementCommand's function)."""
+    from lakerules.maintenance import RESULTS
+
+    def run_fn(ctx, table):
+        return rewrite_data_files(ctx, table, values)
+
+    shown = ", ".join(f"{k} => {v!r}" for k, v in values.items() if v is not None)
+    run_fn.description = f"CALL system.rewrite_data_files({shown})"
+    run_fn.schema = RESULTS["rewrite_data_files"]
+    return run_fn

@@ -100,6 +100,10 @@ def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
         raise LakeError(
             f"lakerules: CALL {catalog}.system.{procedure}: name the table as namespace.table, not {values['table']!r}"
         )
+    if procedure == "rewrite_data_files":  # on OPTIMIZE's engine
+        from lakerules import optimize
+
+        return _marked(ctx, [catalog, *table_parts], optimize.rewrite_data_files_command(values))
     return _marked(ctx, [catalog, *table_parts], maintenance.command(procedure, values))
 
 
