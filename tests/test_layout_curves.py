@@ -163,3 +163,13 @@ def test_rewrite_data_files_binpack_and_zorder_as_optimize(spark, ns, iceberg_ca
     ]:
         assert message in error(spark, f"{call}, {args})")
     assert table_of(iceberg_catalog, table).current_snapshot().snapshot_id == snapshot
+
+
+def test_constant_where_selects_everything_or_nothing(spark, ns, iceberg_catalog):
+    table = f"lake.{ns}.w"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, k STRING) PARTITIONED BY (k)")
+    for i in range(2):
+        spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, 'p' FROM range({i * 10}, {i * 10 + 10})")
+    assert run(spark, f"OPTIMIZE {table} WHERE 0 = 1").numFilesRemoved == 0
+    assert "must be deterministic" in error(spark, f"OPTIMIZE {table} WHERE rand() < 2")
+    assert (run(spark, f"OPTIMIZE {table} WHERE 1 = 1").numFilesRemoved, len(live_files(iceberg_catalog, table))) == (2, 1)

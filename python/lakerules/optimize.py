@@ -39,7 +39,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from pyiceberg.exceptions import ValidationException
-from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
 from pyiceberg.expressions.visitors import expression_evaluator, inclusive_projection
 from pyiceberg.io.pyarrow import MetricModeTypes, compute_statistics_plan
 from pyiceberg.schema import Schema
@@ -415,6 +415,12 @@ def _partition_predicate(ctx, table, ref: TableRef, where: str | None):
         raise LakeError(f"lakerules: OPTIMIZE {ref} WHERE {where}: not a predicate on the table's rows")
     condition = plan.condition()
     names = sorted({a.name() for a in J.from_seq(condition.references().toSeq())})
+    if not names:
+        # a constant condition (WHERE 1 = 1, WHERE false): every partition, or none
+        if not condition.deterministic():
+            raise LakeError(f"lakerules: OPTIMIZE {ref} WHERE {where}: the predicate must be deterministic")
+        value = J.one_row(ctx.spark).select(F.expr(where).cast("boolean")).collect()[0][0]
+        return AlwaysTrue() if value is True else AlwaysFalse()
     outside = [n for n in names if n.lower() not in sources]
     if outside or not names and spec.is_unpartitioned():
         partitioned = ", ".join(sorted(sources.values())) or "nothing: it is not partitioned"
