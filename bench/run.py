@@ -31,6 +31,7 @@ import metadata  # noqa: E402
 import optimize  # noqa: E402
 import scale  # noqa: E402
 import scan  # noqa: E402
+import skipping  # noqa: E402
 import update  # noqa: E402
 from common import Report, load, machine, session  # noqa: E402
 
@@ -40,6 +41,7 @@ MODULES = {
     "delete": ("DELETE FROM", delete),
     "update": ("UPDATE", update),
     "optimize": ("OPTIMIZE ZORDER BY", optimize),
+    "skipping": ("File skipping for any file count: z-order, Hilbert, delta-rs, linear sort", skipping),
     "latemat": ("Late materialization", latemat),
     "scale": ("Scale: many files, many manifests, long histories", scale),
     "metadata": ("Answers from metadata", metadata),

@@ -143,7 +143,7 @@ def strict_table(spark, ns):
     ("ZORDER BY (k)", "ZORDER BY column k is a partition column of lake.{ns}.v (identity)"),
     ("ZORDER BY (b)", "ZORDER BY column b has no min/max statistics in lake.{ns}.v (metrics mode none)"),
     ("ZORDER BY (s)", "ZORDER BY column s has no min/max statistics in lake.{ns}.v (metrics mode counts)"),
-    ("ZORDER BY (st)", "ZORDER BY column st is of type struct<x:int>; z-ordering needs a primitive column"),
+    ("ZORDER BY (st)", "ZORDER BY column st is of type struct<x:int>; clustering needs a primitive column"),
     ("ZORDER BY a, A", "ZORDER BY names column A twice"),
     ("WHERE a = 1", "OPTIMIZE WHERE may name only partition columns; a is not one (lake.{ns}.v is partitioned by k, ts)"),
     ("WHERE upper(k) = 'K'", "the predicate must be comparisons of partition columns with constants"),

@@ -9,6 +9,8 @@ Delta Lake's grammar (``DeltaSqlBase.g4``, ``#optimizeTable``)::
 
     OPTIMIZE table [WHERE partition_predicate] [ZORDER BY (col [, col ...]) | ZORDER BY col [, col ...]]
 
+and lakerules' Hilbert form of it, ``HILBERT BY`` in place of ``ZORDER BY``.
+
 sqlglot's Spark tokenizer makes ``OPTIMIZE`` a command keyword (the rest of the statement one
 opaque string); this dialect takes it back as a plain word and parses the statement into an
 :class:`Optimize` node. Syntax errors carry the line and column.
@@ -20,6 +22,8 @@ opaque string); this dialect takes it back as a plain word and parses the statem
 ['a', 'b']
 >>> stmt.args["where_text"]
 'day = 25'
+>>> parse_optimize("OPTIMIZE t HILBERT BY a, b").sql(dialect=LakeSpark)
+'OPTIMIZE t HILBERT BY (a, b)'
 >>> parse_optimize("OPTIMIZE t ZORDER BY")
 Traceback (most recent call last):
 ...
@@ -61,9 +65,10 @@ class FieldSpec(exp.Expression):
 
 class Optimize(exp.Expression):
     """OPTIMIZE: ``this`` the table, ``where`` its partition predicate (``where_text`` the
-    predicate as written), ``zorder`` the z-order columns."""
+    predicate as written), ``zorder`` the clustering columns, ``curve`` "hilbert" for HILBERT BY
+    (absent: ZORDER BY)."""
 
-    arg_types = {"this": True, "where": False, "where_text": False, "zorder": False}
+    arg_types = {"this": True, "where": False, "where_text": False, "zorder": False, "curve": False}
 
 
 class DescribeHistory(exp.Expression):
@@ -540,18 +545,20 @@ class LakeSpark(Spark):
                 if where is None:
                     self.raise_error("WHERE needs a predicate", self._curr)
                 where_text = self.sql[first.start : self._prev.end + 1]
-            zorder = None
-            if self._match_text_seq("ZORDER"):
-                if self._at_end():
-                    self._error_at_end("expected BY after ZORDER")
-                if not self._match_text_seq("BY"):
-                    self.raise_error("expected BY after ZORDER", self._curr)
-                wrapped = self._match(TokenType.L_PAREN)
-                zorder = self._parse_csv(self._parse_zorder_column)
-                if wrapped and not self._match(TokenType.R_PAREN):
-                    self.raise_error("expected ) after the ZORDER BY columns")
+            zorder = curve = None
+            for word in ("ZORDER", "HILBERT"):
+                if zorder is None and self._match_text_seq(word):
+                    if self._at_end():
+                        self._error_at_end(f"expected BY after {word}")
+                    if not self._match_text_seq("BY"):
+                        self.raise_error(f"expected BY after {word}", self._curr)
+                    wrapped = self._match(TokenType.L_PAREN)
+                    zorder = self._parse_csv(lambda: self._parse_zorder_column(f"{word} BY"))
+                    if wrapped and not self._match(TokenType.R_PAREN):
+                        self.raise_error(f"expected ) after the {word} BY columns")
+                    curve = "hilbert" if word == "HILBERT" else None
             self._match(TokenType.SEMICOLON)
-            return self.expression(Optimize(this=table, where=where, where_text=where_text, zorder=zorder))
+            return self.expression(Optimize(this=table, where=where, where_text=where_text, zorder=zorder, curve=curve))
 
         def _at_end(self) -> bool:
             return not self._curr or self._curr.token_type == TokenType.SENTINEL
@@ -561,16 +568,16 @@ class LakeSpark(Spark):
             last = self._prev
             raise ParseError.new(message, description=message, line=last.line, col=last.col + 1, highlight="")
 
-        def _parse_zorder_column(self) -> exp.Column:
+        def _parse_zorder_column(self, clause: str = "ZORDER BY") -> exp.Column:
             start = self._curr
             if self._at_end():
-                self._error_at_end("ZORDER BY needs at least one column")
+                self._error_at_end(f"{clause} needs at least one column")
             if start.token_type in (TokenType.R_PAREN, TokenType.COMMA, TokenType.SEMICOLON):
-                self.raise_error("ZORDER BY needs at least one column", start)
+                self.raise_error(f"{clause} needs at least one column", start)
             column = self._parse_column()
             plain = isinstance(column, exp.Column) and all(isinstance(p, exp.Identifier) for p in column.parts)
             if not plain or (self._curr and self._curr.token_type in _OPERATORS):
-                self.raise_error("ZORDER BY takes column names, not expressions", start)
+                self.raise_error(f"{clause} takes column names, not expressions", start)
             return column
 
     class Generator(Spark.Generator):
@@ -579,7 +586,8 @@ class LakeSpark(Spark):
             Optimize: lambda self, e: "OPTIMIZE "
             + self.sql(e, "this")
             + (f" WHERE {self.sql(e, 'where')}" if e.args.get("where") else "")
-            + (f" ZORDER BY ({self.expressions(e, key='zorder', flat=True)})" if e.args.get("zorder") else ""),
+            + (f" {'HILBERT' if e.args.get('curve') == 'hilbert' else 'ZORDER'} BY "
+               f"({self.expressions(e, key='zorder', flat=True)})" if e.args.get("zorder") else ""),
         }
 
 

@@ -7,6 +7,13 @@
                                       [, retain_last => N] [, max_concurrent_deletes => N]
                                       [, stream_results => b] [, snapshot_ids => ARRAY(1, 2)])
     CALL lake.system.rewrite_manifests(table => 'db.t' [, spec_id => N])
+    CALL lake.system.rewrite_data_files(table => 'db.t' [, strategy => 'binpack' | 'sort']
+                                        [, sort_order => 'zorder(a, b)' | 'hilbert(a, b)']
+                                        [, options => map('target-file-size-bytes', '...', ...)]
+                                        [, where => 'partition predicate'])
+
+rewrite_data_files runs on OPTIMIZE's engine (lakerules.optimize, which statements dispatches it to):
+binpack is its compaction, ``zorder(...)`` its ZORDER BY, ``hilbert(...)`` its HILBERT BY.
 
 Arguments go by name (any order) or by position (Iceberg's order), not mixed. Each value is any
 constant Spark SQL expression, cast to the parameter's type by Spark.
@@ -92,6 +99,13 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
         Param("table", "STRING", required=True),
         Param("metadata_file", "STRING", required=True),
     ),
+    "rewrite_data_files": (
+        Param("table", "STRING", required=True),
+        Param("strategy", "STRING"),
+        Param("sort_order", "STRING"),
+        Param("options", "MAP<STRING, STRING>"),
+        Param("where", "STRING"),
+    ),
     # a table's history (lakerules.history)
     "rollback_to_snapshot": (
         Param("table", "STRING", required=True),
@@ -136,6 +150,10 @@ RESULTS = {
     "rewrite_manifests": "rewritten_manifests_count int, added_manifests_count int",
     "add_files": "added_files_count long, changed_partition_count long",
     "register_table": "current_snapshot_id long, total_records_count long, total_data_files_count long",
+    "rewrite_data_files": (
+        "rewritten_data_files_count int, added_data_files_count int, rewritten_bytes_count long, "
+        "failed_data_files_count int, removed_delete_files_count int"
+    ),
     "rollback_to_snapshot": "previous_snapshot_id long, current_snapshot_id long",
     "rollback_to_timestamp": "previous_snapshot_id long, current_snapshot_id long",
     "set_current_snapshot": "previous_snapshot_id long, current_snapshot_id long",
@@ -591,3 +609,4 @@ def _rewrite_manifests(ctx, table, args: dict):
 
     done = commit.rewrite_manifests(table, args["spec_id"], {"lakerules.operation": "rewrite_manifests"})
     return J.result_rows(ctx.spark, [(done.rewritten, done.added)], RESULTS["rewrite_manifests"])
+

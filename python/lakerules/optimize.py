@@ -1,6 +1,6 @@
 """OPTIMIZE: compaction and z-order clustering of a lake table's data files (seed 001).
 
-    OPTIMIZE lake.db.t [WHERE <partition predicate>] [ZORDER BY (c1, c2, ...)]
+    OPTIMIZE lake.db.t [WHERE <partition predicate>] [ZORDER BY (c1, c2, ...) | HILBERT BY (c1, c2, ...)]
 
 The statement runs at analysis, like lakerules' other statements, and returns one row as Delta's
 does: the table's location and a struct of metrics.
@@ -23,6 +23,8 @@ does: the table's location and a struct of metrics.
      at least minCubeSize, and the largest other one when the rest is at most incrementalRatio
      of it (new rows are then clustered on their own). A partition with nothing to rewrite but
      one cube is already clustered: running the same OPTIMIZE again is a no-op.
+   HILBERT BY is the same with the Hilbert curve (its cubes are another clustering: a HILBERT BY
+   after a ZORDER BY of the same columns rewrites the partition).
 4. Rewrite with Spark: the scan applies the files' deletes; lakerules.zorder clusters.
 5. Commit one "replace" snapshot (lakerules.commit.rewrite): atomic, validated against commits
    made meanwhile, delete files that no longer apply to any live data file removed.
@@ -30,13 +32,14 @@ does: the table's location and a struct of metrics.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from pyiceberg.exceptions import ValidationException
-from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
 from pyiceberg.expressions.visitors import expression_evaluator, inclusive_projection
 from pyiceberg.io.pyarrow import MetricModeTypes, compute_statistics_plan
 from pyiceberg.schema import Schema
@@ -46,7 +49,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakerules import commit, dialect, jvm as J, progress, schema as schemas, zorder
-from lakerules.errors import ConflictError, LakeError
+from lakerules.errors import ConflictError, LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
 from lakerules.planning import PlannedFile, ScanPlan, plan_scan
@@ -54,6 +57,7 @@ from lakerules.scan import scan_dataframe
 from lakerules.write import delete_files, discard, write_files
 
 ZORDER_COLUMNS = "lakerules.zorder.columns"  # snapshot summary: the field ids a cube is z-ordered by
+CURVE = "lakerules.zorder.curve"  # snapshot summary: "hilbert" for HILBERT BY cubes (absent: z-order)
 _BIN = "__lakerules_bin"
 
 # Settings: spark.lakerules.optimize.<name> for the session, lakerules.optimize.<name> as a table
@@ -79,6 +83,16 @@ class Statement:
     where: str | None  # the WHERE predicate as written
     zorder: tuple[tuple[str, ...], ...]  # column paths
     text: str  # the statement, normalized
+    curve: str = "zorder"  # "hilbert" for HILBERT BY
+    # rewrite_data_files (lakerules.maintenance): settings that win over the table's and session's
+    # (Settings field -> value), and what the result row is made of: fn(ctx, table, settings,
+    # removed, written, dropped) -> DataFrame
+    overrides: tuple = ()
+    result: object = None
+
+    @property
+    def clause(self) -> str:
+        return "HILBERT BY" if self.curve == "hilbert" else "ZORDER BY"
 
 
 def parse(sql_text: str) -> Statement:
@@ -90,6 +104,7 @@ def parse(sql_text: str) -> Statement:
         where=tree.args.get("where_text"),
         zorder=columns,
         text=tree.sql(dialect=dialect.LakeSpark),
+        curve=tree.args.get("curve") or "zorder",
     )
 
 
@@ -113,9 +128,11 @@ class Settings:
     add_noise: bool
     min_cube_size: int
     incremental_ratio: float
+    min_input_files: int = 2  # a bin of fewer files is rewritten only for its deletes
+    rewrite_all: bool = False  # every selected file, cubes too (rewrite_data_files' rewrite-all)
 
     @classmethod
-    def of(cls, ctx, table) -> "Settings":
+    def of(cls, ctx, table, overrides: tuple = ()) -> "Settings":
         def get(name: str):
             default = SETTINGS[name]
             raw = table.properties.get(f"lakerules.optimize.{name}")
@@ -150,7 +167,7 @@ class Settings:
                 get("zorder.addNoise"), get("zorder.minCubeSize"), get("zorder.incrementalRatio"))
         if not 2 <= s.num_ranges <= zorder.MAX_RANGES:
             raise LakeError(f"lakerules: spark.lakerules.optimize.zorder.numRanges must be between 2 and {zorder.MAX_RANGES}")
-        return s
+        return dataclasses.replace(s, **dict(overrides)) if overrides else s
 
 
 @dataclass
@@ -195,7 +212,8 @@ class Plan:
         lines = [f"snapshot {self.snapshot_id}: {self.stats.considered} data files considered"
                  + (f", {self.stats.other_spec} under an earlier partition spec left alone" if self.stats.other_spec else "")]
         if self.columns:
-            lines.append(f"z-order by ({', '.join('.'.join(p) for p, _ in self.columns)}): "
+            curve = "Hilbert curve" if self.statement.curve == "hilbert" else "z-order (files: a k-d layout)"
+            lines.append(f"{curve} by ({', '.join('.'.join(p) for p, _ in self.columns)}): "
                          f"{self.settings.num_ranges} ranges per column, from a sample of the rows")
         if not self.units:
             lines.append("nothing to rewrite: the files are already laid out")
@@ -222,11 +240,11 @@ def _partition_text(record) -> str:
 
 def plan(ctx, table, statement: Statement) -> Plan:
     """Steps 1-3: validate, plan the files, choose the bins. Reads metadata only; writes nothing."""
-    settings = Settings.of(ctx, table)
+    settings = Settings.of(ctx, table, statement.overrides)
     ref = TableRef(table.catalog.name, tuple(table.name()[:-1]), table.name()[-1])
     schema, spec = table.schema(), table.spec()
     # 1. validate
-    columns = _zorder_columns(table, ref, statement.zorder)
+    columns = _zorder_columns(table, ref, statement.zorder, statement.clause)
     predicate = _partition_predicate(ctx, table, ref, statement.where)
     snapshot = table.current_snapshot()
     if snapshot is None:
@@ -247,7 +265,7 @@ def plan(ctx, table, statement: Statement) -> Plan:
     # 3. choose
     cubes_of = _cube_columns(table)
     if columns:
-        ids = ",".join(str(f.field_id) for _, f in columns)
+        ids = _cube_id(statement, columns)
         units = [u for files in partitions.values() for u in _zorder_units(files, ids, cubes_of, settings, stats)]
     else:
         units = [u for files in partitions.values() for u in _compaction_units(files, cubes_of, settings, stats)]
@@ -265,6 +283,8 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
     settings, ref, columns, units, stats, scan = (planned.settings, planned.ref, planned.columns, planned.units,
                                                   planned.stats, planned.scan)
     if snapshot is None or not units:
+        if statement.result is not None:
+            return statement.result(ctx, table, settings, [], [], [])
         return _result(ctx, table, settings, statement, units, [], [], [], stats, started, columns)
     # 4. rewrite
     if columns:
@@ -272,7 +292,7 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
         groups = [zorder.Group(_read(ctx, table, ref, snapshot.snapshot_id, u.files),
                                sum(p.file.record_count for p in u.files), u.num_files) for u in units]
         df = zorder.cluster(spark, ref.catalog, groups, [(path, f.field_type) for path, f in columns],
-                            settings.num_ranges, settings.add_noise)
+                            settings.num_ranges, settings.add_noise, statement.curve)
         order_by = (zorder.ZKEY,)
     else:
         # one task (one file) a bin; not coalesce(1) a bin: Spark would run a union of
@@ -295,6 +315,8 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
     if columns:
         summary[ZORDER_COLUMNS] = ",".join(str(f.field_id) for _, f in columns)
         summary["lakerules.zorder.column-names"] = ",".join(".".join(path) for path, _ in columns)
+        if statement.curve != "zorder":
+            summary[CURVE] = statement.curve
     try:
         if _before_commit is not None:
             _before_commit(table)
@@ -314,6 +336,8 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
         # the new files go unless the commit may have landed (then they stay: orphans at worst)
         discard(table, written, e)
         raise
+    if statement.result is not None:
+        return statement.result(ctx, table, settings, removed, written, dropped)
     return _result(ctx, table, settings, statement, units, removed, written, dropped, stats, started, columns)
 
 
@@ -327,7 +351,7 @@ def _read(ctx, table, ref: TableRef, snapshot_id: int, files: list[PlannedFile])
 # ---- validation ---------------------------------------------------------------------------------
 
 
-def _zorder_columns(table, ref: TableRef, paths) -> list:
+def _zorder_columns(table, ref: TableRef, paths, clause: str = "ZORDER BY") -> list:
     """[(path, NestedField)] of the ZORDER BY columns, or a LakeError saying what is wrong."""
     schema = table.schema()
     identity_sources = {f.source_id for f in table.spec().fields if isinstance(f.transform, IdentityTransform)}
@@ -338,25 +362,25 @@ def _zorder_columns(table, ref: TableRef, paths) -> list:
         field = _find(schema, path)
         if field is None:
             top = ", ".join(f.name for f in schema.fields)
-            raise LakeError(f"lakerules: ZORDER BY column {name} does not exist in {ref}; its columns are {top}")
+            raise LakeError(f"lakerules: {clause} column {name} does not exist in {ref}; its columns are {top}")
         canonical = tuple(schema.find_column_name(field.field_id).split("."))
         if field.field_id in seen:
-            raise LakeError(f"lakerules: ZORDER BY names column {name} twice")
+            raise LakeError(f"lakerules: {clause} names column {name} twice")
         seen.add(field.field_id)
         if not field.field_type.is_primitive:
             spark_type = schemas.iceberg_type_to_spark(field.field_type).simpleString()
-            raise LakeError(f"lakerules: ZORDER BY column {name} is of type {spark_type}; z-ordering needs a primitive column")
+            raise LakeError(f"lakerules: {clause} column {name} is of type {spark_type}; clustering needs a primitive column")
         if field.field_id in identity_sources:
             raise LakeError(
-                f"lakerules: ZORDER BY column {name} is a partition column of {ref} (identity): it has one value per "
-                "partition, so z-ordering by it does nothing; z-order by data columns"
+                f"lakerules: {clause} column {name} is a partition column of {ref} (identity): it has one value per "
+                "partition, so clustering by it does nothing; cluster by data columns"
             )
         mode = metrics.get(field.field_id)
         if mode is None or mode.mode.type in (MetricModeTypes.NONE, MetricModeTypes.COUNTS):
             kind = "none" if mode is None else mode.mode.type.value
             raise LakeError(
-                f"lakerules: ZORDER BY column {name} has no min/max statistics in {ref} (metrics mode {kind}), so "
-                f"z-ordering by it cannot help skip files; set table property write.metadata.metrics.column.{name} "
+                f"lakerules: {clause} column {name} has no min/max statistics in {ref} (metrics mode {kind}), so "
+                f"clustering by it cannot help skip files; set table property write.metadata.metrics.column.{name} "
                 "to truncate(16) or full first"
             )
         out.append((canonical, field))
@@ -392,6 +416,12 @@ def _partition_predicate(ctx, table, ref: TableRef, where: str | None):
         raise LakeError(f"lakerules: OPTIMIZE {ref} WHERE {where}: not a predicate on the table's rows")
     condition = plan.condition()
     names = sorted({a.name() for a in J.from_seq(condition.references().toSeq())})
+    if not names:
+        # a constant condition (WHERE 1 = 1, WHERE false): every partition, or none
+        if not condition.deterministic():
+            raise LakeError(f"lakerules: OPTIMIZE {ref} WHERE {where}: the predicate must be deterministic")
+        value = J.one_row(ctx.spark).select(F.expr(where).cast("boolean")).collect()[0][0]
+        return AlwaysTrue() if value is True else AlwaysFalse()
     outside = [n for n in names if n.lower() not in sources]
     if outside or not names and spec.is_unpartitioned():
         partitioned = ", ".join(sorted(sources.values())) or "nothing: it is not partitioned"
@@ -416,13 +446,20 @@ def _sql_name(ref: TableRef) -> str:
 
 
 def _cube_columns(table) -> dict[int, str]:
-    """snapshot id -> the z-order columns (field ids) of the files it added, for OPTIMIZE ZORDER BY's."""
+    """snapshot id -> the clustering of the files it added, for OPTIMIZE ZORDER|HILBERT BY's: the
+    columns (field ids), prefixed by the curve when not z-order ("hilbert:1,2")."""
     out = {}
     for s in table.metadata.snapshots:
         columns = s.summary.get(ZORDER_COLUMNS) if s.summary is not None else None
         if columns:
-            out[s.snapshot_id] = columns
+            curve = s.summary.get(CURVE)
+            out[s.snapshot_id] = f"{curve}:{columns}" if curve else columns
     return out
+
+
+def _cube_id(statement: Statement, columns) -> str:
+    ids = ",".join(str(f.field_id) for _, f in columns)
+    return ids if statement.curve == "zorder" else f"{statement.curve}:{ids}"
 
 
 def _deletes(p: PlannedFile) -> int:
@@ -445,7 +482,9 @@ def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: 
     cubes: dict[int, list[PlannedFile]] = defaultdict(list)
     new = []
     for p in files:
-        if cubes_of.get(p.snapshot_id) == ids and _deletes(p) < settings.delete_file_threshold:
+        if settings.rewrite_all:
+            new.append(p)
+        elif cubes_of.get(p.snapshot_id) == ids and _deletes(p) < settings.delete_file_threshold:
             cubes[p.snapshot_id].append(p)
         else:
             new.append(p)
@@ -468,7 +507,9 @@ def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settin
     candidates = []
     for p in files:
         heavy = _deletes(p) >= settings.delete_file_threshold
-        if p.snapshot_id in cubes_of and not heavy:
+        if settings.rewrite_all:
+            candidates.append(p)
+        elif p.snapshot_id in cubes_of and not heavy:
             stats.skipped_to_reduce_write.append(p.file)  # a z-order cube keeps its layout
         elif heavy or p.file.file_size_in_bytes < settings.min_file_size:
             candidates.append(p)
@@ -481,10 +522,12 @@ def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settin
         size += p.file.file_size_in_bytes
     if current:
         bins.append(current)
-    # a bin of one file gains nothing, unless the rewrite drops its deletes
+    # a bin of one file gains nothing (nor, by min_input_files, of a few), unless the rewrite drops
+    # deletes; rewrite_all rewrites every bin
     return [
         _Unit(b, 1) for b in bins
-        if len(b) > 1 or _deletes(b[0]) >= settings.delete_file_threshold
+        if settings.rewrite_all or len(b) >= max(2, settings.min_input_files)
+        or any(_deletes(p) >= settings.delete_file_threshold for p in b)
     ]
 
 
@@ -542,3 +585,132 @@ def _result(ctx, table, settings: Settings, statement, units, removed, written, 
         stats.other_spec, len(table.schema().columns), with_stats,
     )
     return J.result_rows(ctx.spark, [(table.location(), metrics)], RESULT_SCHEMA)
+
+
+# ---- rewrite_data_files: OPTIMIZE's engine ------------------------
+
+# Iceberg's rewrite_data_files options: name -> (Settings field or None, kind); None: accepted and
+# checked, with no setting of lakerules' to carry (said in the comment). Options Iceberg has that
+# lakerules cannot honor are refused with the reason; any other name is an error listing these.
+_REWRITE_OPTIONS = {
+    "target-file-size-bytes": ("target_file_size", "size"),
+    "min-file-size-bytes": ("min_file_size", "size"),
+    "min-input-files": ("min_input_files", "count"),
+    "delete-file-threshold": ("delete_file_threshold", "count"),
+    "rewrite-all": ("rewrite_all", "bool"),
+    "partial-progress.enabled": (None, "false"),  # one atomic commit: partial progress off
+    "use-starting-sequence-number": (None, "true"),  # rewritten rows keep the starting sequence number
+}
+_REFUSED_OPTIONS = {
+    "partial-progress.max-commits": "lakerules commits a rewrite once, atomically (partial-progress.enabled is false)",
+    "partial-progress.max-failed-commits": "lakerules commits a rewrite once, atomically",
+    "max-file-group-size-bytes": "lakerules rewrites a partition's selected files as one group",
+    "max-concurrent-file-group-rewrites": "lakerules rewrites all file groups in one Spark job",
+    "max-file-size-bytes": "lakerules selects files by min-file-size-bytes and deletes only",
+    "delete-ratio-threshold": "not supported yet",
+    "output-spec-id": "lakerules writes the table's current partition spec",
+    "remove-dangling-deletes": "lakerules always drops delete files no live data file needs",
+    "shuffle-partitions-per-file": "lakerules writes each file from one task",
+    "compression-factor": "lakerules sizes output files by the input's bytes",
+}
+_CURVES = {"zorder": "zorder", "hilbert": "hilbert"}
+
+
+def _options(where: str, raw, known: dict, refused: dict) -> dict:
+    out = {}
+    for name, value in (raw or {}).items():
+        key = name.strip().lower() if name is not None else None
+        if key in refused:
+            raise NotSupported(f"lakerules: {where}: option {name!r} is not supported: {refused[key]}")
+        if key not in known:
+            raise LakeError(f"lakerules: {where}: unknown option {name!r}; the options are {sorted(known)}")
+        field, kind = known[key]
+        text = (value or "").strip().lower()
+        if kind in ("true", "false"):
+            if text not in ("true", "false"):
+                raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected true or false")
+            if text != kind:
+                raise NotSupported(f"lakerules: {where}: option {name}={value!r} is not supported: lakerules commits "
+                                   f"each rewrite once, atomically ({name} is always {kind})")
+            continue
+        if kind == "bool":
+            if text not in ("true", "false"):
+                raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected true or false")
+            out[field] = text == "true"
+            continue
+        try:
+            number = int(text)
+        except ValueError:
+            number = -1
+        if number < (1 if kind == "size" else 0):
+            raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected "
+                            f"{'a positive number of bytes' if kind == 'size' else 'a whole number >= 0'}")
+        out[field] = number
+    return out
+
+
+def _sort_order(where: str, text: str) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    """('zorder' | 'hilbert', column paths) of sort_order 'zorder(a, b)' / 'hilbert(a, b)', read by
+    the OPTIMIZE grammar (names quoted with backticks as Spark quotes them)."""
+    head, _, rest = text.strip().partition("(")
+    curve = _CURVES.get(head.strip().lower())
+    if curve is None or not rest.rstrip().endswith(")"):
+        raise NotSupported(
+            f"lakerules: {where}: sort_order {text!r} is not supported: lakerules clusters by 'zorder(c1, c2, ...)' "
+            "or 'hilbert(c1, c2, ...)'; a plain sort order ('a ASC, b DESC') is not supported yet"
+        )
+    inner = rest.rstrip()[:-1]
+    clause = "HILBERT BY" if curve == "hilbert" else "ZORDER BY"
+    try:
+        statement = parse(f"OPTIMIZE t {clause} ({inner})")
+    except LakeError as e:
+        raise LakeError(f"lakerules: {where}: sort_order {text!r}: {str(e).splitlines()[0].split(': ', 2)[-1]}") from None
+    return curve, statement.zorder
+
+
+def _rewrite_statement(ctx, table, values: dict, procedure: str, result):
+    where = f"CALL system.{procedure}"
+    strategy = (values.get("strategy") or "").strip().lower() or None
+    sort_order = values.get("sort_order")
+    if strategy not in (None, "binpack", "sort"):
+        raise LakeError(f"lakerules: {where}: unknown strategy {values['strategy']!r}; the strategies are binpack, sort")
+    if strategy == "binpack" and sort_order is not None:
+        raise LakeError(f"lakerules: {where}: strategy binpack takes no sort_order; use strategy => 'sort'")
+    curve, columns = "zorder", ()
+    if sort_order is not None or strategy == "sort":
+        if sort_order is None:
+            raise NotSupported(f"lakerules: {where}: strategy sort needs a sort_order ('zorder(...)' or 'hilbert(...)'); "
+                               "lakerules does not sort by a table's sort order yet")
+        curve, columns = _sort_order(where, sort_order)
+    overrides = _options(where, values.get("options"), _REWRITE_OPTIONS, _REFUSED_OPTIONS)
+    if "min_file_size" not in overrides and "target_file_size" in overrides:
+        overrides["min_file_size"] = overrides["target_file_size"] * 3 // 4  # Iceberg's default: 75% of the target
+    overrides.setdefault("min_input_files", 5)  # Iceberg's default
+    return Statement(table=".".join(table.name()), where=values.get("where"), zorder=columns,
+                              text=f"{where}", curve=curve, overrides=tuple(sorted(overrides.items())),
+                              result=result)
+
+
+def rewrite_data_files(ctx, table, values: dict):
+    """Iceberg's rewrite_data_files on OPTIMIZE's engine; Iceberg's result row."""
+    from lakerules.maintenance import RESULTS
+
+    def result(ctx, table, settings, removed, written, dropped):
+        row = (len(removed), len(written), sum(f.file_size_in_bytes for f in removed), 0, len(dropped))
+        return J.result_rows(ctx.spark, [row], RESULTS["rewrite_data_files"])
+
+    statement = _rewrite_statement(ctx, table, values, "rewrite_data_files", result)
+    return run(ctx, table, statement)
+
+
+def rewrite_data_files_command(values: dict):
+    """fn(ctx, table) running CALL system.rewrite_data_files (a StatementCommand's function)."""
+    from lakerules.maintenance import RESULTS
+
+    def run_fn(ctx, table):
+        return rewrite_data_files(ctx, table, values)
+
+    shown = ", ".join(f"{k} => {v!r}" for k, v in values.items() if v is not None)
+    run_fn.description = f"CALL system.rewrite_data_files({shown})"
+    run_fn.schema = RESULTS["rewrite_data_files"]
+    return run_fn

@@ -125,6 +125,10 @@ def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
         )
     if procedure == "register_table":  # the table does not exist yet: a command on the catalog
         return _catalog_command(ctx, catalog, table_parts, values)
+    if procedure == "rewrite_data_files":  # on OPTIMIZE's engine
+        from lakerules import optimize
+
+        return _marked(ctx, [catalog, *table_parts], optimize.rewrite_data_files_command(values))
     return _marked(ctx, [catalog, *table_parts], maintenance.command(procedure, values))
 
 

@@ -37,7 +37,9 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 import io.lakerules.functions.BucketFunction;
+import io.lakerules.functions.HilbertIndexFunction;
 import io.lakerules.functions.InterleaveBitsFunction;
+import io.lakerules.functions.KdCellFunction;
 import io.lakerules.functions.RangeIdFunction;
 import io.lakerules.functions.TruncateFunction;
 
@@ -47,7 +49,8 @@ import io.lakerules.functions.TruncateFunction;
  * only turns Spark's arguments into JSON and the answers back into Spark's types and exceptions.
  * It also serves the Iceberg transforms that must run per row in the JVM as functions
  * NAME.system.bucket(n, col) and NAME.system.truncate(w, col), and those OPTIMIZE ... ZORDER BY
- * needs: NAME.system.range_id(value, bounds) and NAME.system.interleave_bits(bits, ids).
+ * needs: NAME.system.range_id(value, bounds), NAME.system.interleave_bits(bits, ids),
+ * NAME.system.hilbert_index(bits, ids) and NAME.system.kd_cell(keys, tree, cuts).
  */
 public final class LakeCatalog implements TableCatalog, SupportsNamespaces, FunctionCatalog {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -402,7 +405,8 @@ public final class LakeCatalog implements TableCatalog, SupportsNamespaces, Func
     if (Arrays.equals(namespace, SYSTEM) || namespace.length == 0) {
       return new Identifier[] {
         Identifier.of(SYSTEM, "bucket"), Identifier.of(SYSTEM, "truncate"),
-        Identifier.of(SYSTEM, "range_id"), Identifier.of(SYSTEM, "interleave_bits")};
+        Identifier.of(SYSTEM, "range_id"), Identifier.of(SYSTEM, "interleave_bits"),
+        Identifier.of(SYSTEM, "hilbert_index"), Identifier.of(SYSTEM, "kd_cell")};
     }
     return new Identifier[0];
   }
@@ -415,6 +419,9 @@ public final class LakeCatalog implements TableCatalog, SupportsNamespaces, Func
     // OPTIMIZE ... ZORDER BY: sampled-range ids and their z-value (lakerules.zorder)
     if (system && ident.name().equalsIgnoreCase("range_id")) return new RangeIdFunction();
     if (system && ident.name().equalsIgnoreCase("interleave_bits")) return new InterleaveBitsFunction();
+    // ... HILBERT BY: the Hilbert-curve index; both: the file of a row in a k-d layout
+    if (system && ident.name().equalsIgnoreCase("hilbert_index")) return new HilbertIndexFunction();
+    if (system && ident.name().equalsIgnoreCase("kd_cell")) return new KdCellFunction();
     throw new NoSuchFunctionException(ident);
   }
 }
