@@ -173,3 +173,23 @@ def test_constant_where_selects_everything_or_nothing(spark, ns, iceberg_catalog
     assert run(spark, f"OPTIMIZE {table} WHERE 0 = 1").numFilesRemoved == 0
     assert "must be deterministic" in error(spark, f"OPTIMIZE {table} WHERE rand() < 2")
     assert (run(spark, f"OPTIMIZE {table} WHERE 1 = 1").numFilesRemoved, len(live_files(iceberg_catalog, table))) == (2, 1)
+
+
+def test_files_of_an_earlier_spec_are_rewritten_into_the_current_one(spark, ns, iceberg_catalog, engines):
+    table = f"lake.{ns}.spec"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, k STRING)")
+    for i in range(2):
+        spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, IF(id % 2 = 0, 'p', 'q') FROM range({i * 10}, {i * 10 + 10})")
+    spark.sql(f"ALTER TABLE {table} ADD PARTITION FIELD k")
+    spark.sql(f"INSERT INTO {table} VALUES (100, 'p')")
+    rows = engines.assert_same(table)
+    current = table_of(iceberg_catalog, table).spec().spec_id
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('lakerules.optimize.rewriteOtherSpecs' = 'false')")
+    m = run(spark, f"OPTIMIZE {table}")
+    assert (m.numFilesRemoved, m.numFilesInOtherPartitionSpecs) == (0, 2)
+    spark.sql(f"ALTER TABLE {table} UNSET TBLPROPERTIES ('lakerules.optimize.rewriteOtherSpecs')")
+    m = run(spark, f"OPTIMIZE {table} WHERE k = 'q'")  # the old files may hold k = 'q': rewritten whole
+    assert (m.numFilesRemoved, m.numFilesInOtherPartitionSpecs) == (2, 0)
+    files = live_files(iceberg_catalog, table)
+    assert {f.spec_id for f in files} == {current} and sorted(f.partition[0] for f in files) == ["p", "p", "q"]
+    assert engines.assert_same(table) == rows

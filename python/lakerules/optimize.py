@@ -9,7 +9,9 @@ does: the table's location and a struct of metrics.
    and translates exactly into an Iceberg predicate; each ZORDER BY column exists, is primitive,
    is not an identity partition column (constant within a partition) and has min/max metrics.
 2. Plan the current snapshot's data files with their deletes (lakerules.planning); keep the
-   partitions of the current spec the WHERE's inclusive projection selects.
+   partitions the WHERE's inclusive projection selects (on each file's own spec: files of an
+   earlier partition spec are rewritten, whole, into the current spec, as Iceberg's rewrite does,
+   unless rewriteOtherSpecs is false).
 3. Choose what to rewrite, per partition:
    - without ZORDER BY, bin-packing: files smaller than minFileSize, or with deleteFileThreshold
      or more delete files, sorted by size and packed into bins of at most targetFileSize; a bin
@@ -71,6 +73,7 @@ SETTINGS = {
     "zorder.addNoise": True,
     "zorder.minCubeSize": 100 << 30,
     "zorder.incrementalRatio": 0.1,
+    "rewriteOtherSpecs": True,
 }
 
 # Run between the rewrite's writes and its commit; tests put a concurrent commit here.
@@ -128,6 +131,7 @@ class Settings:
     add_noise: bool
     min_cube_size: int
     incremental_ratio: float
+    rewrite_other_specs: bool = True  # files of an earlier partition spec are rewritten into the current one
     min_input_files: int = 2  # a bin of fewer files is rewritten only for its deletes
     rewrite_all: bool = False  # every selected file, cubes too (rewrite_data_files' rewrite-all)
 
@@ -164,7 +168,8 @@ class Settings:
             return value
 
         s = cls(get("targetFileSize"), get("minFileSize"), get("deleteFileThreshold"), get("zorder.numRanges"),
-                get("zorder.addNoise"), get("zorder.minCubeSize"), get("zorder.incrementalRatio"))
+                get("zorder.addNoise"), get("zorder.minCubeSize"), get("zorder.incrementalRatio"),
+                get("rewriteOtherSpecs"))
         if not 2 <= s.num_ranges <= zorder.MAX_RANGES:
             raise LakeError(f"lakerules: spark.lakerules.optimize.zorder.numRanges must be between 2 and {zorder.MAX_RANGES}")
         return dataclasses.replace(s, **dict(overrides)) if overrides else s
@@ -251,24 +256,35 @@ def plan(ctx, table, statement: Statement) -> Plan:
         return Plan(statement, settings, ref, columns, None)
     # 2. plan: every live data file with its deletes; the partitions the WHERE selects
     scan = plan_scan(table, snapshot.snapshot_id)
-    selected = expression_evaluator(
-        Schema(*spec.partition_type(schema).fields), inclusive_projection(schema, spec)(predicate), True
-    )
+    selectors = {}
+
+    def selected(p) -> bool:
+        """The WHERE's inclusive projection on the file's own spec: a file of an earlier spec is
+        selected when it may hold matching rows (then rewritten whole, into the current spec)."""
+        if p.file.spec_id not in selectors:
+            file_spec = table.specs()[p.file.spec_id]
+            selectors[p.file.spec_id] = expression_evaluator(
+                Schema(*file_spec.partition_type(schema).fields), inclusive_projection(schema, file_spec)(predicate), True
+            )
+        return selectors[p.file.spec_id](p.file.partition)
+
     partitions: dict[tuple, list[PlannedFile]] = defaultdict(list)
     stats = _Stats()
     for p in scan.files:
-        if p.file.spec_id != spec.spec_id:
-            stats.other_spec += 1  # written under an earlier partition spec: not rewritten
-        elif selected(p.file.partition):
-            partitions[tuple(p.file.partition)].append(p)
+        if p.file.spec_id != spec.spec_id and not settings.rewrite_other_specs:
+            stats.other_spec += 1  # written under an earlier partition spec: left alone by the setting
+        elif selected(p):
+            partitions[(p.file.spec_id, tuple(p.file.partition))].append(p)
     stats.considered = sum(len(files) for files in partitions.values())
     # 3. choose
     cubes_of = _cube_columns(table)
     if columns:
         ids = _cube_id(statement, columns)
-        units = [u for files in partitions.values() for u in _zorder_units(files, ids, cubes_of, settings, stats)]
+        units = [u for files in partitions.values()
+                 for u in _zorder_units(files, ids, cubes_of, settings, stats, spec.spec_id)]
     else:
-        units = [u for files in partitions.values() for u in _compaction_units(files, cubes_of, settings, stats)]
+        units = [u for files in partitions.values()
+                 for u in _compaction_units(files, cubes_of, settings, stats, spec.spec_id)]
     return Plan(statement, settings, ref, columns, snapshot.snapshot_id, scan, units, stats)
 
 
@@ -470,7 +486,8 @@ def _size(files) -> int:
     return sum(p.file.file_size_in_bytes for p in files)
 
 
-def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: Settings, stats: _Stats) -> list[_Unit]:
+def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: Settings, stats: _Stats,
+                  spec_id: int = 0) -> list[_Unit]:
     """One partition's z-order: its new files and unstable cubes into one new cube, or nothing.
 
     A cube of at least minCubeSize stays. So does the largest smaller one when all that would be
@@ -482,7 +499,7 @@ def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: 
     cubes: dict[int, list[PlannedFile]] = defaultdict(list)
     new = []
     for p in files:
-        if settings.rewrite_all:
+        if settings.rewrite_all or p.file.spec_id != spec_id:
             new.append(p)
         elif cubes_of.get(p.snapshot_id) == ids and _deletes(p) < settings.delete_file_threshold:
             cubes[p.snapshot_id].append(p)
@@ -502,13 +519,14 @@ def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: 
     return [_Unit(rewrite, max(1, round(_size(rewrite) / settings.target_file_size)), len(merged))]
 
 
-def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settings, stats: _Stats) -> list[_Unit]:
+def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settings, stats: _Stats,
+                      spec_id: int = 0) -> list[_Unit]:
     """One partition's bin-packing: small files and files with many deletes, into target-size bins."""
     candidates = []
     for p in files:
         heavy = _deletes(p) >= settings.delete_file_threshold
-        if settings.rewrite_all:
-            candidates.append(p)
+        if settings.rewrite_all or p.file.spec_id != spec_id:
+            candidates.append(p)  # every file, or one of an earlier partition spec
         elif p.snapshot_id in cubes_of and not heavy:
             stats.skipped_to_reduce_write.append(p.file)  # a z-order cube keeps its layout
         elif heavy or p.file.file_size_in_bytes < settings.min_file_size:
@@ -527,7 +545,7 @@ def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settin
     return [
         _Unit(b, 1) for b in bins
         if settings.rewrite_all or len(b) >= max(2, settings.min_input_files)
-        or any(_deletes(p) >= settings.delete_file_threshold for p in b)
+        or any(_deletes(p) >= settings.delete_file_threshold or p.file.spec_id != spec_id for p in b)
     ]
 
 
@@ -563,7 +581,7 @@ def _files(files) -> tuple:
 
 def _result(ctx, table, settings: Settings, statement, units, removed, written, dropped, stats: _Stats,
             started: int, columns):
-    partitions = {tuple(p.file.partition) for u in units for p in u.files}
+    partitions = {(p.file.spec_id, tuple(p.file.partition)) for u in units for p in u.files}
     zorder_stats = None
     if columns:
         merged = [p.file for u in units for p in u.files]
