@@ -141,5 +141,5 @@ def test_explain_shows_the_planned_files_and_bins(spark, iceberg_catalog, ns):
     update = spark.sql(f"EXPLAIN UPDATE {t} SET id = 0 WHERE kind = '0'").collect()[0][0]
     assert "read to find matching rows: 2 files" in update, update
     optimize = spark.sql(f"EXPLAIN OPTIMIZE {t} ZORDER BY (id)").collect()[0][0]
-    assert "z-order by (id)" in optimize and "bins: 2: 4 files in, about 2 files out" in optimize, optimize
+    assert "z-order (files: a k-d layout) by (id)" in optimize and "bins: 2: 4 files in, about 2 files out" in optimize, optimize
     assert state(iceberg_catalog, ns, "p")[0] == 2  # explaining ran nothing
