@@ -2,7 +2,7 @@
 # make test:  the test suite (installs the PostgreSQL server the concurrency test starts, if missing).
 # make test-matrix: the wheel built, installed into a fresh venv and run, per pyspark version.
 # make demo: examples/demo.py on the embedded catalog.
-# make soak:  the model, hostile-alphabet and concurrency tests, long profiles (see RELIABILITY.md).
+# make soak:  the model, hostile-alphabet, concurrency, wide-read, scale and Connect tests, long profiles (see RELIABILITY.md).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -55,7 +55,8 @@ SOAK_EXAMPLES ?= 40
 SOAK_SECONDS  ?= 120
 soak:
 	LAKERULES_PROFILE=soak LAKERULES_SOAK_EXAMPLES=$(SOAK_EXAMPLES) LAKERULES_CONCURRENCY_SECONDS=$(SOAK_SECONDS) \
-	  $(PY) -m pytest tests/test_model.py tests/test_hostile_alphabet.py tests/test_concurrency.py tests/test_wide_read.py -s -q
+	  $(PY) -m pytest tests/test_model.py tests/test_hostile_alphabet.py tests/test_concurrency.py tests/test_wide_read.py \
+	    tests/test_scale.py tests/test_connect.py -s -q
 
 demo:
 	$(PY) examples/demo.py

@@ -9,7 +9,7 @@ committed statements, replayed in snapshot order on a model of the rows, must gi
 snapshot's rows exactly (so no deleted row comes back and no committed insert is lost, at any
 point), and the final rows as lakerules, pyiceberg and DuckDB read them.
 
-LAKERULES_CONCURRENCY_SECONDS sets how long the writers run (default 10, and at least 3
+LAKERULES_CONCURRENCY_SECONDS sets how long the writers run (default 4, and at least 3
 statements each; `make soak`: longer), LAKERULES_CONCURRENCY_SEED their random statements.
 """
 
@@ -32,7 +32,7 @@ import pytest
 
 from concurrency_worker import INITIAL_ROWS, apply
 
-SECONDS = float(os.environ.get("LAKERULES_CONCURRENCY_SECONDS", "10"))
+SECONDS = float(os.environ.get("LAKERULES_CONCURRENCY_SECONDS", "4"))
 SEED = int(os.environ.get("LAKERULES_CONCURRENCY_SEED", "7"))
 WORKER = Path(__file__).with_name("concurrency_worker.py")
 RESULTS: dict[str, dict] = {}

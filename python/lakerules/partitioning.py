@@ -110,6 +110,23 @@ def spec_from_spark(partitioning: list[dict], schema: Schema) -> PartitionSpec:
     return PartitionSpec(*fields)
 
 
+def field_spec(spec, schema: Schema, what: str) -> tuple[Transform, str]:
+    """A column or transform as the dialect parsed it (a FieldSpec: ``transform`` and ``args``,
+    or ``column`` name parts) -> (transform, the source column's name in schema), checked by the
+    partition transforms' rules; ``what`` ("partition", "sort") names it in errors."""
+    name = spec.args.get("transform")
+    if name is not None:
+        transform, column = parse_transform(name, spec.args.get("args") or [])
+    else:
+        transform, column = IdentityTransform(), ".".join(spec.args["column"])
+    try:
+        source = schema.find_field(column, case_sensitive=False)
+    except ValueError:
+        raise LakeError(f"lakerules: {what} column {column!r} is not a column of the table") from None
+    check_transform(transform, source, column)
+    return transform, schema.find_column_name(source.field_id)
+
+
 def check_transform(transform: Transform, source: it.NestedField, column: str) -> None:
     if not transform.can_transform(source.field_type):
         raise LakeError(

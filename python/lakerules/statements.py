@@ -35,7 +35,6 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from pyiceberg.transforms import IdentityTransform
 
 from lakerules import dialect, explain as explain_mod, jvm as J, partitioning, pending
 from lakerules.errors import LakeError
@@ -237,17 +236,8 @@ def _partition_field(ctx, table, op: str, old, new):
 
 def _field(spec, schema):
     """A FieldSpec -> (transform, source column, partition field name or None)."""
-    name = spec.args.get("transform")
-    if name is not None:
-        transform, column = partitioning.parse_transform(name, spec.args.get("args") or [])
-    else:
-        transform, column = IdentityTransform(), ".".join(spec.args["column"])
-    try:
-        source = schema.find_field(column, case_sensitive=False)
-    except ValueError:
-        raise LakeError(f"lakerules: partition column {column!r} is not a column of the table") from None
-    partitioning.check_transform(transform, source, column)
-    return transform, schema.find_column_name(source.field_id), spec.args.get("alias")
+    transform, column = partitioning.field_spec(spec, schema, "partition")
+    return transform, column, spec.args.get("alias")
 
 
 def _shown(spec) -> str:

@@ -49,19 +49,8 @@ def command(stmt):
 
 
 def _field(spec, schema):
-    """A sort field as the dialect parsed it (FieldSpec) -> (transform, source column name), by
-    the partition transforms' rules."""
-    name = spec.args.get("transform")
-    if name is not None:
-        transform, column = partitioning.parse_transform(name, spec.args.get("args") or [])
-    else:
-        transform, column = IdentityTransform(), ".".join(spec.args["column"])
-    try:
-        source = schema.find_field(column, case_sensitive=False)
-    except ValueError:
-        raise LakeError(f"lakerules: sort column {column!r} is not a column of the table") from None
-    partitioning.check_transform(transform, source, column)
-    return transform, schema.find_column_name(source.field_id)
+    """A sort field as the dialect parsed it (FieldSpec) -> (transform, source column name)."""
+    return partitioning.field_spec(spec, schema, "sort")
 
 
 def _set_order(table, a: dict) -> None:
