@@ -13,7 +13,7 @@
 5. planning: a table of --plan-files files of 10 rows added in 200 commits (a manifest each):
    a point query's planning (EXPLAIN) with no manifest cached, at snapshots of 10 to 200
    manifests, on the driver (``data-planning-mode`` local) vs as a Spark job (distributed): where
-   the two cross sets the default of ``spark.lakerules.planning.distributedMinBytes``.
+   the two cross is what the job costs (the auto mode uses it only on a cluster larger than the driver).
 4. many deletes: --deletes single-row DELETEs (default 1,000), each on another file of a table of
    as many files of 50 rows (so as many position delete files, each applying to one data file):
    the full scan vs ``spark.read.parquet`` of the same files, then OPTIMIZE (which compacts the
@@ -412,8 +412,9 @@ def planning(spark, args, report: Report) -> None:
     finally:
         for key in (cache_key, manifest_job.DATA_MODE_CONF, manifest_job.DELETE_MODE_CONF):
             spark.conf.unset(key)
-    report.note("planning: here the job's tasks share the driver's cores; it wins once its JVM decoding of many "
-                "manifests outweighs its fixed cost. On a cluster its tasks spread over the executors")
+    report.note("planning: here the job's tasks share the driver's cores; it wins once its JVM decoding of the "
+                "manifests outweighs its fixed cost. Its entries are not cached, so the auto mode uses it only on a "
+                "cluster larger than the driver; on one machine the driver's manifest cache serves later queries")
 
 
 def run(spark, args, report: Report) -> None:

@@ -100,7 +100,7 @@ def test_queries_read_the_same_rows(spark, table):
     assert all(r.id not in (203, 305) for r in local[0])
 
 
-def test_auto_distributes_only_many_large_uncached_manifests():
+def test_auto_distributes_only_many_large_uncached_manifests_on_a_larger_cluster():
     class M:
         def __init__(self, path, content, length=1000):
             self.manifest_path, self.content, self.manifest_length = path, content, length
@@ -108,11 +108,11 @@ def test_auto_distributes_only_many_large_uncached_manifests():
     ms = [M(f"m{i}", ManifestContent.DATA) for i in range(9)] + [M("d", ManifestContent.DELETES)]
     cached = lambda m: m.manifest_path == "m0"  # noqa: E731
     paths = lambda chosen: [m.manifest_path for m in chosen]  # noqa: E731
-    auto = manifest_job.Auto(min_bytes=8000, local_parallelism=2)
+    auto = manifest_job.Auto(min_bytes=8000, remote_parallelism=16, local_parallelism=2)
     assert paths(manifest_job.choose(ms, cached, ("auto", "auto"), auto)) == [f"m{i}" for i in range(1, 9)]
-    for other in (manifest_job.Auto(8001, 2), manifest_job.Auto(8000, 4)):
-        assert manifest_job.choose(ms, cached, ("auto", "auto"), other) == []  # too small; too few
-    assert paths(manifest_job.choose(ms, cached, ("distributed", "local"), manifest_job.Auto(0, 1))) \
+    for other in (manifest_job.Auto(8000, 2, 2), manifest_job.Auto(8001, 16, 2), manifest_job.Auto(8000, 16, 4)):
+        assert manifest_job.choose(ms, cached, ("auto", "auto"), other) == []  # one machine; too small; too few
+    assert paths(manifest_job.choose(ms, cached, ("distributed", "local"), manifest_job.Auto(0, 1, 1))) \
         == [f"m{i}" for i in range(9)]
     assert paths(manifest_job.choose(ms, cached, ("local", "distributed"), auto)) == ["d"]
 

@@ -118,17 +118,19 @@ def min_bytes(conf) -> int:
 
 @dataclass(frozen=True)
 class Auto:
-    """What the auto mode weighs: manifests are read by a Spark job when there are more than
-    two per driver core to read and they are at least min_bytes long (Iceberg's rule, without
-    its condition that the cluster be larger than the driver: the job decodes manifests in the
-    JVM, several times faster than pyiceberg on the driver, so it wins even on the driver's own
-    cores once the manifests are many; bench/RESULTS.md, scale planning)."""
+    """What the auto mode weighs (Iceberg's rule for its distributed scans): manifests are read
+    by a Spark job when the cluster has more cores than the driver, there are more than two per
+    driver core to read, and they are at least min_bytes long. The job's entries are not cached
+    (it returns only what may match), so on one machine, where the driver's cache serves every
+    later query, auto keeps planning on the driver; ``distributed`` forces the job anywhere."""
 
     min_bytes: int
+    remote_parallelism: int
     local_parallelism: int
 
     def distributes(self, manifests: list[ManifestFile]) -> bool:
-        return (len(manifests) > 2 * self.local_parallelism
+        return (self.remote_parallelism > self.local_parallelism
+                and len(manifests) > 2 * self.local_parallelism
                 and sum(m.manifest_length for m in manifests) >= self.min_bytes)
 
 
@@ -153,7 +155,7 @@ def remote_reader(spark, conf, table, schema: Schema, cache):
     modes = planning_modes(conf, table)
     if modes == ("local", "local"):
         return None
-    auto = Auto(min_bytes(conf), os.cpu_count() or 1)
+    auto = Auto(min_bytes(conf), spark.sparkContext.defaultParallelism, os.cpu_count() or 1)
 
     def read(manifests: list[ManifestFile], row_filter: BooleanExpression):
         remote = choose(manifests, lambda m: m.manifest_path in cache, modes, auto)
