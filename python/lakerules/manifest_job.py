@@ -63,13 +63,13 @@ from pyspark.sql import types as T
 
 from lakerules import jvm as J
 from lakerules.errors import LakeError
-from lakerules.manifests import Ops, may_match
+from lakerules.manifests import Ops, count_setting, may_match
 
 MODES = ("auto", "local", "distributed")
 DATA_MODE_CONF, DELETE_MODE_CONF = "spark.sql.iceberg.data-planning-mode", "spark.sql.iceberg.delete-planning-mode"
 DATA_MODE_PROP, DELETE_MODE_PROP = "read.data-planning-mode", "read.delete-planning-mode"
 MIN_BYTES_KEY = "spark.lakerules.planning.distributedMinBytes"
-MIN_BYTES_DEFAULT = 8 << 20  # measured: bench/run.py --only scale --scale-steps planning
+MIN_BYTES_DEFAULT = 8 << 20  # the job breaks even near 1 MB (bench/RESULTS.md, scale planning)
 
 # Iceberg type -> (kind of its bounds for the shim, Spark type of the decoded bound)
 _BOUND_KINDS = {
@@ -104,16 +104,7 @@ def planning_modes(conf, table) -> tuple[str, str]:
 
 
 def min_bytes(conf) -> int:
-    value = conf(MIN_BYTES_KEY)
-    if value is None:
-        return MIN_BYTES_DEFAULT
-    try:
-        n = int(value)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise LakeError(f"lakerules: {MIN_BYTES_KEY}={value!r} is not a number of bytes (0 or more)")
-    return n
+    return count_setting(MIN_BYTES_KEY, conf(MIN_BYTES_KEY), MIN_BYTES_DEFAULT, "bytes")
 
 
 @dataclass(frozen=True)
@@ -173,12 +164,11 @@ def read_entries(spark, table, schema: Schema, manifests: list[ManifestFile],
     by_spec: dict[int, list[ManifestFile]] = defaultdict(list)
     for m in manifests:
         by_spec[m.partition_spec_id].append(m)
+    bounds, test = _bound_columns(row_filter), _may_match(row_filter)  # the same for every spec
     entries: list[ManifestEntry] = []
     for spec_id, group in by_spec.items():
         partition_fields = table.metadata.specs()[spec_id].partition_type(schema).fields
-        bounds = _bound_columns(row_filter)
         frame = _entries_frame(spark, [m.manifest_path for m in group], partition_fields, bounds)
-        test = _may_match(row_filter)
         if test is not None:  # data files whose bounds rule the filter out stay on the executors
             frame = frame.filter((F.col("content") != 0) | test)
         rows = frame.toArrow()

@@ -157,17 +157,23 @@ class ManifestCache:
 CACHE = ManifestCache()
 
 
+def count_setting(key: str, value: str | None, default: int, what: str) -> int:
+    """A session setting that is a count (0 or more) of ``what``: its default when unset, else a
+    LakeError naming the setting and the value."""
+    if value is None:
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise LakeError(f"lakerules: {key}={value!r} is not a number of {what} (0 or more)")
+    return n
+
+
 def configure(value: str | None) -> None:
     """Apply the session's CACHE_KEY setting (entries, 0 for no cache) to the process's cache."""
-    if value is None:
-        limit = CACHE_DEFAULT
-    else:
-        try:
-            limit = int(value)
-        except ValueError:
-            limit = -1
-        if limit < 0:
-            raise LakeError(f"lakerules: {CACHE_KEY}={value!r} is not a number of manifest entries (0 or more)")
+    limit = count_setting(CACHE_KEY, value, CACHE_DEFAULT, "manifest entries")
     if limit != CACHE.max_entries:
         CACHE.resize(limit)
 
