@@ -68,18 +68,14 @@ public final class LakeSource implements SupportsCatalogOptions, DataSourceRegis
     path.append('.').append(quote(name));
     scala.collection.immutable.Map<String, String> props =
         new scala.collection.immutable.HashMap<String, String>().updated("path", path.toString());
-    org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat storage =
-        org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat$.MODULE$.apply(scala.Option.empty(),
-            scala.Option.empty(), scala.Option.empty(), scala.Option.empty(), false, props, scala.Option.empty());
+    org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat storage = CaseClasses.build(
+        org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat$.MODULE$,
+        scala.Option.empty(), scala.Option.empty(), scala.Option.empty(), scala.Option.empty(), false, props);
     org.apache.spark.sql.catalyst.TableIdentifier id = new org.apache.spark.sql.catalyst.TableIdentifier(name,
         scala.Option.apply(String.join(".", namespace)), scala.Option.apply(catalog));
-    org.apache.spark.sql.catalyst.catalog.CatalogTable$ c = org.apache.spark.sql.catalyst.catalog.CatalogTable$.MODULE$;
-    return c.apply(id, org.apache.spark.sql.catalyst.catalog.CatalogTableType.EXTERNAL(), storage, schema,
-        scala.Option.apply("iceberg"), c.apply$default$6(), c.apply$default$7(), c.apply$default$8(),
-        c.apply$default$9(), c.apply$default$10(), c.apply$default$11(), c.apply$default$12(),
-        c.apply$default$13(), c.apply$default$14(), c.apply$default$15(), c.apply$default$16(),
-        c.apply$default$17(), c.apply$default$18(), c.apply$default$19(), c.apply$default$20(),
-        c.apply$default$21(), c.apply$default$22());
+    return CaseClasses.build(org.apache.spark.sql.catalyst.catalog.CatalogTable$.MODULE$, id,
+        org.apache.spark.sql.catalyst.catalog.CatalogTableType.EXTERNAL(), storage, schema,
+        scala.Option.apply("iceberg"));
   }
 
   private static String quote(String part) {
