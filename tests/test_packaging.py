@@ -99,3 +99,13 @@ def test_the_wheel_in_a_fresh_venv(venv, wheel, row, workdir):
         name, _, pinned = requirement.partition("==")
         got = _run([venv, "-c", f"import importlib.metadata as m; print(m.version({name!r}))"]).strip()
         assert not pinned or got == pinned, f"{name} {got} in the venv, not {pinned}"
+
+
+@pytest.mark.skipif(not PACKAGING, reason="builds and installs the wheel: make test-matrix")
+def test_the_catalog_and_storage_extras(venv, wheel, workdir):
+    """pip resolves the s3, hive and glue extras next to the wheel's dependencies, and lakerules
+    builds a Hive and a Glue catalog and an S3 file system with what they bring."""
+    _run([venv, "-m", "pip", "install", "-q", f"{wheel}[s3,hive,glue]"])
+    _run([venv, "-m", "pip", "check"])
+    out = _run([venv, ROOT / "tests" / "extras_smoke.py"], cwd=workdir)
+    assert "ok extras GlueCatalog HiveCatalog S3FileSystem" in out, out
