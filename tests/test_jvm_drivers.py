@@ -144,28 +144,78 @@ def test_jvm_driver_by_hand_says_what_it_is():
     assert r.returncode == 2 and "PYSPARK_GATEWAY_PORT" in r.stderr
 
 
+# ---- the three JVM drivers, started together ----------------------------------------------------------
+
+
+class Started:
+    """A driver process started in the background, its output in files (a pipe nobody reads would
+    stall a chatty JVM)."""
+
+    def __init__(self, cmd: list[str], cwd: Path):
+        cwd.mkdir(parents=True, exist_ok=True)
+        self.out, self.err = cwd / "stdout", cwd / "stderr"
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=jvm_env(), cwd=cwd)
+
+    def result(self) -> subprocess.CompletedProcess:
+        self.proc.wait(timeout=TIMEOUT)
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, self.out.read_text(),
+                                           self.err.read_text())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def drivers(spark, warehouse, tmp_path_factory, request):
+    """spark-sql, the Java application and spark-submit, each a JVM of its own: started at once
+    (each spends most of its time starting a JVM, Spark and a Python registry, which overlap) and
+    checked by the tests below. Each works in namespaces of its own."""
+    work = tmp_path_factory.mktemp("drivers")
+    names = {k: f"{k}_{uuid.uuid4().hex[:8]}" for k in ("cli", "app", "pre_app", "pre_submit")}
+    for k in ("pre_app", "pre_submit"):  # a table that exists before the JVM driver starts
+        spark.sql(f"CREATE NAMESPACE lake.{names[k]}")
+        spark.sql(f"CREATE TABLE lake.{names[k]}.t (id BIGINT)")
+    started: dict[str, Started] = {}
+    try:
+        started["cli"] = Started(spark_sql_command(warehouse, names["cli"]), work / "cli")
+        app = request.getfixturevalue("app")  # compiled while spark-sql starts
+        started["app"] = Started(java_app_command(spark, warehouse, app, names["app"], f"lake.{names['pre_app']}.t",
+                                                  work / "app"), work / "app")
+        started["submit"] = Started(submit_command(warehouse, app, f"lake.{names['pre_submit']}.t", work / "submit"),
+                                    work / "submit")
+        yield names, started
+    finally:
+        for p in started.values():
+            p.stop()
+        for n in names.values():
+            spark.sql(f"DROP NAMESPACE IF EXISTS lake.{n} CASCADE")
+
+
 # ---- spark-sql --------------------------------------------------------------------------------------
 
 
-def test_spark_sql_cli(spark, warehouse, iceberg_catalog, python_api, tmp_path):
-    ns = f"cli_{uuid.uuid4().hex[:8]}"
+def spark_sql_command(warehouse, ns: str) -> list[str]:
     flags = lake_flags(warehouse)
     assert f"spark.lakerules.python={sys.executable}" in flags
-    cmd = [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[2]", *flags,
-           "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.session.timeZone=UTC",
-           "--conf", "spark.sql.shuffle.partitions=2",
-           # the session catalog is not what is tested: no Derby metastore in the working folder
-           "--conf", "spark.sql.catalogImplementation=in-memory",
-           "-e", "; ".join(lake_statements(ns)) + ";"]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=jvm_env(), cwd=tmp_path, timeout=TIMEOUT)
-        assert r.returncode == 0, r.stderr[-4000:]
-        rows = [tuple(None if v == "NULL" else v for v in line.split("\t"))
-                for line in r.stdout.splitlines() if line.startswith("row\t")]
-        assert rows == python_api
-        check_table(spark, iceberg_catalog, ns)
-    finally:
-        spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
+    return [str(SPARK_HOME / "bin" / "spark-sql"), "--master", "local[2]", *flags,
+            "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.session.timeZone=UTC",
+            "--conf", "spark.sql.shuffle.partitions=2",
+            # the session catalog is not what is tested: no Derby metastore in the working folder
+            "--conf", "spark.sql.catalogImplementation=in-memory",
+            "-e", "; ".join(lake_statements(ns)) + ";"]
+
+
+def test_spark_sql_cli(spark, iceberg_catalog, drivers, python_api):
+    names, started = drivers
+    r = started["cli"].result()
+    assert r.returncode == 0, r.stderr[-4000:]
+    rows = [tuple(None if v == "NULL" else v for v in line.split("\t"))
+            for line in r.stdout.splitlines() if line.startswith("row\t")]
+    assert rows == python_api
+    check_table(spark, iceberg_catalog, names["cli"])
 
 
 # ---- a Java application ------------------------------------------------------------------------------
@@ -203,22 +253,11 @@ def results(stdout: str) -> dict[int, dict]:
     return out
 
 
-@pytest.fixture
-def pre(spark):
-    """A table that exists before the JVM driver starts."""
-    ns = f"pre_{uuid.uuid4().hex[:8]}"
-    spark.sql(f"CREATE NAMESPACE lake.{ns}")
-    spark.sql(f"CREATE TABLE lake.{ns}.t (id BIGINT)")
-    yield f"lake.{ns}.t"
-    spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
-
-
-def test_java_application(spark, warehouse, iceberg_catalog, python_api, app, pre, tmp_path):
-    ns = f"app_{uuid.uuid4().hex[:8]}"
+def java_app_command(spark, warehouse, app, ns: str, pre: str, work: Path) -> list[str]:
     conf = {**conf_pairs(lake_flags(warehouse)), "spark.master": "local[2]", "spark.ui.enabled": "false",
             "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "2",
             # executors need no Python for lakerules: a Python worker would fail every statement
-            "spark.pyspark.python": str(tmp_path / "no-python-on-executors")}
+            "spark.pyspark.python": str(work / "no-python-on-executors")}
     steps = [
         "!pid",
         # the first lake statement is an EXPLAIN of a write: the registry starts, and nothing runs
@@ -235,39 +274,42 @@ def test_java_application(spark, warehouse, iceberg_catalog, python_api, app, pr
     # A plain JVM embedding Spark: the JVM options spark-submit would add, from Spark itself.
     jvm_options = spark._jvm.org.apache.spark.launcher.JavaModuleOptions.defaultModuleOptions().split()
     cp = os.pathsep.join([f"{JARS}/*", lakerules.jar_path(), str(app)])
-    cmd = ["java", *jvm_options, "-cp", cp, "LakeApp", *(f"{k}={v}" for k, v in conf.items()), "--", *steps]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=jvm_env(), cwd=tmp_path, timeout=TIMEOUT)
-        assert r.returncode == 0, r.stderr[-4000:]
-        res = results(r.stdout)
-        assert res[0]["pid"] == -1  # nothing started before a lake statement
-        assert "lakerules plan (not run)" in res[1]["rows"][0][0], res[1]
-        assert iceberg_catalog.load_table(pre.split(".", 1)[1]).current_snapshot() is None
-        first = res[2]["pid"]
-        assert first > 0
-        n = len(lake_statements(ns))
-        for i in range(3, 3 + n):
-            assert res[i].get("ok"), res[i]
-        assert res[2 + n]["rows"] == python_api
-        killed = res[3 + n]["error"]
-        assert f"'{sys.executable} -m lakerules.jvm_driver', pid {first}) exited" in killed, killed
-        assert "spark.lakerules.python" in killed
-        assert res[4 + n]["rows"] == [(str(len(EXPECTED)),)]  # the killed statement committed nothing
-        second = res[5 + n]["pid"]
-        assert second > 0 and second != first
-        check_table(spark, iceberg_catalog, ns)
-        # the Python process ends with the JVM
-        assert gone(second), f"the registry process {second} outlived its JVM"
-    finally:
-        spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
+    return ["java", *jvm_options, "-cp", cp, "LakeApp", *(f"{k}={v}" for k, v in conf.items()), "--", *steps]
+
+
+def test_java_application(spark, iceberg_catalog, drivers, python_api):
+    names, started = drivers
+    ns, pre = names["app"], f"{names['pre_app']}.t"
+    r = started["app"].result()
+    assert r.returncode == 0, r.stderr[-4000:]
+    res = results(r.stdout)
+    assert res[0]["pid"] == -1  # nothing started before a lake statement
+    assert "lakerules plan (not run)" in res[1]["rows"][0][0], res[1]
+    assert iceberg_catalog.load_table(pre).current_snapshot() is None
+    first = res[2]["pid"]
+    assert first > 0
+    n = len(lake_statements(ns))
+    for i in range(3, 3 + n):
+        assert res[i].get("ok"), res[i]
+    assert res[2 + n]["rows"] == python_api
+    killed = res[3 + n]["error"]
+    assert f"'{sys.executable} -m lakerules.jvm_driver', pid {first}) exited" in killed, killed
+    assert "spark.lakerules.python" in killed
+    assert res[4 + n]["rows"] == [(str(len(EXPECTED)),)]  # the killed statement committed nothing
+    second = res[5 + n]["pid"]
+    assert second > 0 and second != first
+    check_table(spark, iceberg_catalog, ns)
+    # the Python process ends with the JVM
+    assert gone(second), f"the registry process {second} outlived its JVM"
 
 
 # ---- spark-submit of a JVM application, with a wrong interpreter ------------------------------------------
 
 
-def test_missing_interpreter_is_a_clear_error(warehouse, app, pre, iceberg_catalog, tmp_path):
-    missing = str(tmp_path / "no-such-python")
-    no_lakerules = tmp_path / "python-without-site-packages"
+def submit_command(warehouse, app, pre: str, work: Path) -> list[str]:
+    missing = str(work / "no-such-python")
+    no_lakerules = work / "python-without-site-packages"
+    work.mkdir(parents=True, exist_ok=True)
     no_lakerules.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n')
     no_lakerules.chmod(0o755)
     conf = {**conf_pairs(lake_flags(warehouse)), "spark.ui.enabled": "false", "spark.lakerules.python": missing}
@@ -285,9 +327,15 @@ def test_missing_interpreter_is_a_clear_error(warehouse, app, pre, iceberg_catal
         f"SET spark.lakerules.python={sys.executable}",
         f"SELECT count(*) FROM {pre}",
     ]
-    cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]", "--jars", lakerules.jar_path(),
-           *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")), "--class", "LakeApp", str(app), "--", *steps]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=jvm_env(), cwd=tmp_path, timeout=TIMEOUT)
+    return [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]", "--jars", lakerules.jar_path(),
+            *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")), "--class", "LakeApp", str(app), "--", *steps]
+
+
+def test_missing_interpreter_is_a_clear_error(iceberg_catalog, drivers):
+    names, started = drivers
+    r = started["submit"].result()
+    work = Path(started["submit"].out).parent
+    missing, no_lakerules = work / "no-such-python", work / "python-without-site-packages"
     assert r.returncode == 0, r.stderr[-4000:]
     res = results(r.stdout)
     # non-lake statements: Spark's answers and errors, no process started for them
@@ -304,4 +352,4 @@ def test_missing_interpreter_is_a_clear_error(warehouse, app, pre, iceberg_catal
     assert f"'{no_lakerules} -m lakerules.jvm_driver' exited with code 1" in error, error
     assert "No module named 'lakerules'" in error and "spark.lakerules.python" in error
     assert res[10]["rows"] == [("0",)]
-    assert not iceberg_catalog.load_table(pre.split(".", 1)[1]).spec().fields
+    assert not iceberg_catalog.load_table(f"{names['pre_submit']}.t").spec().fields
