@@ -191,12 +191,13 @@ def _tables(spark, iceberg_catalog, ns, names):
     return made
 
 
-@pytest.fixture(scope="module")
-def driver_run(spark, warehouse, test_classes, tmp_path_factory):
+@pytest.fixture(scope="module", autouse=True)
+def driver_started(spark, warehouse, test_classes, tmp_path_factory):
     """One process (fault_driver.py) runs every write path three times, each on a table of its
     own: once to its commit, with every write task's first attempt failing after it wrote its
     files; then once stopped before its commit and once inside the catalog's commit, all at
-    once, and the process is killed with its JVM."""
+    once, and the process is killed with its JVM (driver_run). It starts with this module, so
+    that its JVM works while the in-process tests above run; their tables are others."""
     from pyiceberg.catalog import load_catalog
 
     ns = "faults_driver"
@@ -205,27 +206,38 @@ def driver_run(spark, warehouse, test_classes, tmp_path_factory):
     names = [f"{path}_{point}" for point in ("retry", "before", "commit") for path in fu.PATHS]
     made = _tables(spark, catalog, ns, names)
     work = tmp_path_factory.mktemp("fault-driver")
-    log, stderr = work / "faults.log", work / "driver.err"
-    proc = subprocess.Popen(  # a session of its own: killed with its JVM
-        [sys.executable, str(HERE / "fault_driver.py"), str(warehouse), ns, *names],
-        stdout=subprocess.PIPE, stderr=stderr.open("w"), text=True, start_new_session=True,
-        env={**os.environ, "LAKERULES_TEST_CLASSES": str(test_classes), "LAKERULES_TEST_FAULT_LOG": str(log)},
-    )
-    lines = []
+    log, out, stderr = work / "faults.log", work / "driver.out", work / "driver.err"
+    with out.open("w") as o, stderr.open("w") as e:
+        proc = subprocess.Popen(  # a session of its own: killed with its JVM
+            [sys.executable, str(HERE / "fault_driver.py"), str(warehouse), ns, *names],
+            stdout=o, stderr=e, text=True, start_new_session=True,
+            env={**os.environ, "LAKERULES_TEST_CLASSES": str(test_classes), "LAKERULES_TEST_FAULT_LOG": str(log)},
+        )
     try:
-        deadline = time.time() + 900
-        while time.time() < deadline and not (lines and lines[-1].startswith(("READY", "FAILED"))):
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
-                break
-            lines.append(line)
+        yield ns, made, proc, out, stderr, log
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
+        spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
+
+
+@pytest.fixture(scope="module")
+def driver_run(driver_started):
+    """The fault driver once it has stopped every write (READY), killed with its JVM."""
+    ns, made, proc, out, stderr, log = driver_started
+    deadline = time.time() + 900
+    lines: list[str] = []
+    while time.time() < deadline:
+        lines = out.read_text().splitlines()
+        if (lines and lines[-1].startswith(("READY", "FAILED"))) or proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
     assert lines and lines[-1].startswith("READY"), (lines, stderr.read_text()[-3000:])
-    yield ns, made, log.read_text().splitlines()
-    spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
+    return ns, made, log.read_text().splitlines()
 
 
 def test_retried_write_tasks_write_each_row_once(spark, iceberg_catalog, engines, recent_orphans, driver_run):
