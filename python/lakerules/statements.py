@@ -128,6 +128,10 @@ def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
         from lakerules import optimize
 
         return _marked(ctx, [catalog, *table_parts], optimize.rewrite_data_files_command(values))
+    if procedure == "rewrite_position_delete_files":
+        from lakerules import delete_compaction
+
+        return _marked(ctx, [catalog, *table_parts], delete_compaction.command(values))
     return _marked(ctx, [catalog, *table_parts], maintenance.command(procedure, values))
 
 
