@@ -1,7 +1,10 @@
-"""CALL lake.system.rewrite_position_delete_files: Iceberg's compaction of position delete files,
-dangling entries and files dropped; the rows the engines read unchanged."""
+"""Iceberg's procedures: rewrite_position_delete_files (position delete files compacted, dangling
+entries and files dropped) and rewrite_data_files with a plain sort order (a range-partitioned
+sort); the rows the engines read unchanged."""
 
 from __future__ import annotations
+
+import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -105,3 +108,64 @@ def test_rewrite_position_delete_files(spark, ns, iceberg_catalog, engines):
     assert iceberg_catalog.load_table(short).current_snapshot().snapshot_id != sid
     assert engines.assert_same(table) == rows
     assert [m.content for m in iceberg_catalog.load_table(short).current_snapshot().manifests(t.io)].count(ManifestContent.DELETES) >= 1
+
+
+# ---- rewrite_data_files(strategy => 'sort', sort_order => 'a DESC NULLS FIRST, b') -------------------
+
+
+def file_rows(t, f) -> list[dict]:
+    with t.io.new_input(f.file_path).open() as fh:
+        return pq.read_table(fh).to_pylist()
+
+
+def test_rewrite_data_files_plain_sort_order(spark, ns, iceberg_catalog, engines):
+    table, short = f"lake.{ns}.s", f"{ns}.s"
+    spark.sql(f"CREATE TABLE {table} (a INT, b STRING, p INT) PARTITIONED BY (p)")
+    t = iceberg_catalog.load_table(short)
+    values = list(range(400))
+    random.Random(7).shuffle(values)
+    for i in range(4):  # four files a partition, each with a spread over all of its range
+        chunk = values[i * 100:(i + 1) * 100]
+        t.append(pa.table({"a": pa.array([None if v % 97 == 0 else v for v in chunk], pa.int32()),
+                           "b": [f"b{v % 5}" for v in chunk], "p": pa.array([v % 2 for v in chunk], pa.int32())},
+                          schema=t.schema().as_arrow()))
+    rows = engines.lakerules(table)
+    call = f"CALL lake.system.rewrite_data_files(table => '{short}'"
+    assert "has none: give sort_order" in error(spark, f"{call}, strategy => 'sort')")
+    assert "sort_order 'a ASC, nope': sort column 'nope' is not a column" in error(spark, f"{call}, sort_order => 'a ASC, nope')")
+    assert "sort_order 'a ASC,, b' is not a sort order" in error(spark, f"{call}, sort_order => 'a ASC,, b')")
+    size = sum(f.file_size_in_bytes for f in live(t, DataFileContent.DATA)) // 2  # a partition
+    (r,) = spark.sql(f"""{call}, strategy => 'sort', sort_order => 'a DESC NULLS FIRST, b',
+                         options => map('rewrite-all', 'true', 'target-file-size-bytes', '{size // 3}'))""").collect()
+    t = iceberg_catalog.load_table(short)
+    files = live(t, DataFileContent.DATA)
+    assert r.rewritten_data_files_count == 8 and r.added_data_files_count == len(files) >= 4
+    assert engines.assert_same(table) == rows
+    for part in (0, 1):
+        # ranges of a disjoint and ordered (descending; the nulls first, in the first file); each file sorted
+        ranges = []
+        for f in files:
+            if f.partition[0] != part:
+                continue
+            a = [r["a"] for r in file_rows(t, f)]
+            assert a == sorted(a, key=lambda v: (v is not None, -(v or 0)))
+            ranges.append((a[0], a[-1]))
+        assert len(ranges) >= 2
+        ranges.sort(key=lambda r: (r[0] is not None, -(r[0] or 0)))
+        assert all(r[0] is not None for r in ranges[1:])  # nulls only at the head of the first file
+        for (_, low), (high, _) in zip(ranges, ranges[1:]):
+            assert low is not None and high < low
+        assert all(f.sort_order_id is None for f in files)  # not the table's sort order (it has none)
+
+    # strategy sort alone: the table's sort order, recorded in the files
+    spark.sql(f"ALTER TABLE {table} WRITE ORDERED BY b DESC, a")
+    (r,) = spark.sql(f"{call}, strategy => 'sort', options => map('rewrite-all', 'true'))").collect()
+    t = iceberg_catalog.load_table(short)
+    files = live(t, DataFileContent.DATA)
+    assert r.added_data_files_count == len(files) == 2
+    order_id = t.sort_order().order_id
+    for f in files:
+        assert f.sort_order_id == order_id
+        got = [(r["b"], r["a"]) for r in file_rows(t, f)]
+        assert got == sorted(got, key=lambda x: (tuple(-ord(c) for c in x[0]), x[1] is not None, x[1] or 0))
+    assert engines.assert_same(table) == rows
