@@ -98,7 +98,7 @@ def test_rewrite_position_delete_files(spark, ns, iceberg_catalog, engines):
         ("options => map('partial-progress.enabled', 'true')", "partial-progress.enabled='true' is not supported"),
         ("options => map('min-file-size-bytes', '100', 'target-file-size-bytes', '50')", "must be less than"),
         ("options => map('min-input-files', '0')", "min-input-files=0: it must be positive"),
-        ("where => 'id > 1'", "may name only partition columns"),
+        ("where => 'id > 1'", "rewrite_position_delete_files WHERE may name only partition columns"),
         ("foo => 1", "unknown argument 'foo'"),
     ]:
         assert message in error(spark, f"{call}, {args})"), args

@@ -136,7 +136,7 @@ def run(ctx, table, values: dict):
     spark = ctx.spark
     s = settings(table, values.get("options"))
     ref = TableRef(table.catalog.name, tuple(table.name()[:-1]), table.name()[-1])
-    predicate = _partition_predicate(ctx, table, ref, values.get("where"))
+    predicate = _partition_predicate(ctx, table, ref, values.get("where"), f"CALL system.{PROCEDURE}")
     snapshot = table.current_snapshot()
     if snapshot is None:
         return J.result_rows(spark, [(0, 0, 0, 0)], RESULTS[PROCEDURE])

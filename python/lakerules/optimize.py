@@ -446,7 +446,7 @@ def _find(schema, path: tuple[str, ...]):
     return field
 
 
-def _partition_predicate(ctx, table, ref: TableRef, where: str | None):
+def _partition_predicate(ctx, table, ref: TableRef, where: str | None, statement: str = "OPTIMIZE"):
     """The WHERE as an Iceberg predicate over the table's partition source columns."""
     if where is None:
         return AlwaysTrue()
@@ -455,26 +455,26 @@ def _partition_predicate(ctx, table, ref: TableRef, where: str | None):
     df = ctx.spark.table(_sql_name(ref)).where(where)  # Spark resolves names and types, and says when it cannot
     plan = J.analyzed(df)
     if J.simple_name(plan) != "Filter":
-        raise LakeError(f"lakerules: OPTIMIZE {ref} WHERE {where}: not a predicate on the table's rows")
+        raise LakeError(f"lakerules: {statement} {ref} WHERE {where}: not a predicate on the table's rows")
     condition = plan.condition()
     names = sorted({a.name() for a in J.from_seq(condition.references().toSeq())})
     if not names:
         # a constant condition (WHERE 1 = 1, WHERE false): every partition, or none
         if not condition.deterministic():
-            raise LakeError(f"lakerules: OPTIMIZE {ref} WHERE {where}: the predicate must be deterministic")
+            raise LakeError(f"lakerules: {statement} {ref} WHERE {where}: the predicate must be deterministic")
         value = J.one_row(ctx.spark).select(F.expr(where).cast("boolean")).collect()[0][0]
         return AlwaysTrue() if value is True else AlwaysFalse()
     outside = [n for n in names if n.lower() not in sources]
     if outside or not names and spec.is_unpartitioned():
         partitioned = ", ".join(sorted(sources.values())) or "nothing: it is not partitioned"
         raise LakeError(
-            f"lakerules: OPTIMIZE WHERE may name only partition columns; {', '.join(outside) or where} "
+            f"lakerules: {statement} WHERE may name only partition columns; {', '.join(outside) or where} "
             f"is not one ({ref} is partitioned by {partitioned})"
         )
     expr, exact = to_iceberg(condition)
     if not exact:
         raise LakeError(
-            f"lakerules: OPTIMIZE {ref} WHERE {where}: the predicate must be comparisons of partition columns with "
+            f"lakerules: {statement} {ref} WHERE {where}: the predicate must be comparisons of partition columns with "
             "constants (=, <, <=, >, >=, IN, IS NULL, AND, OR, NOT)"
         )
     return expr
