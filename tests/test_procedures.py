@@ -167,3 +167,40 @@ def test_rewrite_data_files_plain_sort_order(spark, ns, iceberg_catalog, engines
         got = [(r["b"], r["a"]) for r in file_rows(t, f)]
         assert got == sorted(got, key=lambda x: (tuple(-ord(c) for c in x[0]), x[1] is not None, x[1] or 0))
     assert engines.assert_same(table) == rows
+
+
+def test_rewrite_position_delete_files_conflict_leaves_no_trace(spark, ns, iceberg_catalog):
+    """A delete file the rewrite replaces, removed by a commit while it ran: a conflict, nothing
+    committed by the rewrite, its new files deleted."""
+    import os
+
+    table, short = f"lake.{ns}.c", f"{ns}.c"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT)")
+    t = iceberg_catalog.load_table(short)
+    t.append(pa.table({"id": pa.array(range(10), pa.int64())}, schema=t.schema().as_arrow()))
+    (f,) = live(t, DataFileContent.DATA)
+    commit.row_delta(t, [], [position_delete_file(t, [(f.file_path, i)], f.partition) for i in range(2)])
+    t = iceberg_catalog.load_table(short)
+    gone = live(t, DataFileContent.POSITION_DELETES)[0]
+    data_dir = t.location().replace("file://", "") + "/data"
+
+    def listing():
+        return sorted(os.path.join(d, n) for d, _, names in os.walk(data_dir) for n in names)
+
+    before = listing()
+
+    def meanwhile(table):
+        commit.before_commit = None
+        commit.row_delta(iceberg_catalog.load_table(short), [], [], removed_delete_files=[gone])
+
+    commit.before_commit = meanwhile
+    try:
+        message = error(spark, f"CALL lake.system.rewrite_position_delete_files(table => '{short}', "
+                               "options => map('min-input-files', '2'))")
+    finally:
+        commit.before_commit = None
+    assert "conflicts with a commit made while it ran" in message and "no longer in the table" in message
+    t = iceberg_catalog.load_table(short)
+    assert t.current_snapshot().summary.operation.value != "replace"
+    assert len(live(t, DataFileContent.POSITION_DELETES)) == 1
+    assert listing() == before  # the rewrite's delete file went again
