@@ -22,7 +22,8 @@ Iceberg's maintenance procedures on a lake catalog (lakerules.maintenance):
     CALL lake.system.remove_orphan_files(table => 'db.t', ...)
     CALL lake.system.expire_snapshots(table => 'db.t', ...)
     CALL lake.system.rewrite_manifests(table => 'db.t', ...)
-and its history procedures (rollback_to_snapshot, ..., lakerules.history).
+(rewrite_data_files runs on OPTIMIZE's engine, lakerules.optimize; rewrite_position_delete_files
+is lakerules.delete_compaction) and its history procedures (rollback_to_snapshot, ..., lakerules.history).
 
 Delta's history statements (lakerules.history):
     DESCRIBE HISTORY lake.db.t [LIMIT n]
