@@ -29,6 +29,7 @@ import foundation  # noqa: E402
 import latemat  # noqa: E402
 import metadata  # noqa: E402
 import optimize  # noqa: E402
+import procedures  # noqa: E402
 import scale  # noqa: E402
 import scan  # noqa: E402
 import skipping  # noqa: E402
@@ -45,6 +46,7 @@ MODULES = {
     "latemat": ("Late materialization", latemat),
     "scale": ("Scale: many files, many manifests, long histories", scale),
     "metadata": ("Answers from metadata", metadata),
+    "procedures": ("Maintenance procedures on the statements' engine", procedures),
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = "# Benchmark results\n\nRatios are measured side by side in one run; absolute times are this machine's.\n"

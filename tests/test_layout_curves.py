@@ -156,7 +156,7 @@ def test_rewrite_data_files_binpack_and_zorder_as_optimize(spark, ns, iceberg_ca
         ("options => map('min-input-files', 'many')", "min-input-files='many': expected a whole number"),
         ("strategy => 'shuffle'", "unknown strategy 'shuffle'"),
         ("strategy => 'binpack', sort_order => 'zorder(a)'", "strategy binpack takes no sort_order"),
-        ("sort_order => 'a ASC, b DESC'", "a plain sort order ('a ASC, b DESC') is not supported yet"),
+        ("sort_order => 'a ASC, nope DESC'", "nope"),
         ("sort_order => 'zorder(a + 1)'", "ZORDER BY takes column names, not expressions"),
         ("sort_order => 'zorder(nope)'", "ZORDER BY column nope does not exist"),
         ("where => 'a > 1'", "OPTIMIZE WHERE may name only partition columns"),

@@ -762,9 +762,30 @@ def rewrite(table: Table, starting_snapshot_id: int, removed: list, added: list,
     return list(producer._dropped_deletes.values())
 
 
+def rewrite_deletes(table: Table, starting_snapshot_id: int, removed_deletes: list, added_deletes: list,
+                    summary: dict | None = None) -> None:
+    """Replace the position delete files ``removed_deletes`` by ``added_deletes`` (the entries of
+    the removed ones that still apply, as read at ``starting_snapshot_id``), and nothing else: one
+    "replace" snapshot, as Iceberg's RewriteFiles of delete files. Each removed file must still be
+    live when the commit lands (a RewriteConflict otherwise: another commit rewrote or dropped it,
+    and the new files would repeat its entries); the added files take the new snapshot's
+    sequence number (they name only data files older than the files they replace)."""
+    if not removed_deletes and not added_deletes:
+        return
+    with _transaction(table) as tx:
+        args = _producer_args(table, summary)
+        producer = _RewriteFiles(
+            tx, table.io, starting_snapshot_id, [], [], removed_deletes, set(),
+            args["snapshot_properties"], branch=args["branch"], added_deletes=added_deletes,
+        )
+        with producer:
+            pass
+
+
 class _RewriteFiles(_Merging, _SnapshotProducer):
     def __init__(self, transaction, io, starting_snapshot_id: int, removed, added, removed_deletes,
-                 deletes_needed: set[str], snapshot_properties: dict, branch: str | None = MAIN_BRANCH):
+                 deletes_needed: set[str], snapshot_properties: dict, branch: str | None = MAIN_BRANCH,
+                 added_deletes: list | None = None):
         super().__init__(operation=Operation.REPLACE, transaction=transaction, io=io,
                          snapshot_properties=snapshot_properties, branch=branch)
         metadata = transaction.table_metadata
@@ -779,6 +800,8 @@ class _RewriteFiles(_Merging, _SnapshotProducer):
         self._candidate_deletes = {f.file_path: f for f in removed_deletes}
         self._deletes_needed_at_start = set(deletes_needed)
         self._dropped_deletes: dict[str, object] = {}
+        # a rewrite of delete files (rewrite_deletes): these added, every candidate removed
+        self._added_deletes = list(added_deletes) if added_deletes is not None else None
 
     def _validate_concurrency(self) -> None:
         """Validation runs in _commit, on the first attempt as on every retry."""
@@ -832,6 +855,8 @@ class _RewriteFiles(_Merging, _SnapshotProducer):
     def _deletes_to_drop(self, head, moved: bool) -> dict:
         if not self._candidate_deletes:
             return {}
+        if self._added_deletes is not None:
+            return dict(self._candidate_deletes)
         if moved:
             from lakerules.planning import plan_scan
 
@@ -855,8 +880,22 @@ class _RewriteFiles(_Merging, _SnapshotProducer):
             raise RewriteConflict(f"data files this rewrite replaces are no longer in the table: {sorted(missing)}")
         # The deletes really dropped are those still live; another commit may have dropped some.
         live = {e.data_file.file_path for e in deleted}
+        if self._added_deletes is not None and set(self._dropped_deletes) - live:
+            raise RewriteConflict(
+                "delete files this rewrite replaces are no longer in the table (another commit rewrote or "
+                f"dropped them): {sorted(set(self._dropped_deletes) - live)[:5]}"
+            )
         self._dropped_deletes = {p: f for p, f in self._dropped_deletes.items() if p in live}
         new = []
+        by_spec = defaultdict(list)
+        for f in self._added_deletes or ():
+            by_spec[f.spec_id].append(f)
+        for spec_id, files in sorted(by_spec.items()):
+            with _manifest_writer(self, ManifestContent.DELETES, spec_id) as writer:
+                for f in files:
+                    writer.add_entry(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id,
+                                                             sequence_number=None, file_sequence_number=None, data_file=f))
+            new.append(writer.to_manifest_file())
         if self._added_data_files:
             with self.new_manifest_writer(metadata.spec()) as writer:
                 for f in self._added_data_files:
@@ -890,7 +929,7 @@ class _RewriteFiles(_Merging, _SnapshotProducer):
     def _summary(self, snapshot_properties=EMPTY_DICT) -> Summary:
         # pyiceberg keeps totals for append/overwrite/delete only: count as an overwrite, then say replace
         totals = snapshot_summary(self._transaction.table_metadata, Operation.OVERWRITE, self._parent_snapshot_id,
-                                  snapshot_properties, added=self._added_data_files,
+                                  snapshot_properties, added=[*self._added_data_files, *(self._added_deletes or ())],
                                   removed=[*self._removed.values(), *self._dropped_deletes.values()])
         properties = {k: v for k, v in totals.model_dump().items() if k != "operation"}
         return Summary(operation=Operation.REPLACE, **properties)

@@ -11,9 +11,12 @@
                                         [, sort_order => 'zorder(a, b)' | 'hilbert(a, b)']
                                         [, options => map('target-file-size-bytes', '...', ...)]
                                         [, where => 'partition predicate'])
+    CALL lake.system.rewrite_position_delete_files(table => 'db.t' [, options => map(...)]
+                                                   [, where => 'partition predicate'])
 
 rewrite_data_files runs on OPTIMIZE's engine (lakerules.optimize, which statements dispatches it to):
 binpack is its compaction, ``zorder(...)`` its ZORDER BY, ``hilbert(...)`` its HILBERT BY.
+rewrite_position_delete_files is lakerules.delete_compaction (statements dispatches it there too).
 
 Arguments go by name (any order) or by position (Iceberg's order), not mixed. Each value is any
 constant Spark SQL expression, cast to the parameter's type by Spark.
@@ -106,6 +109,11 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
         Param("options", "MAP<STRING, STRING>"),
         Param("where", "STRING"),
     ),
+    "rewrite_position_delete_files": (  # lakerules.delete_compaction
+        Param("table", "STRING", required=True),
+        Param("options", "MAP<STRING, STRING>"),
+        Param("where", "STRING"),
+    ),
     # a table's history (lakerules.history)
     "rollback_to_snapshot": (
         Param("table", "STRING", required=True),
@@ -153,6 +161,10 @@ RESULTS = {
     "rewrite_data_files": (
         "rewritten_data_files_count int, added_data_files_count int, rewritten_bytes_count long, "
         "failed_data_files_count int, removed_delete_files_count int"
+    ),
+    "rewrite_position_delete_files": (
+        "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count long, "
+        "added_bytes_count long"
     ),
     "rollback_to_snapshot": "previous_snapshot_id long, current_snapshot_id long",
     "rollback_to_timestamp": "previous_snapshot_id long, current_snapshot_id long",

@@ -50,7 +50,7 @@ from pyiceberg.types import StructType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, dialect, jvm as J, progress, schema as schemas, zorder
+from lakerules import commit, dialect, jvm as J, progress, schema as schemas, write_order, zorder
 from lakerules.errors import ConflictError, LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
@@ -92,6 +92,11 @@ class Statement:
     # removed, written, dropped) -> DataFrame
     overrides: tuple = ()
     result: object = None
+    # rewrite_data_files' plain sort order: sort fields (source field id, transform, descending,
+    # nulls first), each partition's selected files range-partitioned and sorted by them, and the
+    # table's sort order id when it is the table's order (recorded in the files written)
+    sort: tuple = ()
+    sort_order_id: int | None = None
 
     @property
     def clause(self) -> str:
@@ -216,6 +221,9 @@ class Plan:
             return ["table has no snapshot: nothing to rewrite"]
         lines = [f"snapshot {self.snapshot_id}: {self.stats.considered} data files considered"
                  + (f", {self.stats.other_spec} under an earlier partition spec left alone" if self.stats.other_spec else "")]
+        if self.statement.sort:
+            lines.append(f"range-partitioned sort by {len(self.statement.sort)} sort fields, into files of "
+                         f"{self.settings.target_file_size} bytes")
         if self.columns:
             curve = "Hilbert curve" if self.statement.curve == "hilbert" else "z-order (files: a k-d layout)"
             lines.append(f"{curve} by ({', '.join('.'.join(p) for p, _ in self.columns)}): "
@@ -282,6 +290,13 @@ def plan(ctx, table, statement: Statement) -> Plan:
         ids = _cube_id(statement, columns)
         units = [u for files in partitions.values()
                  for u in _zorder_units(files, ids, cubes_of, settings, stats, spec.spec_id)]
+    elif statement.sort:
+        # the files bin-packing would rewrite in a partition, sorted together into files of the target size
+        units = []
+        for files in partitions.values():
+            chosen = [p for u in _compaction_units(files, cubes_of, settings, stats, spec.spec_id) for p in u.files]
+            if chosen:
+                units.append(_Unit(chosen, max(1, round(_size(chosen) / settings.target_file_size))))
     else:
         units = [u for files in partitions.values()
                  for u in _compaction_units(files, cubes_of, settings, stats, spec.spec_id)]
@@ -310,6 +325,16 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
         df = zorder.cluster(spark, ref.catalog, groups, [(path, f.field_type) for path, f in columns],
                             settings.num_ranges, settings.add_noise, statement.curve)
         order_by = (zorder.ZKEY,)
+    elif statement.sort:
+        # a range-partitioned sort of each partition's files: its rows cut into num_files ranges of
+        # the sort order (one task, one file each), each sorted
+        sort = write_order.sort_columns(table, ref.catalog, statement.sort)
+        frames = [_read(ctx, table, ref, snapshot.snapshot_id, u.files).repartitionByRange(u.num_files, *sort)
+                  for u in units]
+        df = functools.reduce(DataFrame.unionByName, frames)
+        progress.step(spark, f"sort {len(units)} partitions")
+        written = write_files(spark, ref.catalog, table, df, distribute=False, sort=sort,
+                              sort_order_id=statement.sort_order_id)
     else:
         # one task (one file) a bin; not coalesce(1) a bin: Spark would run a union of
         # single-partition children as one task
@@ -317,8 +342,9 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
                   for i, u in enumerate(units)]
         df = functools.reduce(DataFrame.unionByName, frames).repartitionById(len(units), F.col(_BIN)).drop(_BIN)
         order_by = ()
-    progress.step(spark, f"rewrite {len(units)} bins")
-    written = write_files(spark, ref.catalog, table, df, order_by=order_by, distribute=False)  # one task a bin
+    if not statement.sort:
+        progress.step(spark, f"rewrite {len(units)} bins")
+        written = write_files(spark, ref.catalog, table, df, order_by=order_by, distribute=False)  # one task a bin
     # 5. commit
     removed = [p.file for u in units for p in u.files]
     removed_paths = {f.file_path for f in removed}
@@ -420,7 +446,7 @@ def _find(schema, path: tuple[str, ...]):
     return field
 
 
-def _partition_predicate(ctx, table, ref: TableRef, where: str | None):
+def _partition_predicate(ctx, table, ref: TableRef, where: str | None, statement: str = "OPTIMIZE"):
     """The WHERE as an Iceberg predicate over the table's partition source columns."""
     if where is None:
         return AlwaysTrue()
@@ -429,26 +455,26 @@ def _partition_predicate(ctx, table, ref: TableRef, where: str | None):
     df = ctx.spark.table(_sql_name(ref)).where(where)  # Spark resolves names and types, and says when it cannot
     plan = J.analyzed(df)
     if J.simple_name(plan) != "Filter":
-        raise LakeError(f"lakerules: OPTIMIZE {ref} WHERE {where}: not a predicate on the table's rows")
+        raise LakeError(f"lakerules: {statement} {ref} WHERE {where}: not a predicate on the table's rows")
     condition = plan.condition()
     names = sorted({a.name() for a in J.from_seq(condition.references().toSeq())})
     if not names:
         # a constant condition (WHERE 1 = 1, WHERE false): every partition, or none
         if not condition.deterministic():
-            raise LakeError(f"lakerules: OPTIMIZE {ref} WHERE {where}: the predicate must be deterministic")
+            raise LakeError(f"lakerules: {statement} {ref} WHERE {where}: the predicate must be deterministic")
         value = J.one_row(ctx.spark).select(F.expr(where).cast("boolean")).collect()[0][0]
         return AlwaysTrue() if value is True else AlwaysFalse()
     outside = [n for n in names if n.lower() not in sources]
     if outside or not names and spec.is_unpartitioned():
         partitioned = ", ".join(sorted(sources.values())) or "nothing: it is not partitioned"
         raise LakeError(
-            f"lakerules: OPTIMIZE WHERE may name only partition columns; {', '.join(outside) or where} "
+            f"lakerules: {statement} WHERE may name only partition columns; {', '.join(outside) or where} "
             f"is not one ({ref} is partitioned by {partitioned})"
         )
     expr, exact = to_iceberg(condition)
     if not exact:
         raise LakeError(
-            f"lakerules: OPTIMIZE {ref} WHERE {where}: the predicate must be comparisons of partition columns with "
+            f"lakerules: {statement} {ref} WHERE {where}: the predicate must be comparisons of partition columns with "
             "constants (=, <, <=, >, >=, IN, IS NULL, AND, OR, NOT)"
         )
     return expr
@@ -694,19 +720,36 @@ def _rewrite_statement(ctx, table, values: dict, procedure: str, result):
         raise LakeError(f"lakerules: {where}: unknown strategy {values['strategy']!r}; the strategies are binpack, sort")
     if strategy == "binpack" and sort_order is not None:
         raise LakeError(f"lakerules: {where}: strategy binpack takes no sort_order; use strategy => 'sort'")
-    curve, columns = "zorder", ()
+    curve, columns, sort, sort_order_id = "zorder", (), (), None
     if sort_order is not None or strategy == "sort":
         if sort_order is None:
-            raise NotSupported(f"lakerules: {where}: strategy sort needs a sort_order ('zorder(...)' or 'hilbert(...)'); "
-                               "lakerules does not sort by a table's sort order yet")
-        curve, columns = _sort_order(where, sort_order)
+            sort, sort_order_id = write_order.table_sort_fields(table)
+            if not sort:
+                raise LakeError(f"lakerules: {where}: strategy sort without a sort_order sorts by the table's sort "
+                                f"order, and {'.'.join(table.name())} has none: give sort_order => 'a ASC, b DESC' "
+                                "(or 'zorder(a, b)'), or set one with ALTER TABLE ... WRITE ORDERED BY")
+        elif _is_curve(sort_order):
+            curve, columns = _sort_order(where, sort_order)
+        else:
+            sort = write_order.parse_sort_order(table, sort_order, where)
+            table_fields, table_order_id = write_order.table_sort_fields(table)
+            sort_order_id = table_order_id if _same_fields(sort, table_fields) else None
     overrides = _options(where, values.get("options"), _REWRITE_OPTIONS, _REFUSED_OPTIONS)
     if "min_file_size" not in overrides and "target_file_size" in overrides:
         overrides["min_file_size"] = overrides["target_file_size"] * 3 // 4  # Iceberg's default: 75% of the target
     overrides.setdefault("min_input_files", 5)  # Iceberg's default
     return Statement(table=".".join(table.name()), where=values.get("where"), zorder=columns,
-                              text=f"{where}", curve=curve, overrides=tuple(sorted(overrides.items())),
-                              result=result)
+                     text=f"{where}", curve=curve, overrides=tuple(sorted(overrides.items())),
+                     result=result, sort=sort, sort_order_id=sort_order_id)
+
+
+def _is_curve(text: str) -> bool:
+    head, paren, _ = text.strip().partition("(")
+    return bool(paren) and head.strip().lower() in _CURVES
+
+
+def _same_fields(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x[0] == y[0] and str(x[1]) == str(y[1]) and x[2:] == y[2:] for x, y in zip(a, b))
 
 
 def rewrite_data_files(ctx, table, values: dict):

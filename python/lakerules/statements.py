@@ -22,7 +22,8 @@ Iceberg's maintenance procedures on a lake catalog (lakerules.maintenance):
     CALL lake.system.remove_orphan_files(table => 'db.t', ...)
     CALL lake.system.expire_snapshots(table => 'db.t', ...)
     CALL lake.system.rewrite_manifests(table => 'db.t', ...)
-and its history procedures (rollback_to_snapshot, ..., lakerules.history).
+(rewrite_data_files runs on OPTIMIZE's engine, lakerules.optimize; rewrite_position_delete_files
+is lakerules.delete_compaction) and its history procedures (rollback_to_snapshot, ..., lakerules.history).
 
 Delta's history statements (lakerules.history):
     DESCRIBE HISTORY lake.db.t [LIMIT n]
@@ -128,6 +129,10 @@ def _call(ctx, parts: list[str], args: list[tuple[str | None, str]]):
         from lakerules import optimize
 
         return _marked(ctx, [catalog, *table_parts], optimize.rewrite_data_files_command(values))
+    if procedure == "rewrite_position_delete_files":
+        from lakerules import delete_compaction
+
+        return _marked(ctx, [catalog, *table_parts], delete_compaction.command(values))
     return _marked(ctx, [catalog, *table_parts], maintenance.command(procedure, values))
 
 

@@ -164,7 +164,8 @@ def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> lis
 
 def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields=None,
                 content: DataFileContent = DataFileContent.DATA, equality_ids=None,
-                cluster: bool = False, order_by: tuple[str, ...] = (), distribute: bool = True) -> list[DataFile]:
+                cluster: bool = False, order_by: tuple[str, ...] = (), distribute: bool = True,
+                sort: tuple | None = None, sort_order_id: int | None = None) -> list[DataFile]:
     """Write df as files of the table's current spec: its columns are ``fields`` (default: all the
     table's columns), in order; ``content`` and ``equality_ids`` say what kind of file it is.
     ``cluster`` shuffles rows by partition first, so each partition is one task's one file (for
@@ -172,7 +173,8 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     rows within each written file and are not written. Without ``order_by``, data files follow the
     table's write order (lakerules.write_order): distributed by its ``write.distribution-mode``
     (unless ``cluster``, or not ``distribute``: the caller chose the tasks) and sorted within
-    each file by its sort order."""
+    each file by its sort order. ``sort`` (Spark sort columns over the table's names) replaces the
+    table's sort order within each file, recorded as ``sort_order_id`` (rewrite_data_files' sort)."""
     schema, spec = table.schema(), table.spec()
     fields = fields if fields is not None else schema.as_struct().fields
     if len(df.columns) != len(fields) + len(order_by):
@@ -189,6 +191,8 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     if part_cols:
         out = out.select("*", *[p.expr for p in part_cols])
     order = write_order.layout(table, catalog_name) if content == DataFileContent.DATA and not order_by else None
+    if sort is not None:
+        order = write_order.Layout("none", tuple(sort), sort_order_id)
     dirs = [J.column(p.dir_name) for p in part_cols]
     if cluster:
         out = out.repartition(*dirs) if part_cols else out.coalesce(1)

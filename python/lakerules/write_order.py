@@ -139,20 +139,65 @@ def layout(table, catalog: str) -> Layout:
     order = table.sort_order()
     if order.is_unsorted:
         return Layout(mode, (), None)
+    fields = [(f.source_id, f.transform, f.direction == SortDirection.DESC, f.null_order == NullOrder.NULLS_FIRST)
+              for f in order.fields]
+    return Layout(mode, sort_columns(table, catalog, fields), order.order_id)
+
+
+def sort_columns(table, catalog: str, fields) -> tuple:
+    """Spark sort columns (built as objects) over the table's top-level names, for sort fields
+    (source field id, Iceberg transform, descending, nulls first)."""
     schema = table.schema()
     columns = []
-    for f in order.fields:
-        source = schema.find_field(f.source_id)
-        path = partitioning._path(schema, f.source_id)
+    for source_id, transform, desc, first in fields:
+        source = schema.find_field(source_id)
+        path = partitioning._path(schema, source_id)
         col = J.column(*path)
-        if not isinstance(f.transform, IdentityTransform):
-            col, _ = partitioning._transform_expr(f.transform, source.field_type, col, catalog,
-                                                  f"sort field {f.transform} of column {'.'.join(path)}")
-        asc = f.direction == SortDirection.ASC
-        first = f.null_order == NullOrder.NULLS_FIRST
-        columns.append(col.asc_nulls_first() if asc and first else col.asc_nulls_last() if asc
-                       else col.desc_nulls_first() if first else col.desc_nulls_last())
-    return Layout(mode, tuple(columns), order.order_id)
+        if not isinstance(transform, IdentityTransform):
+            col, _ = partitioning._transform_expr(transform, source.field_type, col, catalog,
+                                                  f"sort field {transform} of column {'.'.join(path)}")
+        columns.append(col.desc_nulls_first() if desc and first else col.desc_nulls_last() if desc
+                       else col.asc_nulls_first() if first else col.asc_nulls_last())
+    return tuple(columns)
 
 
-__all__ = ["command", "identifier_fields_command", "layout", "Layout", "UNSORTED_SORT_ORDER"]
+def parse_sort_order(table, text: str, where: str) -> tuple:
+    """Sort fields (source field id, transform, descending, nulls first) of a sort order written as
+    Iceberg's procedures take it ('a ASC NULLS FIRST, bucket(4, b) DESC'), read by the grammar of
+    ALTER TABLE ... WRITE ORDERED BY (ASC by default; nulls first for ASC, last for DESC)."""
+    from lakerules import dialect
+
+    try:
+        stmt = dialect.parse_write_order(f"ALTER TABLE t WRITE ORDERED BY {text}")
+    except LakeError as e:
+        raise LakeError(f"lakerules: {where}: sort_order {text!r} is not a sort order: "
+                        f"{str(e).splitlines()[0].split(': ', 2)[-1]}") from None
+    if any(stmt.args.get(k) for k in ("distributed", "locally", "unordered")):
+        raise LakeError(f"lakerules: {where}: sort_order {text!r} is not a sort order: it must be sort fields only "
+                        "('a ASC NULLS FIRST, b DESC')")
+    schema = table.schema()
+    out = []
+    for f in stmt.args.get("fields") or []:
+        try:
+            transform, column = _field(f.args["field"], schema)
+        except LakeError as e:
+            raise LakeError(f"lakerules: {where}: sort_order {text!r}: {str(e).split('lakerules: ', 1)[-1]}") from None
+        desc = bool(f.args.get("desc"))
+        nulls_first = f.args.get("nulls_first")
+        out.append((schema.find_field(column).field_id, transform, desc, not desc if nulls_first is None else nulls_first))
+    if not out:
+        raise LakeError(f"lakerules: {where}: sort_order {text!r} names no column")
+    return tuple(out)
+
+
+def table_sort_fields(table) -> tuple[tuple, int | None]:
+    """The table's sort order as sort fields, and its id; ((), None) when unsorted."""
+    order = table.sort_order()
+    if order.is_unsorted:
+        return (), None
+    return tuple((f.source_id, f.transform, f.direction == SortDirection.DESC, f.null_order == NullOrder.NULLS_FIRST)
+                 for f in order.fields), order.order_id
+
+
+__all__ = ["command", "identifier_fields_command", "layout", "Layout", "parse_sort_order", "sort_columns", "table_sort_fields",
+           "UNSORTED_SORT_ORDER"]
