@@ -149,11 +149,18 @@ class _Translator:
         return In(column, values) if values else AlwaysFalse()
 
     def column(self, e) -> str | None:
+        """The column's Iceberg name: a struct's field (GetStructField over a table column) is
+        named by its path, "s.a", as pyiceberg binds it."""
+        fields = []
+        while J.simple_name(e) == "GetStructField":
+            fields.append(e.childSchema().apply(e.ordinal()).name())
+            e = e.child()
         if J.simple_name(e) != "AttributeReference":
             return None
-        if self.columns is None:
-            return e.name()
-        return self.columns.get(e.exprId().id())
+        base = e.name() if self.columns is None else self.columns.get(e.exprId().id())
+        if base is None:
+            return None
+        return ".".join([base, *reversed(fields)])
 
     def literal(self, e) -> Any:
         if J.simple_name(e) == "Literal":

@@ -20,11 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
-from pyiceberg.io.pyarrow import (
-    compute_statistics_plan,
-    data_file_statistics_from_parquet_metadata,
-    parquet_path_to_id_mapping,
-)
+from pyiceberg.io.pyarrow import data_file_statistics_from_parquet_metadata, parquet_path_to_id_mapping
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
@@ -33,7 +29,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, options, partitioning, paths, progress, schema as schemas, write_order
+from lakerules import commit, jvm as J, metrics, options, partitioning, paths, progress, schema as schemas, write_order
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.row_plans import every_row_matches, has_negation
@@ -360,7 +356,7 @@ def _data_files(table: Table, schema: Schema, spec, part_cols, target: str, list
         # Full file_path bounds, as Iceberg's writers keep them: a delete file whose bounds name one
         # data file applies to that file only; truncated bounds make it apply to its whole partition.
         properties = {**properties, f"write.metadata.metrics.column.{POSITION_DELETE_FIELDS[0].name}": "full"}
-    stats_plan = compute_statistics_plan(schema, properties)
+    stats_plan = metrics.statistics_plan(schema, properties)
     id_mapping = parquet_path_to_id_mapping(schema)
 
     def one(entry):
