@@ -11,7 +11,7 @@ import pytest
 from pyiceberg.typedef import Record
 from pyspark.errors import AnalysisException
 
-from lakerules import optimize
+from lakerules import metrics, optimize
 from lakerules.planning import plan_scan
 from deletes_util import commit_deletes, equality_delete_file, position_delete_file
 
@@ -480,3 +480,106 @@ def test_zorder_by_every_orderable_type_with_nulls(spark, ns, iceberg_catalog, e
     spark.sql(f"CREATE TABLE {empty} (a BIGINT)")
     m = run(spark, f"OPTIMIZE {empty} ZORDER BY (a)")
     assert (m.numFilesAdded, m.numFilesRemoved, m.totalConsideredFiles) == (0, 0, 0)
+
+
+# ---- nested and dotted columns -----------------------------------------------------------------
+
+
+def test_zorder_by_a_struct_field_and_a_dotted_column_skips_files(spark, ns, iceberg_catalog, engines):
+    """ZORDER BY s.a (field a of struct s) and `x.y` (one column whose name holds a dot): files
+    record their bounds (as Iceberg's Java writers do), the scan skips by them, and the same
+    columns work as rewrite_data_files' sort_order; what cannot be clustered is said."""
+    from test_scan_planning import scans_of
+
+    table = f"lake.{ns}.nested"
+    spark.sql(f"CREATE TABLE {table} (s STRUCT<a: BIGINT, c: STRING>, `x.y` BIGINT, l ARRAY<BIGINT>)")
+    spark.sql(f"""INSERT INTO {table} SELECT /*+ COALESCE(1) */ named_struct('a', pmod(xxhash64(id, 1), 100000), 'c', 'c'),
+                  pmod(xxhash64(id, 2), 100000), NULL FROM range(6000)""")
+    (before,) = live_files(iceberg_catalog, table)
+    schema = table_of(iceberg_catalog, table).schema()
+    sa, xy = (schema.find_field(n).field_id for n in ("s.a", "x.y"))
+    assert {sa, xy} <= set(before.lower_bounds)
+    plan = metrics.statistics_plan(schema, {"write.metadata.metrics.column.x.y": "counts"})
+    assert [plan[schema.find_field(n).field_id].mode.type.value for n in ("s.a", "s.c", "x.y", "l.element")] == [
+        "full", "truncate", "counts", "counts"]  # a list's elements: counts at most
+    rows = engines.lakerules(table)
+    for clause, message in [
+        ("(s)", "ZORDER BY column s is of type struct<a:bigint,c:string>; clustering needs a primitive column (name one of its fields, e.g. s.a)"),
+        ("(s.z)", f"ZORDER BY column s.z does not exist in {table}: struct s has no field z; its fields are a, c"),
+        ("(x.y)", f"ZORDER BY column x.y does not exist in {table}; its columns are s, `x.y`, l"),
+        ("(l.element)", "l is of type array<bigint>; clustering reaches only fields of structs"),
+    ]:
+        assert message in error(spark, f"OPTIMIZE {table} ZORDER BY {clause}")
+    total = before.file_size_in_bytes
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('lakerules.optimize.targetFileSize' = '{total // 8}')")
+
+    m = run(spark, f"OPTIMIZE {table} ZORDER BY (s.a, `x.y`)")
+    files = live_files(iceberg_catalog, table)
+    assert (m.numFilesRemoved, len(files)) == (1, 8)
+    values = random.Random(3).sample(range(100000), 100)
+    # 8 files, 2 columns: the k-d layout holds a value of each in about 0.34 / 0.38 of the files
+    assert may_hold(files, sa, values) <= 0.45 and may_hold(files, xy, values) <= 0.45
+    summary = table_of(iceberg_catalog, table).current_snapshot().summary
+    assert (summary["lakerules.zorder.columns"], summary["lakerules.zorder.column-names"]) == (f"{sa},{xy}", "s.a,`x.y`")
+    assert engines.assert_same(table) == rows
+    point = [r for r in rows if r[0]["a"] == values[0]]
+    for column, value in (("s.a", values[0]), ("`x.y`", values[1])):
+        (scan,) = scans_of(spark, f"SELECT * FROM {table} WHERE {column} = {value}")
+        assert len(scan.plan.files) <= 4
+    assert [tuple(r) for r in spark.sql(f"SELECT s.a FROM {table} WHERE s.a = {values[0]}").collect()] == [(values[0],)] * len(point)
+
+    (r,) = spark.sql(f"""CALL lake.system.rewrite_data_files(table => '{ns}.nested', strategy => 'sort',
+                         sort_order => 'hilbert(`x.y`, s.a)', options => map('rewrite-all', 'true'))""").collect()
+    assert r.rewritten_data_files_count == 8
+    summary = table_of(iceberg_catalog, table).current_snapshot().summary
+    assert (summary["lakerules.zorder.columns"], summary.get("lakerules.zorder.curve")) == (f"{xy},{sa}", "hilbert")
+    files = live_files(iceberg_catalog, table)
+    assert may_hold(files, sa, values) <= 0.5 and may_hold(files, xy, values) <= 0.5
+    assert engines.assert_same(table) == rows
+
+
+# ---- deletes: per data file --------------------------------------------------------------------
+
+
+def test_delete_ratio_and_delete_file_threshold_count_each_data_files_own_deletes(spark, ns, iceberg_catalog, engines):
+    """A position delete file whose file_path bounds name one data file applies to that file only,
+    and its rows are that file's deleted rows (Iceberg's delete-ratio-threshold, default 0.3); one
+    whose bounds span several paths applies to the files in the span and counts as a delete file,
+    not as known deleted rows."""
+    table, name = f"lake.{ns}.dr", f"{ns}.dr"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT) TBLPROPERTIES ('lakerules.optimize.minFileSize' = '1')")
+    for i in range(3):
+        spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id FROM range({i * 100}, {(i + 1) * 100})")
+    a, b, c = sorted(live_files(iceberg_catalog, table), key=lambda f: bound(f, 1))
+    t = iceberg_catalog.load_table(name)
+    scoped = [position_delete_file(t, [(a.file_path, p) for p in range(40)], Record(), path_bounds=True),  # 0.4 of a
+              position_delete_file(t, [(b.file_path, p) for p in range(5)], Record(), path_bounds=True),
+              position_delete_file(t, [(b.file_path, p) for p in range(5, 10)], Record(), path_bounds=True),  # 0.1 of b
+              position_delete_file(t, [(a.file_path, 99), (c.file_path, 99)], Record(), path_bounds=True)]  # a span
+    commit_deletes(iceberg_catalog, name, scoped)
+    t = iceberg_catalog.load_table(name)
+    counted = {p.file.file_path: optimize._deletes(p) for p in plan_scan(t, t.current_snapshot().snapshot_id).files}
+    low, high = sorted([a.file_path, c.file_path])
+    assert counted == {a.file_path: 2, b.file_path: 2 + (low <= b.file_path <= high), c.file_path: 1}
+    expected = [(i,) for i in range(300) if not (i < 40 or 100 <= i < 110 or i in (99, 299))]
+
+    m = run(spark, f"OPTIMIZE {table}")  # a: 0.4 of its rows deleted; b: 0.1; c: none known
+    assert (m.numFilesRemoved, m.numFilesAdded, m.filesRemoved.min) == (1, 1, a.file_size_in_bytes)
+    engines.assert_same(table, expected=expected)
+    spark.conf.set("spark.lakerules.optimize.deleteFileThreshold", "2")
+    try:
+        m = run(spark, f"OPTIMIZE {table}")  # b has two delete files; c one (the span)
+    finally:
+        spark.conf.unset("spark.lakerules.optimize.deleteFileThreshold")
+    assert {f.file_path for f in live_files(iceberg_catalog, table)} & {a.file_path, b.file_path, c.file_path} == {c.file_path}
+    (r,) = spark.sql(f"""CALL lake.system.rewrite_data_files(table => '{name}',
+                         options => map('delete-ratio-threshold', '0.005'))""").collect()
+    assert r.rewritten_data_files_count == 0  # c's deleted row is in a delete file of two data files: not known
+    engines.assert_same(table, expected=expected)
+    assert "option delete-ratio-threshold='0': expected a number > 0 and <= 1" in error(
+        spark, f"CALL lake.system.rewrite_data_files(table => '{name}', options => map('delete-ratio-threshold', '0'))")
+    spark.conf.set("spark.lakerules.optimize.deleteRatioThreshold", "1.5")
+    try:
+        assert "spark.lakerules.optimize.deleteRatioThreshold='1.5': expected a number > 0 and <= 1" in error(spark, f"OPTIMIZE {table}")
+    finally:
+        spark.conf.unset("spark.lakerules.optimize.deleteRatioThreshold")

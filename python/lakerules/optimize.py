@@ -14,13 +14,15 @@ does: the table's location and a struct of metrics.
    unless rewriteOtherSpecs is false).
 3. Choose what to rewrite, per partition:
    - without ZORDER BY, bin-packing: files smaller than minFileSize, or with deleteFileThreshold
-     or more delete files, sorted by size and packed into bins of at most targetFileSize; a bin
-     of one file is rewritten only for its deletes. Files of z-order cubes are left alone unless
-     they carry that many deletes.
+     or more delete files, or whose deleted rows are at least deleteRatioThreshold (0.3, as
+     Iceberg's delete-ratio-threshold: rows of the position delete files scoped to that one file)
+     of its rows, sorted by size and packed into bins of at most targetFileSize; a bin of one file
+     is rewritten only for its deletes. Files of z-order cubes are left alone unless they carry
+     that many deletes.
    - with ZORDER BY, cubes (as Databricks' ZCubes): the files one OPTIMIZE ZORDER BY wrote in
      a partition form a cube, known by the snapshot that added them (its summary records the
      columns as field ids, ``lakerules.zorder.columns``). A partition's new files (in no cube of
-     these columns, or with deleteFileThreshold deletes) and its cubes are z-ordered together
+     these columns, or with that many deletes) and its cubes are z-ordered together
      into one new cube of round(size / targetFileSize) files, except cubes that stay: those of
      at least minCubeSize, and the largest other one when the rest is at most incrementalRatio
      of it (new rows are then clustered on their own). A partition with nothing to rewrite but
@@ -43,18 +45,17 @@ from dataclasses import dataclass, field
 from pyiceberg.exceptions import ValidationException
 from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
 from pyiceberg.expressions.visitors import expression_evaluator, inclusive_projection
-from pyiceberg.io.pyarrow import MetricModeTypes, compute_statistics_plan
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import StructType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, dialect, jvm as J, progress, schema as schemas, write_order, zorder
+from lakerules import commit, dialect, jvm as J, metrics as column_metrics, progress, schema as schemas, write_order, zorder
 from lakerules.errors import ConflictError, LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
-from lakerules.planning import PlannedFile, ScanPlan, plan_scan
+from lakerules.planning import PATH_FIELD_ID, PlannedFile, ScanPlan, plan_scan
 from lakerules.scan import scan_dataframe
 from lakerules.write import delete_files, discard, write_files
 
@@ -69,6 +70,7 @@ SETTINGS = {
     "targetFileSize": 1 << 30,
     "minFileSize": 1 << 30,
     "deleteFileThreshold": 2**31 - 1,
+    "deleteRatioThreshold": 0.3,
     "zorder.numRanges": 1000,
     "zorder.addNoise": True,
     "zorder.minCubeSize": 100 << 30,
@@ -139,6 +141,7 @@ class Settings:
     rewrite_other_specs: bool = True  # files of an earlier partition spec are rewritten into the current one
     min_input_files: int = 2  # a bin of fewer files is rewritten only for its deletes
     rewrite_all: bool = False  # every selected file, cubes too (rewrite_data_files' rewrite-all)
+    delete_ratio_threshold: float = 0.3  # a file whose deleted rows are this share of its rows is rewritten
 
     @classmethod
     def of(cls, ctx, table, overrides: tuple = ()) -> "Settings":
@@ -163,6 +166,8 @@ class Settings:
                     ratio = -1.0
                 if not ratio >= 0:
                     raise LakeError(f"lakerules: {where}={raw!r}: expected a number >= 0")
+                if name == "deleteRatioThreshold" and not 0 < ratio <= 1:
+                    raise LakeError(f"lakerules: {where}={raw!r}: expected a number > 0 and <= 1")
                 return ratio
             try:
                 value = int(raw)
@@ -174,7 +179,7 @@ class Settings:
 
         s = cls(get("targetFileSize"), get("minFileSize"), get("deleteFileThreshold"), get("zorder.numRanges"),
                 get("zorder.addNoise"), get("zorder.minCubeSize"), get("zorder.incrementalRatio"),
-                get("rewriteOtherSpecs"))
+                get("rewriteOtherSpecs"), delete_ratio_threshold=get("deleteRatioThreshold"))
         if not 2 <= s.num_ranges <= zorder.MAX_RANGES:
             raise LakeError(f"lakerules: spark.lakerules.optimize.zorder.numRanges must be between 2 and {zorder.MAX_RANGES}")
         return dataclasses.replace(s, **dict(overrides)) if overrides else s
@@ -226,7 +231,7 @@ class Plan:
                          f"{self.settings.target_file_size} bytes")
         if self.columns:
             curve = "Hilbert curve" if self.statement.curve == "hilbert" else "z-order (files: a k-d layout)"
-            lines.append(f"{curve} by ({', '.join('.'.join(p) for p, _ in self.columns)}): "
+            lines.append(f"{curve} by ({', '.join(display(p) for p, _ in self.columns)}): "
                          f"{self.settings.num_ranges} ranges per column, from a sample of the rows")
         if not self.units:
             lines.append("nothing to rewrite: the files are already laid out")
@@ -356,7 +361,7 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
     summary = {"lakerules.operation": "optimize"}
     if columns:
         summary[ZORDER_COLUMNS] = ",".join(str(f.field_id) for _, f in columns)
-        summary["lakerules.zorder.column-names"] = ",".join(".".join(path) for path, _ in columns)
+        summary["lakerules.zorder.column-names"] = ",".join(display(path) for path, _ in columns)
         if statement.curve != "zorder":
             summary[CURVE] = statement.curve
     try:
@@ -394,56 +399,71 @@ def _read(ctx, table, ref: TableRef, snapshot_id: int, files: list[PlannedFile])
 
 
 def _zorder_columns(table, ref: TableRef, paths, clause: str = "ZORDER BY") -> list:
-    """[(path, NestedField)] of the ZORDER BY columns, or a LakeError saying what is wrong."""
+    """[(path, NestedField)] of the ZORDER BY columns (the path as the schema spells it: a struct's
+    field is (struct, field), a top-level column named "x.y" is ("x.y",)), or a LakeError saying
+    what is wrong."""
     schema = table.schema()
     identity_sources = {f.source_id for f in table.spec().fields if isinstance(f.transform, IdentityTransform)}
-    metrics = compute_statistics_plan(schema, table.properties)
+    plan = column_metrics.statistics_plan(schema, table.properties)
     out, seen = [], set()
     for path in paths:
-        name = ".".join(path)
-        field = _find(schema, path)
-        if field is None:
-            top = ", ".join(f.name for f in schema.fields)
-            raise LakeError(f"lakerules: {clause} column {name} does not exist in {ref}; its columns are {top}")
-        canonical = tuple(schema.find_column_name(field.field_id).split("."))
+        name = display(path)
+        fields = _find(schema, path, clause, ref)
+        field = fields[-1]
+        canonical = tuple(f.name for f in fields)
         if field.field_id in seen:
             raise LakeError(f"lakerules: {clause} names column {name} twice")
         seen.add(field.field_id)
         if not field.field_type.is_primitive:
             spark_type = schemas.iceberg_type_to_spark(field.field_type).simpleString()
-            raise LakeError(f"lakerules: {clause} column {name} is of type {spark_type}; clustering needs a primitive column")
+            raise LakeError(f"lakerules: {clause} column {name} is of type {spark_type}; clustering needs a primitive column"
+                            + (" (name one of its fields, e.g. " + display((*canonical, field.field_type.fields[0].name)) + ")"
+                               if isinstance(field.field_type, StructType) and field.field_type.fields else ""))
         if field.field_id in identity_sources:
             raise LakeError(
                 f"lakerules: {clause} column {name} is a partition column of {ref} (identity): it has one value per "
                 "partition, so clustering by it does nothing; cluster by data columns"
             )
-        mode = metrics.get(field.field_id)
-        if mode is None or mode.mode.type in (MetricModeTypes.NONE, MetricModeTypes.COUNTS):
-            kind = "none" if mode is None else mode.mode.type.value
+        collector = plan.get(field.field_id)
+        if not column_metrics.has_bounds(collector):
+            kind = "none" if collector is None else collector.mode.type.value
             raise LakeError(
                 f"lakerules: {clause} column {name} has no min/max statistics in {ref} (metrics mode {kind}), so "
-                f"clustering by it cannot help skip files; set table property write.metadata.metrics.column.{name} "
-                "to truncate(16) or full first"
+                f"clustering by it cannot help skip files; set table property "
+                f"write.metadata.metrics.column.{schema.find_column_name(field.field_id)} to truncate(16) or full first"
             )
         out.append((canonical, field))
     return out
 
 
-def _find(schema, path: tuple[str, ...]):
-    """The field at a path of names (case-insensitive), through structs only."""
-    fields = schema.fields
-    field = None
+def display(path: tuple[str, ...]) -> str:
+    """A column path as Spark SQL names it: parts joined by dots, a part holding a dot or a
+    backtick quoted with backticks (s.a is field a of struct s; `x.y` is one column)."""
+    return ".".join(p if p and "." not in p and "`" not in p else "`" + p.replace("`", "``") + "`" for p in path)
+
+
+def _find(schema, path: tuple[str, ...], clause: str = "ZORDER BY", ref=None) -> list:
+    """The fields along a path of names (case-insensitive, an exact match first), through
+    structs only; a LakeError naming the part that is missing or not a struct."""
+    fields, out = schema.fields, []
     for i, name in enumerate(path):
         matches = [f for f in fields if f.name.lower() == name.lower()]
         exact = [f for f in matches if f.name == name]
         if not matches:
-            return None
+            here = display(path[:i]) if i else None
+            known = ", ".join(display((f.name,)) for f in fields)
+            if here is None:
+                raise LakeError(f"lakerules: {clause} column {display(path)} does not exist in {ref}; its columns are {known}")
+            raise LakeError(f"lakerules: {clause} column {display(path)} does not exist in {ref}: struct {here} has no "
+                            f"field {display((name,))}; its fields are {known}")
         field = (exact or matches)[0]
-        if i < len(path) - 1:
-            if not isinstance(field.field_type, StructType):
-                return None
-            fields = field.field_type.fields
-    return field
+        out.append(field)
+        if i < len(path) - 1 and not isinstance(field.field_type, StructType):
+            spark_type = schemas.iceberg_type_to_spark(field.field_type).simpleString()
+            raise LakeError(f"lakerules: {clause} column {display(path)} does not exist in {ref}: {display(path[:i + 1])} "
+                            f"is of type {spark_type}; clustering reaches only fields of structs (not of arrays or maps)")
+        fields = field.field_type.fields if isinstance(field.field_type, StructType) else ()
+    return out
 
 
 def _partition_predicate(ctx, table, ref: TableRef, where: str | None, statement: str = "OPTIMIZE"):
@@ -505,7 +525,32 @@ def _cube_id(statement: Statement, columns) -> str:
 
 
 def _deletes(p: PlannedFile) -> int:
+    """The delete files that apply to the data file, as the planner matched them: position deletes
+    naming it (equal file_path bounds) or whose file_path bounds hold its path, equality deletes
+    of its partition with a later sequence number."""
     return len(p.position_deletes) + len(p.equality_deletes)
+
+
+def _deleted_ratio(p: PlannedFile) -> float:
+    """The share of the file's rows known deleted, as Iceberg's delete-ratio-threshold counts it:
+    the rows of the position delete files scoped to this one file (equal file_path bounds; every
+    row of such a file deletes a row of it), at most the file's rows. Equality deletes and
+    position deletes of several files are not counted (their rows here are not known without
+    reading them)."""
+    if not p.position_deletes or not p.file.record_count:
+        return 0.0
+    known = 0
+    for d in p.position_deletes:
+        lower = (d.lower_bounds or {}).get(PATH_FIELD_ID)
+        if lower is not None and lower == (d.upper_bounds or {}).get(PATH_FIELD_ID):
+            known += d.record_count
+    return min(known, p.file.record_count) / p.file.record_count
+
+
+def _heavy(p: PlannedFile, settings: Settings) -> bool:
+    """Rewritten for its deletes: deleteFileThreshold or more delete files, or deleted rows at
+    least deleteRatioThreshold of its rows."""
+    return _deletes(p) >= settings.delete_file_threshold or _deleted_ratio(p) >= settings.delete_ratio_threshold
 
 
 def _size(files) -> int:
@@ -527,7 +572,7 @@ def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: 
     for p in files:
         if settings.rewrite_all or p.file.spec_id != spec_id:
             new.append(p)
-        elif cubes_of.get(p.snapshot_id) == ids and _deletes(p) < settings.delete_file_threshold:
+        elif cubes_of.get(p.snapshot_id) == ids and not _heavy(p, settings):
             cubes[p.snapshot_id].append(p)
         else:
             new.append(p)
@@ -550,7 +595,7 @@ def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settin
     """One partition's bin-packing: small files and files with many deletes, into target-size bins."""
     candidates = []
     for p in files:
-        heavy = _deletes(p) >= settings.delete_file_threshold
+        heavy = _heavy(p, settings)
         if settings.rewrite_all or p.file.spec_id != spec_id:
             candidates.append(p)  # every file, or one of an earlier partition spec
         elif p.snapshot_id in cubes_of and not heavy:
@@ -571,7 +616,7 @@ def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settin
     return [
         _Unit(b, 1) for b in bins
         if settings.rewrite_all or len(b) >= max(2, settings.min_input_files)
-        or any(_deletes(p) >= settings.delete_file_threshold or p.file.spec_id != spec_id for p in b)
+        or any(_heavy(p, settings) or p.file.spec_id != spec_id for p in b)
     ]
 
 
@@ -616,8 +661,8 @@ def _result(ctx, table, settings: Settings, statement, units, removed, written, 
             _files(stats.cube_files), _files(stats.other_files), stats.cubes, _files(merged), len(units),
             sum(u.merged_cubes for u in units),
         )
-    metrics_plan = compute_statistics_plan(table.schema(), table.properties)
-    with_stats = sum(1 for c in metrics_plan.values() if c.mode.type not in (MetricModeTypes.NONE, MetricModeTypes.COUNTS))
+    with_stats = sum(1 for c in column_metrics.statistics_plan(table.schema(), table.properties).values()
+                     if column_metrics.has_bounds(c))
     skipped = stats.skipped_to_reduce_write
     metrics = (
         len(written), len(removed), _sizes(written), _sizes(removed), len(partitions), zorder_stats,
@@ -641,6 +686,7 @@ _REWRITE_OPTIONS = {
     "min-file-size-bytes": ("min_file_size", "size"),
     "min-input-files": ("min_input_files", "count"),
     "delete-file-threshold": ("delete_file_threshold", "count"),
+    "delete-ratio-threshold": ("delete_ratio_threshold", "ratio"),
     "rewrite-all": ("rewrite_all", "bool"),
     "partial-progress.enabled": (None, "false"),  # one atomic commit: partial progress off
     "use-starting-sequence-number": (None, "true"),  # rewritten rows keep the starting sequence number
@@ -651,7 +697,6 @@ _REFUSED_OPTIONS = {
     "max-file-group-size-bytes": "lakerules rewrites a partition's selected files as one group",
     "max-concurrent-file-group-rewrites": "lakerules rewrites all file groups in one Spark job",
     "max-file-size-bytes": "lakerules selects files by min-file-size-bytes and deletes only",
-    "delete-ratio-threshold": "not supported yet",
     "output-spec-id": "lakerules writes the table's current partition spec",
     "remove-dangling-deletes": "lakerules always drops delete files no live data file needs",
     "shuffle-partitions-per-file": "lakerules writes each file from one task",
@@ -681,6 +726,15 @@ def _options(where: str, raw, known: dict, refused: dict) -> dict:
             if text not in ("true", "false"):
                 raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected true or false")
             out[field] = text == "true"
+            continue
+        if kind == "ratio":
+            try:
+                ratio = float(text)
+            except ValueError:
+                ratio = -1.0
+            if not 0 < ratio <= 1:
+                raise LakeError(f"lakerules: {where}: option {name}={value!r}: expected a number > 0 and <= 1")
+            out[field] = ratio
             continue
         try:
             number = int(text)
