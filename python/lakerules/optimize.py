@@ -438,7 +438,11 @@ def _zorder_columns(table, ref: TableRef, paths, clause: str = "ZORDER BY") -> l
 
 def display(path: tuple[str, ...]) -> str:
     """A column path as Spark SQL names it: parts joined by dots, a part holding a dot or a
-    backtick quoted with backticks (s.a is field a of struct s; `x.y` is one column)."""
+    backtick quoted with backticks (s.a is field a of struct s; `x.y` is one column).
+
+    >>> display(("s", "a")), display(("x.y",)), display(("q`t",))
+    ('s.a', '`x.y`', '`q``t`')
+    """
     return ".".join(p if p and "." not in p and "`" not in p else "`" + p.replace("`", "``") + "`" for p in path)
 
 
