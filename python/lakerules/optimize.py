@@ -6,8 +6,10 @@ The statement runs at analysis, like lakerules' other statements, and returns on
 does: the table's location and a struct of metrics.
 
 1. Validate, before anything is read or written: the WHERE names only partition source columns
-   and translates exactly into an Iceberg predicate; each ZORDER BY column exists, is primitive,
-   is not an identity partition column (constant within a partition) and has min/max metrics.
+   and translates exactly into an Iceberg predicate; each ZORDER BY column exists (a top-level
+   column, whose name may hold a dot, or a struct's field by its path, s.a; not inside an array
+   or map), is primitive, is not an identity partition column (constant within a partition) and
+   has min/max metrics (lakerules.metrics: struct fields have them, as in Iceberg's Java writers).
 2. Plan the current snapshot's data files with their deletes (lakerules.planning); keep the
    partitions the WHERE's inclusive projection selects (on each file's own spec: files of an
    earlier partition spec are rewritten, whole, into the current spec, as Iceberg's rewrite does,
