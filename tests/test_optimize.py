@@ -563,6 +563,8 @@ def test_delete_ratio_and_delete_file_threshold_count_each_data_files_own_delete
     assert counted == {a.file_path: 2, b.file_path: 2 + (low <= b.file_path <= high), c.file_path: 1}
     expected = [(i,) for i in range(300) if not (i < 40 or 100 <= i < 110 or i in (99, 299))]
 
+    (text,) = spark.sql(f"EXPLAIN OPTIMIZE {table}").collect()[0]
+    assert "1 data files with deletes past deleteFileThreshold (2147483647 delete files) or deleteRatioThreshold (0.3" in text
     m = run(spark, f"OPTIMIZE {table}")  # a: 0.4 of its rows deleted; b: 0.1; c: none known
     assert (m.numFilesRemoved, m.numFilesAdded, m.filesRemoved.min) == (1, 1, a.file_size_in_bytes)
     engines.assert_same(table, expected=expected)

@@ -204,6 +204,7 @@ class _Stats:
     cube_files: list = field(default_factory=list)
     other_files: list = field(default_factory=list)
     cubes: int = 0
+    heavy: int = 0  # files past deleteFileThreshold or deleteRatioThreshold
 
 
 # ---- the statement ------------------------------------------------------------------------------
@@ -228,6 +229,10 @@ class Plan:
             return ["table has no snapshot: nothing to rewrite"]
         lines = [f"snapshot {self.snapshot_id}: {self.stats.considered} data files considered"
                  + (f", {self.stats.other_spec} under an earlier partition spec left alone" if self.stats.other_spec else "")]
+        if self.stats.heavy:
+            lines.append(f"{self.stats.heavy} data files with deletes past deleteFileThreshold "
+                         f"({self.settings.delete_file_threshold} delete files) or deleteRatioThreshold "
+                         f"({self.settings.delete_ratio_threshold:g} of their rows): rewritten whatever their size")
         if self.statement.sort:
             lines.append(f"range-partitioned sort by {len(self.statement.sort)} sort fields, into files of "
                          f"{self.settings.target_file_size} bytes")
@@ -291,6 +296,7 @@ def plan(ctx, table, statement: Statement) -> Plan:
         elif selected(p):
             partitions[(p.file.spec_id, tuple(p.file.partition))].append(p)
     stats.considered = sum(len(files) for files in partitions.values())
+    stats.heavy = sum(1 for files in partitions.values() for p in files if _heavy(p, settings))
     # 3. choose
     cubes_of = _cube_columns(table)
     if columns:
