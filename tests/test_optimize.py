@@ -492,9 +492,10 @@ def test_zorder_by_a_struct_field_and_a_dotted_column_skips_files(spark, ns, ice
     from test_scan_planning import scans_of
 
     table = f"lake.{ns}.nested"
-    spark.sql(f"CREATE TABLE {table} (s STRUCT<a: BIGINT, c: STRING>, `x.y` BIGINT, l ARRAY<BIGINT>)")
+    spark.sql(f"""CREATE TABLE {table} (s STRUCT<a: BIGINT, c: STRING>, `x.y` BIGINT, l ARRAY<BIGINT>, p STRUCT<k: STRING, j: INT>)
+                  PARTITIONED BY (p.k)""")
     spark.sql(f"""INSERT INTO {table} SELECT /*+ COALESCE(1) */ named_struct('a', pmod(xxhash64(id, 1), 100000), 'c', 'c'),
-                  pmod(xxhash64(id, 2), 100000), NULL FROM range(6000)""")
+                  pmod(xxhash64(id, 2), 100000), NULL, named_struct('k', 'v', 'j', 0) FROM range(6000)""")
     (before,) = live_files(iceberg_catalog, table)
     schema = table_of(iceberg_catalog, table).schema()
     sa, xy = (schema.find_field(n).field_id for n in ("s.a", "x.y"))
@@ -508,12 +509,17 @@ def test_zorder_by_a_struct_field_and_a_dotted_column_skips_files(spark, ns, ice
         ("(s.z)", f"ZORDER BY column s.z does not exist in {table}: struct s has no field z; its fields are a, c"),
         ("(x.y)", f"ZORDER BY column x.y does not exist in {table}; its columns are s, `x.y`, l"),
         ("(l.element)", "l is of type array<bigint>; clustering reaches only fields of structs"),
+        ("(p.k)", f"ZORDER BY column p.k is a partition column of {table} (identity)"),
     ]:
         assert message in error(spark, f"OPTIMIZE {table} ZORDER BY {clause}")
+    for where, name in (("p.k = 'v' AND s.a = 1", "s"), ("p.j = 0", "p.j")):  # p holds the partition source p.k
+        assert f"OPTIMIZE WHERE may name only partition columns; {name} is not one ({table} is partitioned by p.k)" in error(
+            spark, f"OPTIMIZE {table} WHERE {where}")
     total = before.file_size_in_bytes
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('lakerules.optimize.targetFileSize' = '{total // 8}')")
 
-    m = run(spark, f"OPTIMIZE {table} ZORDER BY (s.a, `x.y`)")
+    assert run(spark, f"OPTIMIZE {table} WHERE p.k = 'w' ZORDER BY (s.a, `x.y`)").numFilesRemoved == 0
+    m = run(spark, f"OPTIMIZE {table} WHERE P.K = 'v' ZORDER BY (s.a, `x.y`)")  # names resolved as Spark does
     files = live_files(iceberg_catalog, table)
     assert (m.numFilesRemoved, len(files)) == (1, 8)
     values = random.Random(3).sample(range(100000), 100)

@@ -46,10 +46,10 @@ from dataclasses import dataclass, field
 
 from pyiceberg.exceptions import ValidationException
 from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
-from pyiceberg.expressions.visitors import expression_evaluator, inclusive_projection
+from pyiceberg.expressions.visitors import bind, expression_evaluator, extract_field_ids, inclusive_projection
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import StructType
+from pyiceberg.types import ListType, MapType, StructType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -283,9 +283,9 @@ def plan(ctx, table, statement: Statement) -> Plan:
         selected when it may hold matching rows (then rewritten whole, into the current spec)."""
         if p.file.spec_id not in selectors:
             file_spec = table.specs()[p.file.spec_id]
-            selectors[p.file.spec_id] = expression_evaluator(
-                Schema(*file_spec.partition_type(schema).fields), inclusive_projection(schema, file_spec)(predicate), True
-            )
+            # the WHERE's names as Spark resolved them: case-insensitively, as Spark does
+            projected = inclusive_projection(schema, file_spec, case_sensitive=False)(predicate)
+            selectors[p.file.spec_id] = expression_evaluator(Schema(*file_spec.partition_type(schema).fields), projected, True)
         return selectors[p.file.spec_id](p.file.partition)
 
     partitions: dict[tuple, list[PlannedFile]] = defaultdict(list)
@@ -483,7 +483,11 @@ def _partition_predicate(ctx, table, ref: TableRef, where: str | None, statement
     if where is None:
         return AlwaysTrue()
     spec, schema = table.spec(), table.schema()
-    sources = {schema.find_field(f.source_id).name.lower(): schema.find_column_name(f.source_id) for f in spec.fields}
+    source_ids = {f.source_id for f in spec.fields}
+    # the top-level columns holding a partition source (a struct holds one of its fields): the
+    # names the WHERE's attributes may have; the translated predicate is checked field by field
+    sources = {top.name.lower(): schema.find_column_name(top.field_id) for top in schema.fields
+               if source_ids & _field_ids(top)}
     df = ctx.spark.table(_sql_name(ref)).where(where)  # Spark resolves names and types, and says when it cannot
     plan = J.analyzed(df)
     if J.simple_name(plan) != "Filter":
@@ -497,8 +501,8 @@ def _partition_predicate(ctx, table, ref: TableRef, where: str | None, statement
         value = J.one_row(ctx.spark).select(F.expr(where).cast("boolean")).collect()[0][0]
         return AlwaysTrue() if value is True else AlwaysFalse()
     outside = [n for n in names if n.lower() not in sources]
+    partitioned = ", ".join(sorted(schema.find_column_name(i) for i in source_ids)) or "nothing: it is not partitioned"
     if outside or not names and spec.is_unpartitioned():
-        partitioned = ", ".join(sorted(sources.values())) or "nothing: it is not partitioned"
         raise LakeError(
             f"lakerules: {statement} WHERE may name only partition columns; {', '.join(outside) or where} "
             f"is not one ({ref} is partitioned by {partitioned})"
@@ -509,7 +513,25 @@ def _partition_predicate(ctx, table, ref: TableRef, where: str | None, statement
             f"lakerules: {statement} {ref} WHERE {where}: the predicate must be comparisons of partition columns with "
             "constants (=, <, <=, >, >=, IN, IS NULL, AND, OR, NOT)"
         )
+    extra = extract_field_ids(bind(schema, expr, case_sensitive=False)) - source_ids
+    if extra:  # another field of a struct that holds a partition source
+        raise LakeError(
+            f"lakerules: {statement} WHERE may name only partition columns; "
+            f"{', '.join(sorted(schema.find_column_name(i) for i in extra))} is not one ({ref} is partitioned by {partitioned})"
+        )
     return expr
+
+
+def _field_ids(field) -> set[int]:
+    """The field's id and those of the fields inside it."""
+    t = field.field_type
+    if isinstance(t, StructType):
+        return {field.field_id}.union(*(_field_ids(f) for f in t.fields))
+    if isinstance(t, ListType):
+        return {field.field_id} | _field_ids(t.element_field)
+    if isinstance(t, MapType):
+        return {field.field_id} | _field_ids(t.key_field) | _field_ids(t.value_field)
+    return {field.field_id}
 
 
 def _sql_name(ref: TableRef) -> str:
