@@ -8,6 +8,7 @@ import random
 import statistics
 
 import pytest
+from pyiceberg.expressions import EqualTo
 from pyiceberg.typedef import Record
 from pyspark.errors import AnalysisException
 
@@ -533,6 +534,8 @@ def test_zorder_by_a_struct_field_and_a_dotted_column_skips_files(spark, ns, ice
         (scan,) = scans_of(spark, f"SELECT * FROM {table} WHERE {column} = {value}")
         assert len(scan.plan.files) <= 4
     assert [tuple(r) for r in spark.sql(f"SELECT s.a FROM {table} WHERE s.a = {values[0]}").collect()] == [(values[0],)] * len(point)
+    by_pyiceberg = table_of(iceberg_catalog, table).scan(row_filter=EqualTo("s.a", values[0]))  # skips by the same bounds
+    assert len(list(by_pyiceberg.plan_files())) <= 4 and by_pyiceberg.to_arrow().num_rows == len(point)
 
     (r,) = spark.sql(f"""CALL lake.system.rewrite_data_files(table => '{ns}.nested', strategy => 'sort',
                          sort_order => 'hilbert(`x.y`, s.a)', options => map('rewrite-all', 'true'))""").collect()
