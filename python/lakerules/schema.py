@@ -100,6 +100,34 @@ def iceberg_to_spark(schema: Schema | it.StructType, with_ids: bool = False) -> 
     return _to_spark(struct, with_ids)
 
 
+def nested_ids(fields) -> str | None:
+    """The field ids of list elements and map keys and values under ``fields`` (Iceberg
+    NestedFields), which Spark's Parquet writer cannot take from a schema's metadata, as the tree
+    the shim's NestedIdParquetFormat reads; None when there are none (no list or map).
+
+    >>> from pyiceberg.types import NestedField, ListType, MapType, StructType, LongType, StringType
+    >>> nested_ids([NestedField(1, "id", LongType()), NestedField(2, "xs", ListType(4, LongType()))])
+    '{"f": {"xs": {"e": 4, "t": null}}}'
+    >>> nested_ids([NestedField(3, "m", MapType(5, StringType(), 6, StructType(NestedField(7, "l", ListType(8, StringType())))))])
+    '{"f": {"m": {"k": 5, "v": 6, "kt": null, "vt": {"f": {"l": {"e": 8, "t": null}}}}}}'
+    >>> nested_ids([NestedField(1, "id", LongType())]) is None
+    True
+    """
+    def node(t):
+        match t:
+            case it.StructType():
+                inner = {f.name: n for f in t.fields if (n := node(f.field_type)) is not None}
+                return {"f": inner} if inner else None
+            case it.ListType():
+                return {"e": t.element_id, "t": node(t.element_type)}
+            case it.MapType():
+                return {"k": t.key_id, "v": t.value_id, "kt": node(t.key_type), "vt": node(t.value_type)}
+        return None
+
+    tree = node(it.StructType(*fields))
+    return json.dumps(tree) if tree is not None else None
+
+
 def iceberg_type_to_spark(t: it.IcebergType, with_ids: bool = False) -> st.DataType:
     return _to_spark(t, with_ids)
 

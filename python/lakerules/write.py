@@ -212,13 +212,27 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     if part_cols:
         writer = writer.partitionBy(*[p.dir_name for p in part_cols])
     try:
-        writer.parquet(target)
+        _save_parquet(writer, target, fields)
         listed = _list_files(spark, target)
         return _data_files(table, Schema(*fields), spec, part_cols, target, listed, content, equality_ids,
                            sort_order_id=order.sort_order_id if order is not None else None)
     except BaseException:
         _delete_dir(spark, table, target)
         raise
+
+
+NESTED_IDS_FORMAT = "io.lakerules.NestedIdParquetFormat"
+
+
+def _save_parquet(writer, target: str, fields) -> None:
+    """Spark's Parquet writer; for columns holding lists or maps, the shim's variant of it, which
+    also gives their elements, keys and values their Iceberg field ids (Spark's writes ids of
+    struct fields only, and readers that resolve by id, such as DuckDB, then miss those values)."""
+    ids = schemas.nested_ids(fields)
+    if ids is None:
+        writer.parquet(target)
+    else:
+        writer.format(NESTED_IDS_FORMAT).option("lakerules.nestedids", ids).save(target)
 
 
 POSITION_DELETE_FIELDS = (
