@@ -211,12 +211,6 @@ def run(ctx, table, values: dict):
 
 def command(values: dict):
     """fn(ctx, table) running the CALL (a StatementCommand's function)."""
-    from lakerules.maintenance import RESULTS
+    from lakerules.maintenance import procedure_command
 
-    def run_fn(ctx, table):
-        return run(ctx, table, values)
-
-    shown = ", ".join(f"{k} => {v!r}" for k, v in values.items() if v is not None)
-    run_fn.description = f"CALL system.{PROCEDURE}({shown})"
-    run_fn.schema = RESULTS[PROCEDURE]
-    return run_fn
+    return procedure_command(PROCEDURE, run, values)

@@ -271,6 +271,12 @@ def command(procedure: str, values: dict):
            "rollback_to_timestamp": history.rollback_to_timestamp,
            "set_current_snapshot": history.set_current_snapshot, "cherrypick_snapshot": history.cherrypick_snapshot,
            "fast_forward": history.fast_forward, "publish_changes": history.publish_changes}[procedure]
+    return procedure_command(procedure, run, values)
+
+
+def procedure_command(procedure: str, run, values: dict):
+    """fn(ctx, table) calling run(ctx, table, values), described as the CALL and typed as the
+    procedure's result (a StatementCommand's function)."""
 
     def run_fn(ctx, table):
         return run(ctx, table, values)
