@@ -255,7 +255,7 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     files = list(scan.plan.files)
     limit = int(ctx.conf(MAX_ROWS_KEY, str(MAX_ROWS_DEFAULT)))
     names = status_names(spark, [p.file.file_path for p in files])
-    footers: dict[str, tuple] = {}
+    ids = _field_ids(scan, scan.needed_columns)
     rest, found = files, []
     if scan.mode == "auto":
         k = min(len(files), max(1, math.ceil(len(files) * SAMPLE_FRACTION)))
@@ -268,12 +268,16 @@ def lower_late_scan(ctx, scan: LateScan, lower):
         if len(found) > cap:
             return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found more than "
                                             f"{cap} matches in {k} sampled files")
-        hit, groups = _groups_hit(scan, [p.file for p in sample], names, _by_name(found), footers)
-        if hit > MATCHED_SHARE * groups:
-            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found matches in "
-                                            f"{hit} of {groups} row group(s) of {k} sampled files (auto needs at "
-                                            f"most {MATCHED_SHARE:.0%})")
-        why = f"{scan.reason}; first pass: matches in {hit} of {groups} row group(s) of {k} sampled files"
+        by_name = _by_name(found)
+        reads = _page_plan(spark, [names[p.file.file_path] for p in sample], by_name, ids)
+        t = _totals(reads.values())
+        seen = (f"matches in {t.groups_hit} of {t.groups} row group(s) of {k} sampled file(s), in {t.pages_hit} of "
+                f"those row groups' {t.pages} pages: phase two would read {_size(t.bytes_hit)} of their "
+                f"{_size(t.bytes)} ({t.bytes_hit / max(t.bytes, 1):.0%})")
+        if t.bytes_hit > MATCHED_SHARE * t.bytes:
+            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found {seen} "
+                                            f"(auto needs at most {MATCHED_SHARE:.0%})")
+        why = f"{scan.reason}; first pass: {seen}"
         rest = [p for p in files if all(p is not q for q in sample)]  # the sample's matches are known
     else:
         why = scan.reason
@@ -282,8 +286,9 @@ def lower_late_scan(ctx, scan: LateScan, lower):
         return _plain(ctx, scan, lower, f"{head} not split: phase one matched more than {MAX_ROWS_KEY}={limit} rows")
     by_name = _by_name(rows)
     keep = [p.file for p in files if names[p.file.file_path] in by_name]
-    spans = _spans(scan, keep, names, by_name, footers)
-    groups, total_groups = _groups_hit(scan, keep, names, by_name, footers)
+    reads = _page_plan(spark, [names[f.file_path] for f in keep], by_name, ids)
+    t = _totals(reads.values())
+    spans = "\n".join(f"{name}\t{r.spans}" for name, r in reads.items())
     positions = J.local_frame(spark, [(r[0], r[1]) for r in rows],
                               StructType([StructField(FILE_COL, StringType()), StructField(POS_COL, LongType())]))
     data = read_files(spark, scan.schema, list(keep), with_positions=True, row_groups=spans)
@@ -291,7 +296,9 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     plan = aliased_plan(ctx, scan, data)
     remember(scan, f"{head} split ({why}); phase one read {len(scan.predicate_columns)} column(s) of "
                    f"{len(files)} file(s): {len(rows)} row(s) matched in {len(keep)} file(s); phase two read "
-                   f"those rows from {len(keep)} of {len(files)} file(s), {groups} of their {total_groups} row group(s)")
+                   f"those rows from {len(keep)} of {len(files)} file(s), {t.groups_hit} of their {t.groups} "
+                   f"row group(s), {t.pages_hit} of those row groups' {t.pages} pages "
+                   f"({_size(t.bytes_hit)} of {_size(t.bytes)})")
     return plan
 
 
@@ -302,56 +309,44 @@ def _by_name(rows) -> dict[str, list[int]]:
     return out
 
 
-def _row_groups(scan: LakeScan, f, footers: dict) -> tuple[list[int], list[int], list[int]]:
-    """(start, end, first row) of each row group of a data file, from its footer (read once per
-    lowering, on the driver): a row group's byte span runs to the next one's start (the last
-    one's to the footer), so it holds the row group's midpoint, which is what Parquet's range
-    filter selects by."""
-    import pyarrow.parquet as pq
-
-    if f.file_path not in footers:
-        with scan.iceberg.io.new_input(f.file_path).open() as stream:
-            meta = pq.read_metadata(stream)
-        starts, firsts, row = [], [], 0
-        for i in range(meta.num_row_groups):
-            rg = meta.row_group(i)
-            c0 = rg.column(0)
-            start = c0.data_page_offset
-            if c0.has_dictionary_page and 0 < (c0.dictionary_page_offset or 0) < start:
-                start = c0.dictionary_page_offset
-            starts.append(start)
-            firsts.append(row)
-            row += rg.num_rows
-        last = max(f.file_size_in_bytes - meta.serialized_size - 8, starts[-1] + 1) if starts else 0
-        footers[f.file_path] = (starts, starts[1:] + [last] if starts else [], firsts)
-    return footers[f.file_path]
+def _field_ids(scan: LakeScan, names) -> list[int]:
+    by_name = {f.name: f.field_id for f in scan.schema.as_struct().fields}
+    return [by_name[n] for n in names if n in by_name]
 
 
-def _wanted(scan, f, positions, footers) -> list[int]:
-    import bisect
+@dataclass(frozen=True)
+class PageReads:
+    """What phase two reads of one file (io.lakerules.PageRanges.plan): the spans for
+    io.lakerules.RowGroupParquetFormat, and counts over the columns read."""
 
-    starts, _, firsts = _row_groups(scan, f, footers)
-    return sorted({i for i in (bisect.bisect_right(firsts, p) - 1 for p in positions) if 0 <= i < len(starts)})
-
-
-def _groups_hit(scan, files, names, by_name, footers) -> tuple[int, int]:
-    """(row groups of ``files`` holding a matched position, row groups of ``files``)."""
-    hit = total = 0
-    for f in files:
-        total += len(_row_groups(scan, f, footers)[0])
-        hit += len(_wanted(scan, f, by_name.get(names[f.file_path], ()), footers))
-    return hit, total
+    spans: str
+    groups_hit: int
+    groups: int
+    pages_hit: int  # pages of the columns read, in the row groups hit, holding a match
+    pages: int  # pages of the columns read, in the row groups hit
+    bytes_hit: int  # compressed bytes of those pages (and of their dictionary pages)
+    bytes: int  # compressed bytes of the columns read, in every row group
 
 
-def _spans(scan, keep, names, by_name, footers) -> str:
-    """What io.lakerules.RowGroupParquetFormat takes: per file (Spark's name for it), the byte
-    spans of the row groups holding matched positions."""
-    lines = []
-    for f in keep:
-        starts, ends, _ = _row_groups(scan, f, footers)
-        wanted = _wanted(scan, f, by_name[names[f.file_path]], footers)
-        lines.append(names[f.file_path] + "\t" + ",".join(f"{starts[i]}:{ends[i]}" for i in wanted))
-    return "\n".join(lines)
+def _page_plan(spark, names: list[str], by_name: dict, ids: list[int]) -> dict[str, PageReads]:
+    """Spark's file name -> PageReads, from the files' footers and offset indexes: one JVM call
+    for all the files."""
+    if not names:
+        return {}
+    request = "\n".join(f"{n}\t{','.join(map(str, sorted(by_name.get(n, ()))))}" for n in names)
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    answer = spark._jvm.io.lakerules.PageRanges.plan(conf, request, ",".join(map(str, ids)))
+    out = {}
+    for line in answer.splitlines():
+        name, spans, counts = line.rsplit("\t", 2)
+        out[name] = PageReads(spans, *map(int, counts.split()))
+    return out
+
+
+def _totals(reads) -> PageReads:
+    reads = list(reads)
+    return PageReads("", *(sum(getattr(r, f) for r in reads) for f in
+                           ("groups_hit", "groups", "pages_hit", "pages", "bytes_hit", "bytes")))
 
 
 def _plain(ctx, scan: LateScan, lower, note: str):
