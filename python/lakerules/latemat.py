@@ -18,12 +18,19 @@ into a ``LateScan`` (a LakeScan that also carries the filter), read in two phase
    the Parquet reader (row groups skipped by statistics) and evaluates it on the vectorized
    reader's batches. Phase one runs when the scan is planned and yields the matches' (file,
    row index) pairs, at most ``spark.lakerules.read.lateMaterialization.maxRows`` of them.
-2. **phase two** reads the columns the query needs from the row groups that hold a match, of
-   the files that hold one (io.lakerules.RowGroupParquetFormat: Spark's Parquet reader, handed
-   each such row group's byte span, from the footers read on the driver), and keeps only the
-   matched rows: a broadcast left-semi join on (file, row index) with phase one's pairs.
-   Those rows are live (phase one applied the deletes), so no delete is applied again. The
-   Filter stays above, so the result is the plain scan's, row for row.
+2. **phase two** reads the columns the query needs only where rows matched: of the files that
+   hold a match, the row groups that hold one (io.lakerules.RowGroupParquetFormat: Spark's
+   Parquet reader, handed each such row group's byte span), and of those, only the pages that
+   hold a matched row. The driver reads the footers and offset indexes of those files in one
+   JVM call (io.lakerules.PageRanges.plan), which writes each row group's matched rows as row
+   ranges; on the executors, Spark's vectorized reader of the row group is made to fetch it
+   with parquet-mr's ``readFilteredRowGroup(ranges)``, so only the pages overlapping the
+   ranges are read and only those rows decoded, with their row indexes, as Spark's own
+   column-index filtering does (a file without offset indexes, or the row-based reader: the
+   row group is read whole). Phase two keeps only the matched rows: a broadcast left-semi join
+   on (file, row index) with phase one's pairs. Those rows are live (phase one applied the
+   deletes), so no delete is applied again. The Filter stays above, so the result is the plain
+   scan's, row for row.
 
 ``spark.lakerules.read.lateMaterialization`` = ``auto`` (default) | ``on`` | ``off``. ``on`` splits
 every scan it can (deterministic filter without subqueries, on columns of the scan, and some
@@ -37,8 +44,11 @@ other column to read late). ``auto`` splits only when, from what is known before
   the first pass and of phase one cost about what the split could save;
 - the scan reads at least 4 data files (so that the first pass below can sample);
 - a cheap first pass, phase one over an evenly spaced sample of 1/16 of the files (at least 1),
-  finds matches in at most half of the sampled files' row groups: a filter that matches
-  everywhere (or whose matches are spread over every row group) gains nothing from a second read.
+  finds matches whose pages (those phase two would read, from the sampled files' offset
+  indexes: row groups without a match cost nothing, a row group without offset indexes costs
+  all its pages) are at most half of the sampled files' bytes of the columns read: a filter
+  that matches everywhere, or in every page, gains nothing from a second read; a few rows
+  spread over every row group still do, as phase two reads only their pages.
 
 ``EXPLAIN`` shows, under ``== lakerules scans ==``, whether each filtered scan was split and why.
 """
@@ -69,7 +79,7 @@ MIN_FILES = 4  # auto: at least this many data files
 MIN_BYTES_KEY = "spark.lakerules.read.lateMaterialization.minBytes"
 MIN_BYTES_DEFAULT = 64 * 2**20  # auto: at least this many bytes of columns read late
 SAMPLE_FRACTION = 1 / 16  # auto: the first pass reads this share of the files (at least 1)
-MATCHED_SHARE = 0.5  # auto: the first pass finds matches in at most this share of its files
+MATCHED_SHARE = 0.5  # auto: the pages phase two would read are at most this share of the sampled bytes
 # a conjunct with one of these cannot run on its own in phase one
 _NOT_ALONE = {"ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery", "OuterReference"}
 

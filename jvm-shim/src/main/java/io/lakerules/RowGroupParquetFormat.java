@@ -39,13 +39,20 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
   public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
       SparkSession session, StructType dataSchema, StructType partitionSchema, StructType requiredSchema,
       Seq<Filter> filters, Map<String, String> options, Configuration hadoopConf) {
-    Function1<PartitionedFile, Iterator<InternalRow>> read = super.buildReaderWithPartitionValues(
-        session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf);
     scala.Option<String> spec = options.get(OPTION);
     if (spec.isEmpty()) {
       spec = options.get("lakerules.rowGroups");
     }
-    return spec.isEmpty() ? read : new RowGroupReader(read, parse(spec.get()));
+    if (spec.isEmpty()) {
+      return super.buildReaderWithPartitionValues(
+          session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf);
+    }
+    // The spans say which rows to read: a pushed filter would only cost work (its dictionary
+    // checks read dictionary pages) and keep PageRanges from narrowing the read to those rows.
+    Seq<Filter> none = scala.collection.immutable.List$.MODULE$.<Filter>empty();
+    Function1<PartitionedFile, Iterator<InternalRow>> read = super.buildReaderWithPartitionValues(
+        session, dataSchema, partitionSchema, requiredSchema, none, options, hadoopConf);
+    return new RowGroupReader(read, parse(spec.get()));
   }
 
   /** A file's spans: (start, end) pairs, and per span its rows' (first, last) pairs or null. */
