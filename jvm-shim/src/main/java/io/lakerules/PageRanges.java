@@ -119,8 +119,9 @@ public final class PageRanges {
           for (ColumnChunkMetaData c : block.getColumns()) {
             indexed &= c.getOffsetIndexReference() != null;
           }
+          java.util.Map<ColumnChunkMetaData, OffsetIndex> indexes = indexed ? offsetIndexes(reader, path, conf, chunks) : null;
           for (ColumnChunkMetaData c : chunks) {
-            OffsetIndex index = indexed ? reader.readOffsetIndex(c) : null;
+            OffsetIndex index = indexed ? indexes.get(c) : null;
             if (index == null) {
               pagesHit++;
               pagesOfHit++;
@@ -143,11 +144,12 @@ public final class PageRanges {
               }
             }
           }
-          long end = b + 1 < blocks.size() ? blocks.get(b + 1).getStartingPos() : footerStart(reader, path, conf);
+          // the row group's bytes: they hold its midpoint, by which Parquet picks the row groups of a split
+          long end = block.getStartingPos() + Math.max(1, block.getCompressedSize());
           if (spans.length() > 0) {
             spans.append(',');
           }
-          spans.append(block.getStartingPos()).append(':').append(Math.max(end, block.getStartingPos() + 1));
+          spans.append(block.getStartingPos()).append(':').append(end);
           if (indexed) {
             spans.append(':').append(ranges(local));
           }
@@ -167,15 +169,38 @@ public final class PageRanges {
     return start;
   }
 
-  private static long footerStart(ParquetFileReader reader, Path path, Configuration conf) throws IOException {
-    long length = path.getFileSystem(conf).getFileStatus(path).getLen();
-    // the footer: its length (4 bytes) and the magic (4 bytes) end the file
-    try (org.apache.hadoop.fs.FSDataInputStream in = path.getFileSystem(conf).open(path)) {
-      byte[] tail = new byte[8];
-      in.readFully(length - 8, tail);
-      long footer = (tail[0] & 0xff) | (tail[1] & 0xff) << 8 | (tail[2] & 0xff) << 16 | (long) (tail[3] & 0xff) << 24;
-      return length - 8 - footer;
+  /**
+   * The offset indexes of these column chunks. Parquet writers put a file's offset indexes
+   * together (before the footer), so they are read in one read of the span holding them,
+   * rather than one read each; a span over 16 MiB, or anything unexpected, reads them one by one.
+   */
+  private static java.util.Map<ColumnChunkMetaData, OffsetIndex> offsetIndexes(
+      ParquetFileReader reader, Path path, Configuration conf, List<ColumnChunkMetaData> chunks) throws IOException {
+    java.util.Map<ColumnChunkMetaData, OffsetIndex> out = new java.util.HashMap<>();
+    long lo = Long.MAX_VALUE, hi = 0;
+    for (ColumnChunkMetaData c : chunks) {
+      lo = Math.min(lo, c.getOffsetIndexReference().getOffset());
+      hi = Math.max(hi, c.getOffsetIndexReference().getOffset() + c.getOffsetIndexReference().getLength());
     }
+    if (!chunks.isEmpty() && hi - lo <= 16L << 20) {
+      try (org.apache.hadoop.fs.FSDataInputStream in = path.getFileSystem(conf).open(path)) {
+        byte[] bytes = new byte[(int) (hi - lo)];
+        in.readFully(lo, bytes);
+        for (ColumnChunkMetaData c : chunks) {
+          int at = (int) (c.getOffsetIndexReference().getOffset() - lo);
+          out.put(c, org.apache.parquet.format.converter.ParquetMetadataConverter.fromParquetOffsetIndex(
+              org.apache.parquet.format.Util.readOffsetIndex(
+                  new java.io.ByteArrayInputStream(bytes, at, c.getOffsetIndexReference().getLength()))));
+        }
+        return out;
+      } catch (IOException | RuntimeException e) {
+        out.clear();  // e.g. an encrypted file: parquet-mr's own reader below knows how
+      }
+    }
+    for (ColumnChunkMetaData c : chunks) {
+      out.put(c, reader.readOffsetIndex(c));
+    }
+    return out;
   }
 
   /** The leaf columns (dotted paths) under the top-level fields with these ids; null: all. */
@@ -247,6 +272,13 @@ public final class PageRanges {
   }
 
   private static volatile Field[] fields;
+  private static final java.util.concurrent.atomic.AtomicLong NARROWED = new java.util.concurrent.atomic.AtomicLong();
+  private static final java.util.concurrent.atomic.AtomicLong WHOLE = new java.util.concurrent.atomic.AtomicLong();
+
+  /** Row groups read narrowed to their rows' pages, and read whole, by this JVM's executors. */
+  public static long[] counts() {
+    return new long[] {NARROWED.get(), WHOLE.get()};
+  }
 
   private static Field[] fields() throws ReflectiveOperationException {
     Field[] f = fields;
@@ -271,6 +303,12 @@ public final class PageRanges {
    * pairs), and only their pages. Returns whether it could; if not, the iterator is unchanged.
    */
   static boolean narrow(Object iterator, long[] pairs) {
+    boolean done = tryNarrow(iterator, pairs);
+    (done ? NARROWED : WHOLE).incrementAndGet();
+    return done;
+  }
+
+  private static boolean tryNarrow(Object iterator, long[] pairs) {
     try {
       if (!(iterator instanceof org.apache.spark.sql.execution.datasources.RecordReaderIterator)) {
         return false;
