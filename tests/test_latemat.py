@@ -87,10 +87,11 @@ def _auto_decisions(spark, wide):
     # a needle on narrow columns while a wide column is read: split after a first pass (over
     # the oldest file, ids 0..99; the needle is in the second)
     text = note(spark, f"SELECT * FROM {wide} WHERE {NEEDLE}", "auto")
-    assert "late materialization (auto): split" in text and "sampled files" in text, text
+    assert "late materialization (auto): split" in text and "sampled file(s)" in text, text
     # matches in every file: the first pass sees it, plain scan
     text = note(spark, f"SELECT * FROM {wide} WHERE k1 = 0 AND k2 = 'k2'", "auto")
-    assert "not split" in text and "the first pass found matches in 1 of 1 row group(s) of 1 sampled files" in text, text
+    assert "not split" in text and "the first pass found matches in 1 of 1 row group(s) of 1 sampled file(s)" in text, text
+    assert "phase two would read" in text and "(auto needs at most 50%)" in text, text
     # the filter reads the wide column: its bytes are most of the scan's
     text = note(spark, f"SELECT * FROM {wide} WHERE length(a) = 3 AND k1 = 0", "auto")
     assert "not split" in text and "auto needs at most 25%" in text, text
@@ -116,20 +117,30 @@ def test_bad_setting_is_named(spark, wide):
         spark.conf.unset("spark.lakerules.read.lateMaterialization.minBytes")
 
 
-def test_phase_two_reads_only_the_row_groups_with_matches(spark, ns):
+def test_phase_two_reads_only_the_pages_with_matches(spark, ns):
     table = f"lake.{ns}.rg"
-    spark.sql(f"CREATE TABLE {table} (id BIGINT, k INT, a STRING)")
-    spark.conf.set("parquet.block.size", "1")  # a row group every 100 rows (parquet-mr's smallest check)
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, k INT, a STRING, s STRUCT<x: BIGINT, y: STRING>)")
+    small = {"parquet.block.row.count.limit": "100", "parquet.page.row.count.limit": "20",  # row groups, pages
+             "parquet.page.size.row.check.min": "1", "parquet.page.size.row.check.max": "20"}
+    for key, value in small.items():
+        spark.conf.set(key, value)
     try:
-        spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, CAST(id % 13 AS INT), sha2(CAST(id AS STRING), 256) FROM range(1000)")
+        spark.sql(f"""INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, CAST(id % 13 AS INT),
+                      IF(id % 3 = 0, NULL, sha2(CAST(id AS STRING), 256)),
+                      IF(id % 4 = 1, NULL, named_struct('x', id, 'y', IF(id % 5 = 0, NULL, concat('v', id))))
+                      FROM range(1000)""")
     finally:
-        spark.conf.unset("parquet.block.size")
+        for key in small:
+            spark.conf.unset(key)
     spark.sql(f"DELETE FROM {table} WHERE id = 650")
     sql = f"SELECT * FROM {table} WHERE k = 0 AND id % 100 BETWEEN 48 AND 52"  # ids 52, 351, 650 (deleted), 949
-    assert rows(spark, sql, "on") == rows(spark, sql, "off")
-    assert [r[0] for r in rows(spark, sql, "on")] == [52, 351, 949]
+    late = rows(spark, sql, "on")
+    assert late == rows(spark, sql, "off")
+    assert [r[0] for r in late] == [52, 351, 949] and late[1][2] is None and late[2][3] is None
+    assert tuple(late[0][3]) == (52, "v52")
     text = note(spark, sql, "on")
-    assert "3 row(s) matched in 1 file(s)" in text and "3 of their 10 row group(s)" in text, text
+    # 3 row groups of 10, in each 1 page of 5 of each of the 5 leaf columns
+    assert "3 row(s) matched in 1 file(s)" in text and "3 of their 10 row group(s), 15 of those row groups' 75 pages" in text, text
 
 
 def test_row_group_reader_reads_the_listed_row_groups(spark, tmp_path):
@@ -156,3 +167,30 @@ def test_row_group_reader_reads_the_listed_row_groups(spark, tmp_path):
     # a file not listed is read whole
     df = spark.read.format("io.lakerules.RowGroupParquetFormat").option("lakerules.rowgroups", "other\t0:1").load(path)
     assert df.count() == 400
+
+
+def test_row_group_reader_reads_only_the_listed_rows_pages(spark, tmp_path):
+    """A span's rows: only they come back (with their row indexes), from the pages holding them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "p.parquet")
+    n = 400
+    table = pa.table({"x": list(range(n)), "s": [None if i % 7 == 0 else f"s{i}" for i in range(n)],
+                      "t": [{"u": i, "v": None if i % 2 else str(i)} for i in range(n)]})
+    pq.write_table(table, path, row_group_size=200, data_page_size=64, write_batch_size=10, use_dictionary=False,
+                   write_page_index=True)
+    name = spark.read.parquet(path).select("_metadata.file_path").first()[0]
+    jvm = spark._jvm.io.lakerules.PageRanges
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    line = jvm.plan(conf, f"{name}\t3,4,5,17,203,399", "").strip()
+    _, spans, counts = line.rsplit("\t", 2)
+    groups_hit, groups, pages_hit, pages, bytes_hit, total = map(int, counts.split())
+    assert (groups_hit, groups) == (2, 2) and spans.endswith(":3-5;17," + spans.split(",")[1].rsplit(":", 1)[0] + ":3;199")
+    assert 0 < pages_hit < pages / 4 and bytes_hit < total / 4, counts
+    df = (spark.read.format("io.lakerules.RowGroupParquetFormat").option("lakerules.rowgroups", f"{name}\t{spans}")
+          .load(path).select("x", "s", "t", "_metadata.row_index"))
+    got = sorted(tuple(r) for r in df.collect())
+    want = [3, 4, 5, 17, 203, 399]
+    assert [(r[0], r[1], tuple(r[2]), r[3]) for r in got] == [
+        (i, None if i % 7 == 0 else f"s{i}", (i, None if i % 2 else str(i)), i) for i in want]

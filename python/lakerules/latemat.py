@@ -18,12 +18,19 @@ into a ``LateScan`` (a LakeScan that also carries the filter), read in two phase
    the Parquet reader (row groups skipped by statistics) and evaluates it on the vectorized
    reader's batches. Phase one runs when the scan is planned and yields the matches' (file,
    row index) pairs, at most ``spark.lakerules.read.lateMaterialization.maxRows`` of them.
-2. **phase two** reads the columns the query needs from the row groups that hold a match, of
-   the files that hold one (io.lakerules.RowGroupParquetFormat: Spark's Parquet reader, handed
-   each such row group's byte span, from the footers read on the driver), and keeps only the
-   matched rows: a broadcast left-semi join on (file, row index) with phase one's pairs.
-   Those rows are live (phase one applied the deletes), so no delete is applied again. The
-   Filter stays above, so the result is the plain scan's, row for row.
+2. **phase two** reads the columns the query needs only where rows matched: of the files that
+   hold a match, the row groups that hold one (io.lakerules.RowGroupParquetFormat: Spark's
+   Parquet reader, handed each such row group's byte span), and of those, only the pages that
+   hold a matched row. The driver reads the footers and offset indexes of those files in one
+   JVM call (io.lakerules.PageRanges.plan), which writes each row group's matched rows as row
+   ranges; on the executors, Spark's vectorized reader of the row group is made to fetch it
+   with parquet-mr's ``readFilteredRowGroup(ranges)``, so only the pages overlapping the
+   ranges are read and only those rows decoded, with their row indexes, as Spark's own
+   column-index filtering does (a file without offset indexes, or the row-based reader: the
+   row group is read whole). Phase two keeps only the matched rows: a broadcast left-semi join
+   on (file, row index) with phase one's pairs. Those rows are live (phase one applied the
+   deletes), so no delete is applied again. The Filter stays above, so the result is the plain
+   scan's, row for row.
 
 ``spark.lakerules.read.lateMaterialization`` = ``auto`` (default) | ``on`` | ``off``. ``on`` splits
 every scan it can (deterministic filter without subqueries, on columns of the scan, and some
@@ -37,8 +44,11 @@ other column to read late). ``auto`` splits only when, from what is known before
   the first pass and of phase one cost about what the split could save;
 - the scan reads at least 4 data files (so that the first pass below can sample);
 - a cheap first pass, phase one over an evenly spaced sample of 1/16 of the files (at least 1),
-  finds matches in at most half of the sampled files' row groups: a filter that matches
-  everywhere (or whose matches are spread over every row group) gains nothing from a second read.
+  finds matches whose pages (those phase two would read, from the sampled files' offset
+  indexes: row groups without a match cost nothing, a row group without offset indexes costs
+  all its pages) are at most half of the sampled files' bytes of the columns read: a filter
+  that matches everywhere, or in every page, gains nothing from a second read; a few rows
+  spread over every row group still do, as phase two reads only their pages.
 
 ``EXPLAIN`` shows, under ``== lakerules scans ==``, whether each filtered scan was split and why.
 """
@@ -69,7 +79,7 @@ MIN_FILES = 4  # auto: at least this many data files
 MIN_BYTES_KEY = "spark.lakerules.read.lateMaterialization.minBytes"
 MIN_BYTES_DEFAULT = 64 * 2**20  # auto: at least this many bytes of columns read late
 SAMPLE_FRACTION = 1 / 16  # auto: the first pass reads this share of the files (at least 1)
-MATCHED_SHARE = 0.5  # auto: the first pass finds matches in at most this share of its files
+MATCHED_SHARE = 0.5  # auto: the pages phase two would read are at most this share of the sampled bytes
 # a conjunct with one of these cannot run on its own in phase one
 _NOT_ALONE = {"ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery", "OuterReference"}
 
@@ -255,7 +265,7 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     files = list(scan.plan.files)
     limit = int(ctx.conf(MAX_ROWS_KEY, str(MAX_ROWS_DEFAULT)))
     names = status_names(spark, [p.file.file_path for p in files])
-    footers: dict[str, tuple] = {}
+    ids = _field_ids(scan, scan.needed_columns)
     rest, found = files, []
     if scan.mode == "auto":
         k = min(len(files), max(1, math.ceil(len(files) * SAMPLE_FRACTION)))
@@ -268,12 +278,16 @@ def lower_late_scan(ctx, scan: LateScan, lower):
         if len(found) > cap:
             return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found more than "
                                             f"{cap} matches in {k} sampled files")
-        hit, groups = _groups_hit(scan, [p.file for p in sample], names, _by_name(found), footers)
-        if hit > MATCHED_SHARE * groups:
-            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found matches in "
-                                            f"{hit} of {groups} row group(s) of {k} sampled files (auto needs at "
-                                            f"most {MATCHED_SHARE:.0%})")
-        why = f"{scan.reason}; first pass: matches in {hit} of {groups} row group(s) of {k} sampled files"
+        by_name = _by_name(found)
+        reads = _page_plan(spark, [names[p.file.file_path] for p in sample], by_name, ids)
+        t = _totals(reads.values())
+        seen = (f"matches in {t.groups_hit} of {t.groups} row group(s) of {k} sampled file(s), in {t.pages_hit} of "
+                f"those row groups' {t.pages} pages: phase two would read {_size(t.bytes_hit)} of their "
+                f"{_size(t.bytes)} ({t.bytes_hit / max(t.bytes, 1):.0%})")
+        if t.bytes_hit > MATCHED_SHARE * t.bytes:
+            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found {seen} "
+                                            f"(auto needs at most {MATCHED_SHARE:.0%})")
+        why = f"{scan.reason}; first pass: {seen}"
         rest = [p for p in files if all(p is not q for q in sample)]  # the sample's matches are known
     else:
         why = scan.reason
@@ -282,8 +296,9 @@ def lower_late_scan(ctx, scan: LateScan, lower):
         return _plain(ctx, scan, lower, f"{head} not split: phase one matched more than {MAX_ROWS_KEY}={limit} rows")
     by_name = _by_name(rows)
     keep = [p.file for p in files if names[p.file.file_path] in by_name]
-    spans = _spans(scan, keep, names, by_name, footers)
-    groups, total_groups = _groups_hit(scan, keep, names, by_name, footers)
+    reads = _page_plan(spark, [names[f.file_path] for f in keep], by_name, ids)
+    t = _totals(reads.values())
+    spans = "\n".join(f"{name}\t{r.spans}" for name, r in reads.items())
     positions = J.local_frame(spark, [(r[0], r[1]) for r in rows],
                               StructType([StructField(FILE_COL, StringType()), StructField(POS_COL, LongType())]))
     data = read_files(spark, scan.schema, list(keep), with_positions=True, row_groups=spans)
@@ -291,7 +306,9 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     plan = aliased_plan(ctx, scan, data)
     remember(scan, f"{head} split ({why}); phase one read {len(scan.predicate_columns)} column(s) of "
                    f"{len(files)} file(s): {len(rows)} row(s) matched in {len(keep)} file(s); phase two read "
-                   f"those rows from {len(keep)} of {len(files)} file(s), {groups} of their {total_groups} row group(s)")
+                   f"those rows from {len(keep)} of {len(files)} file(s), {t.groups_hit} of their {t.groups} "
+                   f"row group(s), {t.pages_hit} of those row groups' {t.pages} pages "
+                   f"({_size(t.bytes_hit)} of {_size(t.bytes)})")
     return plan
 
 
@@ -302,56 +319,44 @@ def _by_name(rows) -> dict[str, list[int]]:
     return out
 
 
-def _row_groups(scan: LakeScan, f, footers: dict) -> tuple[list[int], list[int], list[int]]:
-    """(start, end, first row) of each row group of a data file, from its footer (read once per
-    lowering, on the driver): a row group's byte span runs to the next one's start (the last
-    one's to the footer), so it holds the row group's midpoint, which is what Parquet's range
-    filter selects by."""
-    import pyarrow.parquet as pq
-
-    if f.file_path not in footers:
-        with scan.iceberg.io.new_input(f.file_path).open() as stream:
-            meta = pq.read_metadata(stream)
-        starts, firsts, row = [], [], 0
-        for i in range(meta.num_row_groups):
-            rg = meta.row_group(i)
-            c0 = rg.column(0)
-            start = c0.data_page_offset
-            if c0.has_dictionary_page and 0 < (c0.dictionary_page_offset or 0) < start:
-                start = c0.dictionary_page_offset
-            starts.append(start)
-            firsts.append(row)
-            row += rg.num_rows
-        last = max(f.file_size_in_bytes - meta.serialized_size - 8, starts[-1] + 1) if starts else 0
-        footers[f.file_path] = (starts, starts[1:] + [last] if starts else [], firsts)
-    return footers[f.file_path]
+def _field_ids(scan: LakeScan, names) -> list[int]:
+    by_name = {f.name: f.field_id for f in scan.schema.as_struct().fields}
+    return [by_name[n] for n in names if n in by_name]
 
 
-def _wanted(scan, f, positions, footers) -> list[int]:
-    import bisect
+@dataclass(frozen=True)
+class PageReads:
+    """What phase two reads of one file (io.lakerules.PageRanges.plan): the spans for
+    io.lakerules.RowGroupParquetFormat, and counts over the columns read."""
 
-    starts, _, firsts = _row_groups(scan, f, footers)
-    return sorted({i for i in (bisect.bisect_right(firsts, p) - 1 for p in positions) if 0 <= i < len(starts)})
-
-
-def _groups_hit(scan, files, names, by_name, footers) -> tuple[int, int]:
-    """(row groups of ``files`` holding a matched position, row groups of ``files``)."""
-    hit = total = 0
-    for f in files:
-        total += len(_row_groups(scan, f, footers)[0])
-        hit += len(_wanted(scan, f, by_name.get(names[f.file_path], ()), footers))
-    return hit, total
+    spans: str
+    groups_hit: int
+    groups: int
+    pages_hit: int  # pages of the columns read, in the row groups hit, holding a match
+    pages: int  # pages of the columns read, in the row groups hit
+    bytes_hit: int  # compressed bytes of those pages (and of their dictionary pages)
+    bytes: int  # compressed bytes of the columns read, in every row group
 
 
-def _spans(scan, keep, names, by_name, footers) -> str:
-    """What io.lakerules.RowGroupParquetFormat takes: per file (Spark's name for it), the byte
-    spans of the row groups holding matched positions."""
-    lines = []
-    for f in keep:
-        starts, ends, _ = _row_groups(scan, f, footers)
-        wanted = _wanted(scan, f, by_name[names[f.file_path]], footers)
-        lines.append(names[f.file_path] + "\t" + ",".join(f"{starts[i]}:{ends[i]}" for i in wanted))
-    return "\n".join(lines)
+def _page_plan(spark, names: list[str], by_name: dict, ids: list[int]) -> dict[str, PageReads]:
+    """Spark's file name -> PageReads, from the files' footers and offset indexes: one JVM call
+    for all the files."""
+    if not names:
+        return {}
+    request = "\n".join(f"{n}\t{','.join(map(str, sorted(by_name.get(n, ()))))}" for n in names)
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    answer = spark._jvm.io.lakerules.PageRanges.plan(conf, request, ",".join(map(str, ids)))
+    out = {}
+    for line in answer.splitlines():
+        name, spans, counts = line.rsplit("\t", 2)
+        out[name] = PageReads(spans, *map(int, counts.split()))
+    return out
+
+
+def _totals(reads) -> PageReads:
+    reads = list(reads)
+    return PageReads("", *(sum(getattr(r, f) for r in reads) for f in
+                           ("groups_hit", "groups", "pages_hit", "pages", "bytes_hit", "bytes")))
 
 
 def _plain(ctx, scan: LateScan, lower, note: str):

@@ -26,6 +26,11 @@ import scala.runtime.AbstractFunction1;
  * given the row group's span as its range: Parquet then reads exactly that row group (the one
  * whose midpoint lies in the range), with its row indexes, pushed filters and vectorized batches
  * as usual. A file not listed is read whole.
+ *
+ * <p>A span may carry a third field, {@code <start>:<end>:<rows>}, the row indexes within the row
+ * group to read ({@code a-b;c;...}, as io.lakerules.PageRanges writes them): then only those rows
+ * are read, and of each column only the pages holding them (PageRanges.narrow), when the file has
+ * offset indexes and Spark's vectorized reader reads it; otherwise the whole row group.
  */
 public class RowGroupParquetFormat extends ParquetFileFormat {
   public static final String OPTION = "lakerules.rowgroups";  // lower case: Spark lower-cases option names
@@ -34,17 +39,35 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
   public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
       SparkSession session, StructType dataSchema, StructType partitionSchema, StructType requiredSchema,
       Seq<Filter> filters, Map<String, String> options, Configuration hadoopConf) {
-    Function1<PartitionedFile, Iterator<InternalRow>> read = super.buildReaderWithPartitionValues(
-        session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf);
     scala.Option<String> spec = options.get(OPTION);
     if (spec.isEmpty()) {
       spec = options.get("lakerules.rowGroups");
     }
-    return spec.isEmpty() ? read : new RowGroupReader(read, parse(spec.get()));
+    if (spec.isEmpty()) {
+      return super.buildReaderWithPartitionValues(
+          session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf);
+    }
+    // The spans say which rows to read: a pushed filter would only cost work (its dictionary
+    // checks read dictionary pages) and keep PageRanges from narrowing the read to those rows.
+    Seq<Filter> none = scala.collection.immutable.List$.MODULE$.<Filter>empty();
+    Function1<PartitionedFile, Iterator<InternalRow>> read = super.buildReaderWithPartitionValues(
+        session, dataSchema, partitionSchema, requiredSchema, none, options, hadoopConf);
+    return new RowGroupReader(read, parse(spec.get()));
   }
 
-  static HashMap<String, long[]> parse(String spec) {
-    HashMap<String, long[]> out = new HashMap<>();
+  /** A file's spans: (start, end) pairs, and per span its rows' (first, last) pairs or null. */
+  static final class Spans implements Serializable {
+    final long[] bounds;
+    final long[][] rows;
+
+    Spans(long[] bounds, long[][] rows) {
+      this.bounds = bounds;
+      this.rows = rows;
+    }
+  }
+
+  static HashMap<String, Spans> parse(String spec) {
+    HashMap<String, Spans> out = new HashMap<>();
     for (String line : spec.split("\n")) {
       if (line.isEmpty()) {
         continue;
@@ -52,12 +75,14 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
       int tab = line.lastIndexOf('\t');
       String[] spans = line.substring(tab + 1).split(",");
       long[] bounds = new long[spans.length * 2];
+      long[][] rows = new long[spans.length][];
       for (int i = 0; i < spans.length; i++) {
         String[] se = spans[i].split(":");
         bounds[2 * i] = Long.parseLong(se[0]);
         bounds[2 * i + 1] = Long.parseLong(se[1]);
+        rows[i] = se.length > 2 && !se[2].isEmpty() ? PageRanges.parseRanges(se[2]) : null;
       }
-      out.put(key(line.substring(0, tab)), bounds);
+      out.put(key(line.substring(0, tab)), new Spans(bounds, rows));
     }
     return out;
   }
@@ -74,22 +99,24 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
   static final class RowGroupReader extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>>
       implements Serializable {
     private final Function1<PartitionedFile, Iterator<InternalRow>> read;
-    private final HashMap<String, long[]> spans;
+    private final HashMap<String, Spans> spans;
 
-    RowGroupReader(Function1<PartitionedFile, Iterator<InternalRow>> read, HashMap<String, long[]> spans) {
+    RowGroupReader(Function1<PartitionedFile, Iterator<InternalRow>> read, HashMap<String, Spans> spans) {
       this.read = read;
       this.spans = spans;
     }
 
     @Override
     public Iterator<InternalRow> apply(PartitionedFile file) {
-      long[] bounds = spans.get(file.toPath().toString());
-      if (bounds == null) {
+      Spans listed = spans.get(file.toPath().toString());
+      if (listed == null) {
         return read.apply(file);
       }
+      long[] bounds = listed.bounds;
       long from = file.start();
       long to = file.start() + file.length();
       List<PartitionedFile> parts = new ArrayList<>();
+      List<long[]> rows = new ArrayList<>();
       for (int i = 0; i < bounds.length; i += 2) {
         long start = bounds[i];
         long end = bounds[i + 1];
@@ -98,28 +125,32 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
           parts.add(new PartitionedFile(file.partitionValues(), file.filePath(), start, end - start,
               file.locations(), file.modificationTime(), file.fileSize(),
               file.otherConstantMetadataColumnValues()));
+          rows.add(listed.rows[i / 2]);
         }
       }
       @SuppressWarnings("unchecked")
-      Iterator<InternalRow> rows = (Iterator<InternalRow>) (Iterator<?>) new Chain(read, parts);
-      return rows;
+      Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new Chain(read, parts, rows);
+      return out;
     }
   }
 
   /**
-   * The elements of each part in turn; a part's reader is opened only when the previous is done.
+   * The elements of each part in turn; a part's reader is opened only when the previous is done,
+   * and narrowed to the part's rows when it lists some.
    * Elements are Objects: the vectorized reader hands out ColumnarBatches through its
    * Iterator[InternalRow].
    */
   static final class Chain extends scala.collection.AbstractIterator<Object> {
     private final Function1<PartitionedFile, Iterator<InternalRow>> read;
     private final List<PartitionedFile> parts;
+    private final List<long[]> rows;
     private int next = 0;
     private Iterator<?> current = null;
 
-    Chain(Function1<PartitionedFile, Iterator<InternalRow>> read, List<PartitionedFile> parts) {
+    Chain(Function1<PartitionedFile, Iterator<InternalRow>> read, List<PartitionedFile> parts, List<long[]> rows) {
       this.read = read;
       this.parts = parts;
+      this.rows = rows;
     }
 
     @Override
@@ -128,7 +159,11 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
         if (next >= parts.size()) {
           return false;
         }
+        long[] wanted = rows.get(next);
         current = read.apply(parts.get(next++));
+        if (wanted != null) {
+          PageRanges.narrow(current, wanted);
+        }
       }
       return true;
     }
