@@ -13,7 +13,9 @@ copies in turns (the order alternating per batch), with examples/cdc_upserts.ups
 
 Reported: per-batch latency (median, p90) of each, a replayed batch skipped, the two copies
 read identically, and the reads (a full-scan aggregate, a point query) after the batches and
-after OPTIMIZE, as ratios to the same reads before the batches (all side by side, in turns).
+after OPTIMIZE as slowdowns against the same reads before the batches, each read timed
+relative to the same read of a third, never changed copy (the reference) measured in turns
+with it, so that the machine's load, which differs from one phase to the next, cancels.
 
 Small files: --stream-batches micro-batches of a streaming append (``toTable``, 10 rows each,
 one JSON file a batch): per-batch latency (Spark's triggerExecution), the data files left, then
@@ -46,6 +48,11 @@ APPEND_ROWS = 10  # rows per streaming-append micro-batch
 
 
 def size(args) -> str:
+    steps = args.cdc_steps or "changes,appends"
+    if steps == "changes":
+        return f"{args.cdc_rows:,} rows, {args.cdc_batches} batches of {args.cdc_changes:,} changes"
+    if steps == "appends":
+        return f"{args.stream_batches:,} streaming appends"
     return (f"{args.cdc_rows:,} rows, {args.cdc_batches} batches of {args.cdc_changes:,} changes; "
             f"{args.stream_batches:,} streaming appends")
 
@@ -89,9 +96,10 @@ def _quantiles(xs: list[float]) -> str:
 
 
 def _reads(spark, runs: int, point_id: int) -> tuple[dict, list]:
-    """Median seconds of the aggregate and the point query on both copies, in turns; their results."""
+    """Median seconds of the aggregate and the point query on both copies and on the reference
+    table (never changed), in turns; the copies' results."""
     fns = {}
-    for t in ("merge", "eqdel"):
+    for t in ("merge", "eqdel", "ref"):
         fns[f"agg_{t}"] = lambda t=t: spark.sql(AGG.format(t=f"lake.bench.{t}")).collect()
         fns[f"point_{t}"] = lambda t=t: spark.sql(POINT.format(t=f"lake.bench.{t}", id=point_id)).collect()
     times = side_by_side(runs, **fns)
@@ -99,17 +107,35 @@ def _reads(spark, runs: int, point_id: int) -> tuple[dict, list]:
     return times, results
 
 
+def _slowdown(phase: dict, before: dict, key: str, t: str) -> float:
+    """How much slower a read of table t is in this phase than before the batches, each time
+    taken relative to the same read of the reference table measured in turns with it (so that the
+    machine's load, which differs between phases, cancels)."""
+    return (phase[f"{key}_{t}"] / phase[f"{key}_ref"]) / (before[f"{key}_{t}"] / before[f"{key}_ref"])
+
+
 def run(spark, args, report: Report) -> None:
-    rows, batches, per_batch = args.cdc_rows, args.cdc_batches, args.cdc_changes
+    steps = [x.strip() for x in (args.cdc_steps or "changes,appends").split(",") if x.strip()]
+    unknown = [x for x in steps if x not in ("changes", "appends")]
+    if unknown:
+        raise SystemExit(f"--cdc-steps: unknown step(s) {unknown}; the steps are changes, appends")
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
     cat = _catalog()  # after the catalog's first use
+    if "changes" in steps:
+        _changes(spark, args, report, cat)
+    if "appends" in steps:
+        _small_files(spark, args, report, cat)
+
+
+def _changes(spark, args, report: Report, cat) -> None:
+    rows, batches, per_batch = args.cdc_rows, args.cdc_batches, args.cdc_changes
     t0 = time.perf_counter()
     parts = max(2, rows // 1_000_000)
-    for t in ("merge", "eqdel"):
+    for t in ("merge", "eqdel", "ref"):  # ref: never changed, read in turns with the others
         spark.sql(f"CREATE TABLE lake.bench.{t} (id BIGINT, v STRING)")
         spark.sql(f"INSERT INTO lake.bench.{t} SELECT id, concat('v', CAST(id AS STRING)) "
                   f"FROM range(0, {rows}, 1, {parts})")
-    print(f"  (two tables of {rows:,} rows written in {time.perf_counter() - t0:.1f} s)", flush=True)
+    print(f"  (three tables of {rows:,} rows written in {time.perf_counter() - t0:.1f} s)", flush=True)
     src = OUT / "cdc" / "changes"
     for b in range(batches):
         _put(src, f"b{b:05d}", changes(b, rows, per_batch))
@@ -171,16 +197,15 @@ def run(spark, args, report: Report) -> None:
                f"{same_after and same_opt}; replay skipped: {skipped}", "true", verdict(same_after and same_opt and skipped))
     for t, label in (("merge", "MERGE"), ("eqdel", "delete_by_key")):
         fa, fo = files_after[t], files_opt[t]
-        report.add(f"  {label} table: full-scan aggregate, after the batches / after OPTIMIZE, vs before",
-                   f"{before['agg_' + t]:.2f} s before; {after['agg_' + t]:.2f} s = **{after['agg_' + t] / before['agg_' + t]:.2f}x**; "
-                   f"{compacted['agg_' + t]:.2f} s = **{compacted['agg_' + t] / before['agg_' + t]:.2f}x**", "report", "")
-        report.add(f"  {label} table: point query (id = {point_id}), after / after OPTIMIZE, vs before",
-                   f"{before['point_' + t]:.2f} s before; {after['point_' + t]:.2f} s = **{after['point_' + t] / before['point_' + t]:.2f}x**; "
-                   f"{compacted['point_' + t]:.2f} s = **{compacted['point_' + t] / before['point_' + t]:.2f}x**", "report", "")
+        for key, what in (("agg", "full-scan aggregate"), ("point", f"point query (id = {point_id})")):
+            report.add(f"  {label} table: {what}, slowdown after the batches / after OPTIMIZE (vs before, "
+                       "each relative to the unchanged reference table read in turns)",
+                       f"**{_slowdown(after, before, key, t):.2f}x** / **{_slowdown(compacted, before, key, t):.2f}x** "
+                       f"(s, table vs reference: before {before[key + '_' + t]:.2f} vs {before[key + '_ref']:.2f}; "
+                       f"after {after[key + '_' + t]:.2f} vs {after[key + '_ref']:.2f}; "
+                       f"after OPTIMIZE {compacted[key + '_' + t]:.2f} vs {compacted[key + '_ref']:.2f})", "report", "")
         report.add(f"  {label} table: files (data / delete) after the batches, OPTIMIZE time, files after it",
                    f"{fa[0]:,} / {fa[1]:,}; OPTIMIZE {optimize_s[t]:.1f} s; {fo[0]:,} / {fo[1]:,}", "report", "")
-
-    _small_files(spark, args, report, cat)
 
 
 def _small_files(spark, args, report: Report, cat) -> None:

@@ -74,6 +74,7 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--cdc-changes", type=int, default=10_000, help="cdc: change events per batch (default 10,000)")
     p.add_argument("--stream-batches", type=int, default=1000,
                    help="cdc: micro-batches of the streaming append (10 rows each; default 1,000)")
+    p.add_argument("--cdc-steps", default="", help="cdc: comma-separated steps (changes, appends; default both)")
     p.add_argument("--only", default=",".join(MODULES), help=f"comma-separated modules (default {','.join(MODULES)})")
     p.add_argument("--no-record", action="store_true", help="print only; leave RESULTS.md alone")
     args = p.parse_args(argv)
@@ -119,6 +120,8 @@ def main(argv=None) -> None:
         if not args.no_record:
             # a part of the scale module records its own section, leaving the full run's alone
             part = args.scale_steps.replace(",", "-") if name == "scale" and args.scale_steps else ""
+            if name == "cdc" and args.cdc_steps:
+                part = args.cdc_steps.replace(",", "-")
             record(f"{name}-{part}" if part else name, report, command)
     print()
     print(table(reports))
