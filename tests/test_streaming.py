@@ -238,31 +238,4 @@ def test_cdc_upserts_apply_each_batch_once(spark, ns, engines, fast):
     assert spark.conf.get("spark.lakerules.snapshot-property.cdc.batch-id", None) is None  # the session as it was
 
 
-def test_optimize_while_a_stream_writes(spark, ns, tmp_path, engines, iceberg_catalog):
-    """OPTIMIZE running between (and racing) the stream's commits fails neither; it compacts
-    what has landed, and every row stays once."""
-    table, src = f"lake.{ns}.ev", tmp_path / "src"
-    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING)")
-    put(src, "f0", range(0, 3))
-    q = source(spark, src).writeStream.option("checkpointLocation", str(tmp_path / "ck")).toTable(table)
-
-    def landed(rows: int) -> None:
-        deadline = time.time() + 300
-        while time.time() < deadline and q.exception() is None and spark.table(table).count() < rows:
-            time.sleep(0.3)
-        assert q.exception() is None and q.isActive and spark.table(table).count() == rows
-
-    try:
-        for n in range(1, 5):
-            landed(3 * n)
-            put(src, f"f{n}", range(3 * n, 3 * n + 3))  # the stream's next batch ...
-            spark.sql(f"OPTIMIZE {table}")  # ... races with this compaction of what landed
-        landed(15)
-    finally:
-        q.stop()
-    engines.assert_same(table, expected=[(i, f"v{i}") for i in range(15)])
-    t = iceberg_catalog.load_table(f"{ns}.ev")
-    operations = [s.summary.operation.value for s in t.snapshots()]
-    assert "replace" in operations and operations.count("append") == 5
-    spark.sql(f"OPTIMIZE {table}")
-    assert len(list(iceberg_catalog.load_table(f"{ns}.ev").scan().plan_files())) == 1
+# OPTIMIZE and rewrite_data_files racing a stream: tests/test_stream_small_files.py
