@@ -1,9 +1,10 @@
-"""JVM drivers: spark-sql, a Java application and spark-submit get the registry from the
-configuration alone (the shim starts `python -m lakerules.jvm_driver`), and read and write the
-same tables as the Python API."""
+"""JVM drivers: spark-sql (spark-submit with `--jars`) and a Java application get the registry
+from the configuration alone (the shim starts `python -m lakerules.jvm_driver`), and read and
+write the same tables as the Python API; a wrong interpreter is a clear error, fixed by SET."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import subprocess
@@ -25,10 +26,11 @@ APP_SOURCE = Path(__file__).parent / "LakeApp.java"
 TIMEOUT = 600
 
 
+@functools.lru_cache(maxsize=None)
 def lake_flags(warehouse) -> list[str]:
     out = subprocess.run([sys.executable, "-m", "lakerules", "conf", "--warehouse", str(warehouse)],
                          capture_output=True, text=True, check=True).stdout
-    return shlex.split(out)
+    return tuple(shlex.split(out))
 
 
 def conf_pairs(flags: list[str]) -> dict[str, str]:
@@ -85,18 +87,6 @@ def python_api_rows(spark, table: str) -> list[tuple]:
     return [tuple(None if v is None else str(v) for v in r) for r in spark.sql(SELECT.format(t=table)).collect()]
 
 
-@pytest.fixture(scope="module")
-def python_api(spark):
-    """The same statements run by the Python API in this process: what a JVM driver must match."""
-    ns = f"py_{uuid.uuid4().hex[:8]}"
-    for sql in lake_statements(ns):
-        spark.sql(sql).collect()
-    rows = python_api_rows(spark, f"lake.{ns}.ev")
-    assert rows == EXPECTED
-    yield rows
-    spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns} CASCADE")
-
-
 def check_table(spark, iceberg_catalog, ns: str) -> None:
     """What the JVM driver wrote, as the Python API and pyiceberg read it."""
     assert python_api_rows(spark, f"lake.{ns}.ev") == EXPECTED
@@ -144,7 +134,7 @@ def test_jvm_driver_by_hand_says_what_it_is():
     assert r.returncode == 2 and "PYSPARK_GATEWAY_PORT" in r.stderr
 
 
-# ---- the three JVM drivers, started together ----------------------------------------------------------
+# ---- the JVM drivers, started together ------------------------------------------------------------
 
 
 class Started:
@@ -170,23 +160,22 @@ class Started:
 
 @pytest.fixture(scope="module")
 def drivers(spark, warehouse, tmp_path_factory, request):
-    """spark-sql, the Java application and spark-submit, each a JVM of its own: started at once
-    (each spends most of its time starting a JVM, Spark and a Python registry, which overlap) and
-    checked by the tests below. Each works in namespaces of its own."""
+    """spark-sql and the Java application, each a JVM of its own, started at once (each spends
+    most of its time starting a JVM, Spark and a Python registry) and checked by the tests below,
+    each in namespaces of its own. Their statements are the Python API's (EXPECTED is what the
+    Python API reads after them, tests/test_foundation.py and the others check that API)."""
     work = tmp_path_factory.mktemp("drivers")
-    names = {k: f"{k}_{uuid.uuid4().hex[:8]}" for k in ("cli", "app", "pre_app", "pre_submit")}
-    for k in ("pre_app", "pre_submit"):  # a table that exists before the JVM driver starts
-        spark.sql(f"CREATE NAMESPACE lake.{names[k]}")
-        spark.sql(f"CREATE TABLE lake.{names[k]}.t (id BIGINT)")
+    names = {k: f"{k}_{uuid.uuid4().hex[:8]}" for k in ("cli", "app", "pre")}
+    # a table that exists before the Java application starts
+    spark.sql(f"CREATE NAMESPACE lake.{names['pre']}")
+    spark.sql(f"CREATE TABLE lake.{names['pre']}.t (id BIGINT)")
     started: dict[str, Started] = {}
     try:
         started["cli"] = Started(spark_sql_command(warehouse, names["cli"]), work / "cli")
         app = request.getfixturevalue("app")  # compiled while spark-sql starts
-        started["app"] = Started(java_app_command(spark, warehouse, app, names["app"], f"lake.{names['pre_app']}.t",
+        started["app"] = Started(java_app_command(spark, warehouse, app, names["app"], f"lake.{names['pre']}.t",
                                                   work / "app"), work / "app")
-        started["submit"] = Started(submit_command(warehouse, app, f"lake.{names['pre_submit']}.t", work / "submit"),
-                                    work / "submit")
-        yield names, started
+        yield names, started, work
     finally:
         for p in started.values():
             p.stop()
@@ -208,13 +197,13 @@ def spark_sql_command(warehouse, ns: str) -> list[str]:
             "-e", "; ".join(lake_statements(ns)) + ";"]
 
 
-def test_spark_sql_cli(spark, iceberg_catalog, drivers, python_api):
-    names, started = drivers
+def test_spark_sql_cli(spark, iceberg_catalog, drivers):
+    names, started, _ = drivers
     r = started["cli"].result()
     assert r.returncode == 0, r.stderr[-4000:]
     rows = [tuple(None if v == "NULL" else v for v in line.split("\t"))
             for line in r.stdout.splitlines() if line.startswith("row\t")]
-    assert rows == python_api
+    assert rows == EXPECTED
     check_table(spark, iceberg_catalog, names["cli"])
 
 
@@ -253,66 +242,29 @@ def results(stdout: str) -> dict[int, dict]:
     return out
 
 
+def interpreters(work: Path) -> tuple[Path, Path]:
+    """A Python that does not exist, and one that cannot import lakerules."""
+    no_lakerules = work / "python-without-site-packages"
+    if not no_lakerules.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        no_lakerules.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n')
+        no_lakerules.chmod(0o755)
+    return work / "no-such-python", no_lakerules
+
+
+FIXED = 10  # the step from which the Java application has a working interpreter
+
+
 def java_app_command(spark, warehouse, app, ns: str, pre: str, work: Path) -> list[str]:
+    """A plain JVM embedding Spark, configured with an interpreter that does not exist: first
+    the wrong interpreters' errors, then, fixed by SET, every lake statement, and the registry
+    process killed in the middle of one."""
+    missing, no_lakerules = interpreters(work)
     conf = {**conf_pairs(lake_flags(warehouse)), "spark.master": "local[2]", "spark.ui.enabled": "false",
             "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "2",
+            "spark.lakerules.python": str(missing),
             # executors need no Python for lakerules: a Python worker would fail every statement
             "spark.pyspark.python": str(work / "no-python-on-executors")}
-    steps = [
-        "!pid",
-        # the first lake statement is an EXPLAIN of a write: the registry starts, and nothing runs
-        f"EXPLAIN INSERT INTO {pre} VALUES (9)",
-        "!pid",
-        *lake_statements(ns),
-        # the registry process dies in the middle of a statement: that statement fails clearly...
-        f"""!kill-during INSERT INTO lake.{ns}.ev SELECT id + 100, TIMESTAMP'2026-01-05 00:00:00', 'slow'
-            FROM range(1) WHERE java_method('java.lang.Thread', 'sleep', 3000L) IS NULL""",
-        # ...and the next one starts a new process
-        f"SELECT count(*) FROM lake.{ns}.ev",
-        "!pid",
-    ]
-    # A plain JVM embedding Spark: the JVM options spark-submit would add, from Spark itself.
-    jvm_options = spark._jvm.org.apache.spark.launcher.JavaModuleOptions.defaultModuleOptions().split()
-    cp = os.pathsep.join([f"{JARS}/*", lakerules.jar_path(), str(app)])
-    return ["java", *jvm_options, "-cp", cp, "LakeApp", *(f"{k}={v}" for k, v in conf.items()), "--", *steps]
-
-
-def test_java_application(spark, iceberg_catalog, drivers, python_api):
-    names, started = drivers
-    ns, pre = names["app"], f"{names['pre_app']}.t"
-    r = started["app"].result()
-    assert r.returncode == 0, r.stderr[-4000:]
-    res = results(r.stdout)
-    assert res[0]["pid"] == -1  # nothing started before a lake statement
-    assert "lakerules plan (not run)" in res[1]["rows"][0][0], res[1]
-    assert iceberg_catalog.load_table(pre).current_snapshot() is None
-    first = res[2]["pid"]
-    assert first > 0
-    n = len(lake_statements(ns))
-    for i in range(3, 3 + n):
-        assert res[i].get("ok"), res[i]
-    assert res[2 + n]["rows"] == python_api
-    killed = res[3 + n]["error"]
-    assert f"'{sys.executable} -m lakerules.jvm_driver', pid {first}) exited" in killed, killed
-    assert "spark.lakerules.python" in killed
-    assert res[4 + n]["rows"] == [(str(len(EXPECTED)),)]  # the killed statement committed nothing
-    second = res[5 + n]["pid"]
-    assert second > 0 and second != first
-    check_table(spark, iceberg_catalog, ns)
-    # the Python process ends with the JVM
-    assert gone(second), f"the registry process {second} outlived its JVM"
-
-
-# ---- spark-submit of a JVM application, with a wrong interpreter ------------------------------------------
-
-
-def submit_command(warehouse, app, pre: str, work: Path) -> list[str]:
-    missing = str(work / "no-such-python")
-    no_lakerules = work / "python-without-site-packages"
-    work.mkdir(parents=True, exist_ok=True)
-    no_lakerules.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n')
-    no_lakerules.chmod(0o755)
-    conf = {**conf_pairs(lake_flags(warehouse)), "spark.ui.enabled": "false", "spark.lakerules.python": missing}
     steps = [
         "SELECT 42",
         "EXPLAIN SELECT 42",
@@ -325,19 +277,31 @@ def submit_command(warehouse, app, pre: str, work: Path) -> list[str]:
         f"SELECT * FROM {pre}",
         # fixed: the next lake statement starts the registry (a failed start is not remembered)
         f"SET spark.lakerules.python={sys.executable}",
-        f"SELECT count(*) FROM {pre}",
+        # FIXED: an EXPLAIN of a write is the first lake statement that runs: the registry
+        # starts, and nothing runs
+        f"EXPLAIN INSERT INTO {pre} VALUES (9)",
+        "!pid",
+        *lake_statements(ns),
+        # the registry process dies in the middle of a statement: that statement fails clearly...
+        f"""!kill-during INSERT INTO lake.{ns}.ev SELECT id + 100, TIMESTAMP'2026-01-05 00:00:00', 'slow'
+            FROM range(1) WHERE java_method('java.lang.Thread', 'sleep', 3000L) IS NULL""",
+        # ...and the next one starts a new process
+        f"SELECT count(*) FROM lake.{ns}.ev",
+        "!pid",
     ]
-    return [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]", "--jars", lakerules.jar_path(),
-            *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")), "--class", "LakeApp", str(app), "--", *steps]
+    assert steps[FIXED].startswith("EXPLAIN INSERT")
+    # A plain JVM embedding Spark: the JVM options spark-submit would add, from Spark itself.
+    jvm_options = spark._jvm.org.apache.spark.launcher.JavaModuleOptions.defaultModuleOptions().split()
+    cp = os.pathsep.join([f"{JARS}/*", lakerules.jar_path(), str(app)])
+    return ["java", *jvm_options, "-cp", cp, "LakeApp", *(f"{k}={v}" for k, v in conf.items()), "--", *steps]
 
 
 def test_missing_interpreter_is_a_clear_error(iceberg_catalog, drivers):
-    names, started = drivers
-    r = started["submit"].result()
-    work = Path(started["submit"].out).parent
-    missing, no_lakerules = work / "no-such-python", work / "python-without-site-packages"
+    names, started, work = drivers
+    r = started["app"].result()
     assert r.returncode == 0, r.stderr[-4000:]
     res = results(r.stdout)
+    missing, no_lakerules = interpreters(work / "app")
     # non-lake statements: Spark's answers and errors, no process started for them
     assert res[0]["rows"] == [("42",)]
     assert "Physical Plan" in res[1]["rows"][0][0]
@@ -346,10 +310,34 @@ def test_missing_interpreter_is_a_clear_error(iceberg_catalog, drivers):
         error = res[i]["error"]
         assert f"could not run the Python interpreter '{missing}'" in error, error
         assert "--conf spark.lakerules.python=" in error
-    assert res[5]["pid"] == -1
+    assert res[5]["pid"] == -1  # nothing started
     assert res[6]["rows"] == [("43",)]
     error = res[8]["error"]
     assert f"'{no_lakerules} -m lakerules.jvm_driver' exited with code 1" in error, error
     assert "No module named 'lakerules'" in error and "spark.lakerules.python" in error
-    assert res[10]["rows"] == [("0",)]
-    assert not iceberg_catalog.load_table(f"{names['pre_submit']}.t").spec().fields
+    assert not iceberg_catalog.load_table(f"{names['pre']}.t").spec().fields  # the ALTER did nothing
+
+
+def test_java_application(spark, iceberg_catalog, drivers):
+    names, started, _ = drivers
+    ns, pre = names["app"], f"{names['pre']}.t"
+    r = started["app"].result()
+    assert r.returncode == 0, r.stderr[-4000:]
+    res = results(r.stdout)
+    assert "lakerules plan (not run)" in res[FIXED]["rows"][0][0], res[FIXED]
+    assert iceberg_catalog.load_table(pre).current_snapshot() is None
+    first = res[FIXED + 1]["pid"]
+    assert first > 0
+    n = len(lake_statements(ns))
+    for i in range(FIXED + 2, FIXED + 2 + n):
+        assert res[i].get("ok"), res[i]
+    assert res[FIXED + 1 + n]["rows"] == EXPECTED
+    killed = res[FIXED + 2 + n]["error"]
+    assert f"'{sys.executable} -m lakerules.jvm_driver', pid {first}) exited" in killed, killed
+    assert "spark.lakerules.python" in killed
+    assert res[FIXED + 3 + n]["rows"] == [(str(len(EXPECTED)),)]  # the killed statement committed nothing
+    second = res[FIXED + 4 + n]["pid"]
+    assert second > 0 and second != first
+    check_table(spark, iceberg_catalog, ns)
+    # the Python process ends with the JVM
+    assert gone(second), f"the registry process {second} outlived its JVM"
