@@ -163,15 +163,19 @@ def run(spark, args, report: Report) -> None:
                    "<= bound", verdict(b_on <= bound))
     report.note("EXPLAIN of the needle, SELECT *, auto: " + explain_note(spark, f"SELECT * FROM lake.bench.wide WHERE {NEEDLE}", "auto"))
 
-    sql = f"SELECT * FROM lake.bench.wide WHERE {SPREAD}"
-    q = lambda: sorted(tuple(r) for r in spark.sql(sql).collect())  # noqa: E731
-    plain = under(spark, "off", q)()
-    assert plain == under(spark, "on", q)() == under(spark, "auto", q)(), "late materialization changed the result"
-    assert len(plain) == 100
-    t = side_by_side(args.runs, off=under(spark, "off", q), on=under(spark, "on", q), auto=under(spark, "auto", q))
-    _, b_off, _ = measured(spark, "off", q)
-    _, b_on, _ = measured(spark, "on", q)
-    note = explain_note(spark, sql, "auto")
+    def spread(sql: str, rows: int):
+        """Times (off, on, auto), bytes read (off, on) and auto's EXPLAIN of a query returning
+        ``rows`` rows, after checking the three modes return the same rows."""
+        q = lambda: sorted(tuple(r) for r in spark.sql(sql).collect())  # noqa: E731
+        plain = under(spark, "off", q)()
+        assert plain == under(spark, "on", q)() == under(spark, "auto", q)(), "late materialization changed the result"
+        assert len(plain) == rows
+        t = side_by_side(args.runs, off=under(spark, "off", q), on=under(spark, "on", q), auto=under(spark, "auto", q))
+        _, b_off, _ = measured(spark, "off", q)
+        _, b_on, _ = measured(spark, "on", q)
+        return t, b_off, b_on, explain_note(spark, sql, "auto")
+
+    t, b_off, b_on, note = spread(f"SELECT * FROM lake.bench.wide WHERE {SPREAD}", 100)
     speed = t["off"] / t["on"]
     report.add("100 rows spread over every row group, SELECT *: plain scan vs late materialization (on), wall time",
                f"{t['off']:.2f} s vs {t['on']:.2f} s = **{speed:.1f}x faster**; auto {t['auto']:.2f} s "
@@ -187,15 +191,7 @@ def run(spark, args, report: Report) -> None:
                 "group of 175,000 rows fall in 3 of its 9 pages of each column.")
 
     # the issue's case: 20 rows spread over 20 of the 32 row groups (every fifth of the spread rows)
-    sql = f"SELECT * FROM lake.bench.wide WHERE {SPREAD} AND id % {5 * step} = {step // 2}"
-    q = lambda: sorted(tuple(r) for r in spark.sql(sql).collect())  # noqa: E731
-    plain = under(spark, "off", q)()
-    assert plain == under(spark, "on", q)() == under(spark, "auto", q)(), "late materialization changed the result"
-    assert len(plain) == 20
-    t = side_by_side(args.runs, off=under(spark, "off", q), on=under(spark, "on", q), auto=under(spark, "auto", q))
-    _, b_off, _ = measured(spark, "off", q)
-    _, b_on, _ = measured(spark, "on", q)
-    note20 = explain_note(spark, sql, "auto")
+    t, b_off, b_on, note20 = spread(f"SELECT * FROM lake.bench.wide WHERE {SPREAD} AND id % {5 * step} = {step // 2}", 20)
     report.add("20 rows spread over 20 row groups, SELECT *: plain scan vs late materialization (on), wall time",
                f"{t['off']:.2f} s vs {t['on']:.2f} s = **{t['off'] / t['on']:.1f}x faster**; auto {t['auto']:.2f} s "
                f"({t['off'] / t['auto']:.1f}x, {'split' if ' split (' in note20 else 'not split'}); bytes read "
