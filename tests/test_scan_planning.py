@@ -10,6 +10,7 @@ from pyspark.errors import AnalysisException
 
 from lakerules.plan import LakeScan
 import lakerules
+from lakerules.planning import plan_scan
 
 from deletes_util import commit_deletes, equality_delete_file, position_delete_file
 
@@ -365,3 +366,34 @@ def test_delete_by_key_writes_one_file_per_partition(spark, ns, iceberg_catalog)
     files = [f for f in iceberg_catalog.load_table(f"{ns}.cdc3").inspect.files().to_pylist() if f["content"] == 2]
     assert len(files) == 3
     assert spark.table(table).where("id % 7 = 0").count() == 0 and spark.table(table).count() == 300 - 43
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["global", "per-partition"])
+def test_batches_of_equality_deletes_are_one_anti_join(spark, ns, iceberg_catalog, engines, partitioned):
+    """CDC batches: each batch's equality deletes apply to every earlier file, so the data files'
+    delete sets all differ; they are applied by one anti-join on key and sequence number (and
+    partition), not one filter per set, with the rows Iceberg's rules give."""
+    table = f"lake.{ns}.batches"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING) TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')"
+              .replace(") TBL", ") PARTITIONED BY (kind) TBL" if partitioned else ") TBL"))
+    rows = {}
+    for batch in range(4):
+        new = [(batch * 10 + i, "ab"[i % 2]) for i in range(6)] + ([(None, "a")] if batch == 0 else [])
+        spark.createDataFrame(new, "id long, kind string").writeTo(table).append()
+        rows.update({(r[0], r[1], batch): r for r in new})
+        if batch:  # delete a key of every earlier batch, and re-insert one of them (a newer row stays)
+            gone = [(b * 10 + batch, "ab"[batch % 2]) for b in range(batch)] + ([(None, "a")] if batch == 2 else [])
+            lakerules.delete_by_key(spark, table, spark.createDataFrame(gone, "id long, kind string"), on=["id"])
+            for k in [k for k in rows if any(k[0] == g[0] and k[2] < batch for g in gone)]:
+                del rows[k]
+            spark.createDataFrame([(batch, "a")], "id long, kind string").writeTo(table).append()
+            rows[(batch, "a", batch + 0.5)] = (batch, "a")
+    spark.sql(f"DELETE FROM {table} WHERE id = 4")  # a position delete among them
+    rows = {k: v for k, v in rows.items() if v[0] != 4}
+    t = iceberg_catalog.load_table(f"{ns}.batches")
+    planned = plan_scan(t, t.current_snapshot().snapshot_id)
+    # the data files' delete sets differ: the case the anti-join is for
+    assert len({tuple(d.file_path for d in p.equality_deletes) for p in planned.files if p.equality_deletes}) >= 3
+    ours = engines.lakerules(table)
+    assert sorted(map(repr, ours)) == sorted(map(repr, rows.values()))
+    assert engines.duckdb(table) == ours, "DuckDB reads differently"

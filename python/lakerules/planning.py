@@ -62,6 +62,8 @@ class PlannedFile:
     position_deletes: tuple[DataFile, ...] = ()
     equality_deletes: tuple[DataFile, ...] = ()
     snapshot_id: int | None = None  # the snapshot that added the file
+    # the data sequence number of each of equality_deletes, by path (lakerules.scan's anti-join)
+    equality_sequence: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,13 +152,15 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
     for entry in data:
         seq = entry.sequence_number or 0
         f = entry.data_file
+        eq = equality.for_data_file(seq, f)
         planned.append(
             PlannedFile(
                 file=f,
                 sequence_number=seq,
                 position_deletes=tuple(sorted(positions.for_data_file(seq, f), key=_path)),
-                equality_deletes=tuple(sorted(equality.for_data_file(seq, f), key=_path)),
+                equality_deletes=tuple(sorted(eq, key=_path)),
                 snapshot_id=entry.snapshot_id,
+                equality_sequence={d.file_path: equality.sequence[d.file_path] for d in eq},
             )
         )
     used_pos = {d.file_path: d for p in planned for d in p.position_deletes}
@@ -268,10 +272,12 @@ class _EqualityDeleteIndex:
         self._metadata = metadata
         self._global: list[tuple[int, DataFile]] = []
         self._by_partition: dict[tuple, list[tuple[int, DataFile]]] = defaultdict(list)
+        self.sequence: dict[str, int] = {}  # path -> data sequence number
 
     def add(self, entry: ManifestEntry) -> None:
         f = entry.data_file
         seq = entry.sequence_number or 0
+        self.sequence[f.file_path] = seq
         if self._metadata.specs()[f.spec_id].is_unpartitioned():
             self._global.append((seq, f))
         else:

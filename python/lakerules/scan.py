@@ -29,7 +29,7 @@ from functools import reduce
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import functions as F, types as T
 from pyspark.sql.types import StructField, StructType
 
 from lakerules import jvm as J
@@ -141,24 +141,30 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
     columns = [f.name for f in schema.as_struct().fields]
     if positions:
         columns += [FILE_COL, POS_COL]
+    joined = _equality_by_join(scan)
     groups: dict[tuple, list] = defaultdict(list)
     for planned in scan.plan.files:
         # Files without position deletes are read apart: no row positions, no join.
-        key = (tuple(d.file_path for d in planned.equality_deletes), bool(planned.position_deletes))
-        groups[key].append(planned)
+        eq = () if joined else tuple(d.file_path for d in planned.equality_deletes)
+        groups[(eq, bool(planned.position_deletes))].append(planned)
     if not groups:
         return read_files(spark, schema, [], positions).select(*[J.column(c) for c in columns])
     parts = []
     for (_, with_deletes), files in sorted(groups.items()):
-        df = read_files(spark, schema, [p.file for p in files], with_deletes or positions)
+        df = read_files(spark, schema, [p.file for p in files], with_deletes or positions or joined)
         if with_deletes:
             df = _apply_position_deletes(ctx, df, files)
-        if with_deletes or positions:  # a plain read has the columns already, in order
+        if joined:
+            df = df.select(*[J.column(c) for c in columns], *([] if positions else [J.column(FILE_COL)]))
+        elif with_deletes or positions:  # a plain read has the columns already, in order
             df = df.select(*[J.column(c) for c in columns])
-        if files[0].equality_deletes:
+        if files[0].equality_deletes and not joined:
             df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
         parts.append(df)
-    return reduce(lambda a, b: a.unionByName(b), parts)
+    df = reduce(lambda a, b: a.unionByName(b), parts)
+    if joined:
+        df = _equality_anti_joins(ctx, scan, df).select(*[J.column(c) for c in columns])
+    return df
 
 
 def lower_scan(ctx, scan: LakeScan, lower):
@@ -345,6 +351,70 @@ def _apply_equality_deletes(ctx, scan: LakeScan, data: DataFrame, delete_files) 
         else:
             data = _anti_join(ctx, scan, data, ids, cols, values)
     return data
+
+
+def _equality_by_join(scan: LakeScan) -> bool:
+    """Whether the scan's equality deletes are applied by one anti-join per set of equality
+    columns over all its data files (_equality_anti_joins) rather than per group of data files
+    sharing a set of delete files. Groups multiply with the delete files written one after
+    another (each CDC batch's applies to every earlier file), and each group's filter would carry
+    the keys of all its files: B batches ship about B * B / 2 batches' keys. The join reads each
+    delete file once, in Spark. With a single group the per-group filter stays (a NOT IN pushed
+    to Parquet), as it does for a column dropped since a delete file was written."""
+    sets = {tuple(d.file_path for d in p.equality_deletes) for p in scan.plan.files if p.equality_deletes}
+    if len(sets) < 2:
+        return False
+    names = {f.field_id for f in scan.schema.as_struct().fields}
+    return all(i in names for p in scan.plan.files for d in p.equality_deletes for i in d.equality_ids)
+
+
+def _equality_anti_joins(ctx, scan: LakeScan, data: DataFrame) -> DataFrame:
+    """Equality deletes as Iceberg states them, applied in Spark: a data row goes when a row of
+    a delete file with a higher sequence number than its data file's, global (an unpartitioned
+    spec) or of the data file's spec and partition, equals it on the delete's columns (NULL
+    equal to NULL). ``data`` carries FILE_COL; each data file's sequence number and partition,
+    and each delete file's, reach Spark as small tables joined by file name."""
+    spark, iceberg = ctx.spark, scan.iceberg
+    specs = iceberg.specs()
+
+    def scope(f) -> str:
+        return f"{f.spec_id}:{_key_text(f.partition)}"
+
+    files = scan.plan.files
+    data_names = status_names(spark, [p.file.file_path for p in files])
+    data_info = J.local_frame(
+        spark, [(data_names[p.file.file_path], p.sequence_number, scope(p.file)) for p in files],
+        StructType([StructField("__lakerules_df", T.StringType()), StructField("__lakerules_dseq", T.LongType()),
+                    StructField("__lakerules_dscope", T.StringType())]))
+    data = data.join(F.broadcast(data_info), data[FILE_COL] == data_info["__lakerules_df"]).drop("__lakerules_df")
+    deletes: dict[tuple, dict] = defaultdict(dict)
+    delete_seq: dict[str, int] = {}
+    for p in files:
+        delete_seq.update(p.equality_sequence)
+        for d in p.equality_deletes:
+            deletes[tuple(d.equality_ids)][d.file_path] = d
+    names = {f.field_id: f.name for f in scan.schema.as_struct().fields}
+    for ids, by_path in sorted(deletes.items()):
+        fields = [_field(scan, iceberg.schema(), i) for i in ids]
+        keys = [f"__lakerules_eq_{k}" for k in range(len(ids))]
+        dnames = status_names(spark, list(by_path))
+        info = J.local_frame(
+            spark, [(dnames[path], delete_seq[path], None if specs[d.spec_id].is_unpartitioned() else scope(d))
+                    for path, d in by_path.items()],
+            StructType([StructField("__lakerules_ef", T.StringType()), StructField("__lakerules_eseq", T.LongType()),
+                        StructField("__lakerules_escope", T.StringType())]))
+        rows = read_files(spark, Schema(*fields), list(by_path.values()), True)
+        rows = rows.select(*[rows[J.quote(f.name)].alias(k) for f, k in zip(fields, keys)], rows[FILE_COL].alias("__lakerules_ef"))
+        rows = rows.join(F.broadcast(info), "__lakerules_ef").drop("__lakerules_ef")
+        condition = reduce(lambda a, b: a & b, [data[J.quote(names[i])].eqNullSafe(rows[k]) for i, k in zip(ids, keys)])
+        condition = (condition & (rows["__lakerules_eseq"] > data["__lakerules_dseq"])
+                     & (rows["__lakerules_escope"].isNull() | (rows["__lakerules_escope"] == data["__lakerules_dscope"])))
+        data = data.join(rows, condition, "left_anti")
+    return data
+
+
+def _key_text(partition) -> str:
+    return repr(tuple(partition)) if partition is not None else "()"
 
 
 def _keep_filter(spark, cols: list, types: list, values: set[tuple]) -> Column:
