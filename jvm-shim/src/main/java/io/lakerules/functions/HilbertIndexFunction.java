@@ -5,10 +5,8 @@ import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
 import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
-import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -32,13 +30,7 @@ public final class HilbertIndexFunction implements UnboundFunction {
 
   @Override
   public BoundFunction bind(StructType input) {
-    if (input.fields().length != 2
-        || !(input.fields()[0].dataType() instanceof IntegerType)
-        || !(input.fields()[1].dataType() instanceof ArrayType)
-        || !(((ArrayType) input.fields()[1].dataType()).elementType() instanceof IntegerType)) {
-      throw new UnsupportedOperationException("hilbert_index takes (bits INT, ids ARRAY<INT>)");
-    }
-    return new Bound(input.fields()[1].dataType());
+    return new Bound(InterleaveBitsFunction.idsType("hilbert_index", input));
   }
 
   public static final class Bound implements ScalarFunction<Long> {
@@ -51,19 +43,10 @@ public final class HilbertIndexFunction implements UnboundFunction {
     public static Long invoke(int bits, ArrayData ids) {
       if (ids == null) return null;
       int n = ids.numElements();
-      if (bits < 1 || (long) bits * n > 63) {
-        throw new IllegalArgumentException(
-            "hilbert_index: " + n + " ids of " + bits + " bits do not fit in 63 bits");
-      }
+      InterleaveBitsFunction.checkWidth("hilbert_index", bits, n);
       long limit = 1L << bits;
       long[] x = new long[n];
-      for (int j = 0; j < n; j++) {
-        long id = ids.isNullAt(j) ? 0 : ids.getInt(j);
-        if (id < 0 || id >= limit) {
-          throw new IllegalArgumentException("hilbert_index: id " + id + " does not fit in " + bits + " bits");
-        }
-        x[j] = id;
-      }
+      for (int j = 0; j < n; j++) x[j] = InterleaveBitsFunction.id("hilbert_index", ids, j, bits, limit);
       // Skilling's AxestoTranspose: inverse undo, then Gray encode
       long m = 1L << (bits - 1);
       for (long q = m; q > 1; q >>>= 1) {

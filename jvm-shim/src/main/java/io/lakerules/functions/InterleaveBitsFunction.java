@@ -30,13 +30,34 @@ public final class InterleaveBitsFunction implements UnboundFunction {
 
   @Override
   public BoundFunction bind(StructType input) {
+    return new Bound(idsType("interleave_bits", input));
+  }
+
+  /** The ids' type of (bits INT, ids ARRAY<INT>), the arguments of interleave_bits and hilbert_index. */
+  static DataType idsType(String name, StructType input) {
     if (input.fields().length != 2
         || !(input.fields()[0].dataType() instanceof IntegerType)
         || !(input.fields()[1].dataType() instanceof ArrayType)
         || !(((ArrayType) input.fields()[1].dataType()).elementType() instanceof IntegerType)) {
-      throw new UnsupportedOperationException("interleave_bits takes (bits INT, ids ARRAY<INT>)");
+      throw new UnsupportedOperationException(name + " takes (bits INT, ids ARRAY<INT>)");
     }
-    return new Bound(input.fields()[1].dataType());
+    return input.fields()[1].dataType();
+  }
+
+  /** Checks that n ids of bits bits fit in a non-negative BIGINT. */
+  static void checkWidth(String name, int bits, int n) {
+    if (bits < 1 || (long) bits * n > 63) {
+      throw new IllegalArgumentException(name + ": " + n + " ids of " + bits + " bits do not fit in 63 bits");
+    }
+  }
+
+  /** ids[j], NULL as 0, checked to lie in [0, limit). */
+  static long id(String name, ArrayData ids, int j, int bits, long limit) {
+    long id = ids.isNullAt(j) ? 0 : ids.getInt(j);
+    if (id < 0 || id >= limit) {
+      throw new IllegalArgumentException(name + ": id " + id + " does not fit in " + bits + " bits");
+    }
+    return id;
   }
 
   public static final class Bound implements ScalarFunction<Long> {
@@ -49,19 +70,12 @@ public final class InterleaveBitsFunction implements UnboundFunction {
     public static Long invoke(int bits, ArrayData ids) {
       if (ids == null) return null;
       int n = ids.numElements();
-      if (bits < 1 || (long) bits * n > 63) {
-        throw new IllegalArgumentException(
-            "interleave_bits: " + n + " ids of " + bits + " bits do not fit in 63 bits");
-      }
+      checkWidth("interleave_bits", bits, n);
       long limit = 1L << bits;
       long z = 0;
       for (int i = bits - 1; i >= 0; i--) {
         for (int j = 0; j < n; j++) {
-          long id = ids.isNullAt(j) ? 0 : ids.getInt(j);
-          if (id < 0 || id >= limit) {
-            throw new IllegalArgumentException("interleave_bits: id " + id + " does not fit in " + bits + " bits");
-          }
-          z = (z << 1) | ((id >>> i) & 1L);
+          z = (z << 1) | ((id("interleave_bits", ids, j, bits, limit) >>> i) & 1L);
         }
       }
       return z;
