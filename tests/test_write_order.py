@@ -64,3 +64,45 @@ def test_write_order(spark, ns, iceberg_catalog, engines):
     refused(spark, f"ALTER TABLE {t} DROP IDENTIFIER FIELDS v", "not identifier fields")
     spark.sql(f"ALTER TABLE {t} DROP IDENTIFIER FIELDS id")
     assert iceberg_catalog.load_table(t.split(".", 1)[1]).schema().identifier_field_ids == []
+
+
+def test_parquet_writer_properties(spark, ns, iceberg_catalog, engines):
+    """Iceberg's write.parquet.* properties reach Spark's Parquet writer: row group and page
+    sizes, zstd level, bloom filters per column; a value lakerules cannot honor is refused before
+    anything is written."""
+    import duckdb
+
+    t = f"lake.{ns}.pq"
+    spark.sql(f"""CREATE TABLE {t} (id BIGINT, s STRUCT<a: STRING>) TBLPROPERTIES (
+        'write.parquet.row-group-size-bytes' = '65536', 'write.parquet.row-group-check-min-record-count' = '10',
+        'write.parquet.row-group-check-max-record-count' = '100', 'write.parquet.page-row-limit' = '500',
+        'write.parquet.compression-level' = '9', 'write.parquet.bloom-filter-enabled.column.s.a' = 'true',
+        'write.parquet.bloom-filter-fpp.column.s.a' = '0.01')""")
+    spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ id, named_struct('a', sha2(CAST(id AS STRING), 256)) "
+              "FROM range(20000)")
+    [data] = files(iceberg_catalog, t)
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    with table.io.new_input(data.file_path).open() as f:
+        meta = pq.ParquetFile(f).metadata
+    assert meta.num_row_groups >= 10, meta.num_row_groups  # 20,000 rows of ~80 bytes in 64 KiB row groups
+    assert meta.row_group(0).column(1).compression == "ZSTD"
+    local = data.file_path.removeprefix("file:")
+    with duckdb.connect() as con:
+        chunks = dict(con.execute("SELECT path_in_schema, count(bloom_filter_offset) FROM parquet_metadata(?) GROUP BY 1",
+                                  [local]).fetchall())
+    assert chunks == {"id": 0, "s, a": meta.num_row_groups}, chunks  # a bloom filter in every row group, s.a only
+    engines.assert_same(t, "id")
+
+    before = table.current_snapshot().snapshot_id
+    for prop, value, needle in [
+        ("write.parquet.page-row-limit", "many", "must be a whole number"),
+        ("write.parquet.bloom-filter-enabled.column.nope", "true", "names no column"),
+        ("write.parquet.stats-everything", "true", "is not supported"),
+        ("write.parquet.compression-codec", "lzo", "is not supported"),
+    ]:
+        spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('{prop}' = '{value}')")
+        refused(spark, f"INSERT INTO {t} VALUES (1, named_struct('a', 'x'))", prop, needle)
+        spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('{prop}')")
+        assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id == before
+    spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('a', 'x'))")
+    assert spark.table(t).count() == 20001

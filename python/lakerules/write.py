@@ -22,20 +22,19 @@ import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io.pyarrow import data_file_statistics_from_parquet_metadata, parquet_path_to_id_mapping
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-from pyiceberg.schema import Schema
+from pyiceberg.schema import Schema, index_by_name
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, metrics, options, partitioning, paths, progress, schema as schemas, write_order
+from lakerules import commit, jvm as J, metrics, options, parquet_props, partitioning, paths, progress, schema as schemas, write_order
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.row_plans import every_row_matches, has_negation
 from lakerules.maintenance import hidden
 
-CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4_raw", "uncompressed": "none", "none": "none", "brotli": "brotli"}
 FOOTER_THREADS = 8
 log = logging.getLogger("lakerules")
 
@@ -206,7 +205,7 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .option("compression", _codec(table))
+        .options(**parquet_props.writer_options(table.properties, set(index_by_name(table.schema()))))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
     if part_cols:
@@ -262,7 +261,7 @@ def write_position_deletes(spark, table: Table, df: DataFrame, groups: list[tupl
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .option("compression", _codec(table))
+        .options(**parquet_props.writer_options(table.properties, None))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .partitionBy(PART_COL)
     )
@@ -290,13 +289,6 @@ def _shuffle_partitions(spark) -> int:
 def _new_target(table: Table) -> str:
     write_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:12]}"
     return f"{table.location().rstrip('/')}/data/{write_id}"
-
-
-def _codec(table: Table) -> str:
-    codec = table.properties.get("write.parquet.compression-codec", "zstd").lower()
-    if codec not in CODECS:
-        raise NotSupported(f"lakerules: write.parquet.compression-codec={codec} is not supported; use one of {sorted(CODECS)}")
-    return CODECS[codec]
 
 
 def _list_files(spark, target: str) -> list[tuple[str, int]]:

@@ -1,0 +1,120 @@
+"""The table's Parquet writer properties (Iceberg's ``write.parquet.*``), as the options Spark's
+Parquet writer (parquet-mr) reads. Each one is honored or refused with an error naming it:
+
+=============================================  ====================================================
+``write.parquet.compression-codec``             ``compression``: zstd (default), snappy, gzip, lz4,
+                                                brotli, uncompressed
+``write.parquet.compression-level``             ``parquet.compression.codec.zstd.level`` (zstd only)
+``write.parquet.row-group-size-bytes``          ``parquet.block.size``
+``write.parquet.page-size-bytes``               ``parquet.page.size``
+``write.parquet.page-row-limit``                ``parquet.page.row.count.limit``
+``write.parquet.dict-size-bytes``               ``parquet.dictionary.page.size``
+``write.parquet.row-group-check-min-record-count``  ``parquet.block.size.row.check.min``
+``write.parquet.row-group-check-max-record-count``  ``parquet.block.size.row.check.max``
+``write.parquet.bloom-filter-enabled.column.<c>``   ``parquet.bloom.filter.enabled#<c>``
+``write.parquet.bloom-filter-fpp.column.<c>``       ``parquet.bloom.filter.fpp#<c>``
+``write.parquet.bloom-filter-max-bytes``        ``parquet.bloom.filter.max.bytes``
+=============================================  ====================================================
+
+A property the table does not set is left to Spark's writer (parquet-mr's defaults, which are
+Iceberg's but for the dictionary page: 1 MiB, or whatever the session's Hadoop configuration
+says). A bloom filter column is the schema's name of a column (``s.a`` for a struct field),
+which is also its path in the Parquet file.
+"""
+
+from __future__ import annotations
+
+from lakerules.errors import NotSupported
+
+PREFIX = "write.parquet."
+CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4_raw", "uncompressed": "none",
+          "none": "none", "brotli": "brotli"}
+# Iceberg's name -> parquet-mr's key
+SIZES = {
+    "row-group-size-bytes": "parquet.block.size",
+    "page-size-bytes": "parquet.page.size",
+    "page-row-limit": "parquet.page.row.count.limit",
+    "dict-size-bytes": "parquet.dictionary.page.size",
+    "row-group-check-min-record-count": "parquet.block.size.row.check.min",
+    "row-group-check-max-record-count": "parquet.block.size.row.check.max",
+    "bloom-filter-max-bytes": "parquet.bloom.filter.max.bytes",
+}
+BLOOM_ENABLED, BLOOM_FPP = "bloom-filter-enabled.column.", "bloom-filter-fpp.column."
+
+
+def writer_options(properties: dict[str, str], columns: set[str] | None) -> dict[str, str]:
+    """Spark Parquet writer options for a table's properties; ``columns`` are the names a bloom
+    filter property may name, or None for delete files (bloom filters are for data files).
+
+    >>> writer_options({}, set())
+    {'compression': 'zstd'}
+    >>> o = writer_options({"write.parquet.page-row-limit": "5000",
+    ...                     "write.parquet.bloom-filter-enabled.column.s.a": "true"}, {"s.a"})
+    >>> o["parquet.page.row.count.limit"], o["parquet.bloom.filter.enabled#s.a"]
+    ('5000', 'true')
+    >>> writer_options({"write.parquet.page-row-limit": "0"}, set())
+    Traceback (most recent call last):
+    ...
+    lakerules.errors.NotSupported: lakerules: table property write.parquet.page-row-limit='0' must be a whole number of at least 1
+    >>> writer_options({"write.parquet.compression-level": "3", "write.parquet.compression-codec": "snappy"}, set())
+    Traceback (most recent call last):
+    ...
+    lakerules.errors.NotSupported: lakerules: table property write.parquet.compression-level is honored for zstd only (this table writes snappy)
+    """
+    out = {"compression": CODECS[codec(properties)]}
+    for prop, raw in properties.items():
+        if not prop.startswith(PREFIX):
+            continue
+        name = prop[len(PREFIX):]
+        if name == "compression-codec":
+            continue
+        if name in SIZES:
+            out[SIZES[name]] = str(_whole(prop, raw, 1))
+        elif name == "compression-level":
+            if codec(properties) != "zstd":
+                raise NotSupported(f"lakerules: table property {prop} is honored for zstd only "
+                                   f"(this table writes {codec(properties)})")
+            out["parquet.compression.codec.zstd.level"] = str(_whole(prop, raw, -131072))
+        elif name.startswith(BLOOM_ENABLED) or name.startswith(BLOOM_FPP):
+            enabled = name.startswith(BLOOM_ENABLED)
+            column = name[len(BLOOM_ENABLED if enabled else BLOOM_FPP):]
+            if columns is None:
+                continue
+            if column not in columns:
+                raise NotSupported(f"lakerules: table property {prop} names no column of the table "
+                                   f"(columns: {', '.join(sorted(columns))})")
+            if enabled:
+                if raw.strip().lower() not in ("true", "false"):
+                    raise NotSupported(f"lakerules: table property {prop}={raw!r} must be true or false")
+                out[f"parquet.bloom.filter.enabled#{column}"] = raw.strip().lower()
+            else:
+                try:
+                    fpp = float(raw)
+                except ValueError:
+                    fpp = -1.0
+                if not 0.0 < fpp < 1.0:
+                    raise NotSupported(f"lakerules: table property {prop}={raw!r} must be a probability between 0 and 1")
+                out[f"parquet.bloom.filter.fpp#{column}"] = repr(fpp)
+        else:
+            known = sorted(["compression-codec", "compression-level", *SIZES,
+                            BLOOM_ENABLED + "<column>", BLOOM_FPP + "<column>"])
+            raise NotSupported(f"lakerules: table property {prop} is not supported by lakerules' writer; "
+                               f"it honors {', '.join(PREFIX + k for k in known)}")
+    return out
+
+
+def codec(properties: dict[str, str]) -> str:
+    name = properties.get(PREFIX + "compression-codec", "zstd").lower()
+    if name not in CODECS:
+        raise NotSupported(f"lakerules: write.parquet.compression-codec={name} is not supported; use one of {sorted(CODECS)}")
+    return name
+
+
+def _whole(prop: str, raw: str, lowest: int) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = lowest - 1
+    if value < lowest:
+        raise NotSupported(f"lakerules: table property {prop}={raw!r} must be a whole number of at least {lowest}")
+    return value
