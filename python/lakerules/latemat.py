@@ -59,6 +59,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import reduce
 
+from pyiceberg.schema import Schema
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -274,7 +275,7 @@ def lower_late_scan(ctx, scan: LateScan, lower):
         sample = [pool[(i * len(pool)) // k] for i in range(k)]
         # a sample holding a tenth of maxRows predicts more than maxRows in all (16 times as many files)
         cap = max(1, limit // 10)
-        found = _phase_one(ctx, scan, sample).limit(cap + 1).collect()
+        found = _matches(_phase_one(ctx, scan, sample), cap + 1)
         if len(found) > cap:
             return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found more than "
                                             f"{cap} matches in {k} sampled files")
@@ -291,7 +292,7 @@ def lower_late_scan(ctx, scan: LateScan, lower):
         rest = [p for p in files if all(p is not q for q in sample)]  # the sample's matches are known
     else:
         why = scan.reason
-    rows = found + (_phase_one(ctx, scan, rest).limit(limit + 1 - len(found)).collect() if rest else [])
+    rows = found + (_matches(_phase_one(ctx, scan, rest), limit + 1 - len(found)) if rest else [])
     if len(rows) > limit:
         return _plain(ctx, scan, lower, f"{head} not split: phase one matched more than {MAX_ROWS_KEY}={limit} rows")
     by_name = _by_name(rows)
@@ -310,6 +311,13 @@ def lower_late_scan(ctx, scan: LateScan, lower):
                    f"row group(s), {t.pages_hit} of those row groups' {t.pages} pages "
                    f"({_size(t.bytes_hit)} of {_size(t.bytes)})")
     return plan
+
+
+def _matches(phase_one, limit: int) -> list[tuple[str, int]]:
+    """At most ``limit`` of phase one's (file, row index) pairs, through Arrow (a pickled Row
+    each would cost a tenth of a second per 10,000)."""
+    got = phase_one.limit(limit).toArrow()
+    return list(zip(got.column(0).to_pylist(), got.column(1).to_pylist()))
 
 
 def _by_name(rows) -> dict[str, list[int]]:
@@ -369,9 +377,14 @@ def _phase_one(ctx, scan: LateScan, files: list):
     """(file, row index) of the live rows of ``files`` (PlannedFiles) the filter keeps: the scan's own read
     (deletes applied) under the query's filter, as one compact conjunction."""
     spark = ctx.spark
-    part = replace(scan, plan=replace(scan.plan, files=tuple(files)))
+    # only the filter's columns, and those equality deletes compare, are read (and named)
+    keys = {i for p in files for d in p.equality_deletes for i in d.equality_ids}
+    keep = {f.name for f in scan.schema.fields if f.name in scan.predicate_columns or f.field_id in keys}
+    schema = Schema(*[f for f in scan.schema.fields if f.name in keep], schema_id=scan.schema.schema_id)
+    part = replace(scan, schema=schema, output=tuple(a for a in scan.output if a.name in keep),
+                   plan=replace(scan.plan, files=tuple(files)))
     df = scan_dataframe(ctx, part, positions=True)
-    aliased = aliased_plan(ctx, scan, df, extra=[FILE_COL, POS_COL])
+    aliased = aliased_plan(ctx, part, df, extra=[FILE_COL, POS_COL])
     jvm = spark._jvm.org.apache.spark.sql.catalyst
     condition = reduce(lambda a, b: jvm.expressions.And(a, b), scan.conjuncts)
     filtered = jvm.plans.logical.Filter(condition, aliased)

@@ -111,7 +111,7 @@ def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool):
         raise LakeError(
             f"lakerules: column(s) {missing} of {node.table} changed while the statement was planned; run it again"
         )
-    plan = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL))
+    plan = J.analyzed(J.select(df, [*names, FILE_COL, POS_COL]))
     plan = J.rename_project(spark, plan, [a.jvm for a in node.relation.output])
     e = J.expressions(spark)
     condition = node.condition
@@ -422,7 +422,7 @@ def _rows_of_all(ctx, node, scan: LakeScan):
     spark = ctx.spark
     df = scan_dataframe(ctx, scan, positions=True)
     names = [a.name for a in node.relation.output]
-    plan = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL))
+    plan = J.analyzed(J.select(df, [*names, FILE_COL, POS_COL]))
     return J.dataframe(spark, J.rename_project(spark, plan, [a.jvm for a in node.relation.output]))
 
 
@@ -528,7 +528,7 @@ def run_merge(ctx, node):
             _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched)
             return _merge_result(spark, updated, deleted, inserted)
         if updated or inserted:
-            new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT)).select(*[J.column(n) for n in names])
+            new_rows = J.select(rows.where(F.col(OP_COL).isin(UPDATE, INSERT)), names)
             written_data = write.write_files(spark, t.catalog, table, new_rows, cluster=True)
         if updated or deleted:
             deletes = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(

@@ -148,22 +148,22 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
         eq = () if joined else tuple(d.file_path for d in planned.equality_deletes)
         groups[(eq, bool(planned.position_deletes))].append(planned)
     if not groups:
-        return read_files(spark, schema, [], positions).select(*[J.column(c) for c in columns])
+        return J.select(read_files(spark, schema, [], positions), columns)
     parts = []
     for (_, with_deletes), files in sorted(groups.items()):
         df = read_files(spark, schema, [p.file for p in files], with_deletes or positions or joined)
         if with_deletes:
             df = _apply_position_deletes(ctx, df, files)
         if joined:
-            df = df.select(*[J.column(c) for c in columns], *([] if positions else [J.column(FILE_COL)]))
+            df = J.select(df, columns + ([] if positions else [FILE_COL]))
         elif with_deletes or positions:  # a plain read has the columns already, in order
-            df = df.select(*[J.column(c) for c in columns])
+            df = J.select(df, columns)
         if files[0].equality_deletes and not joined:
             df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
         parts.append(df)
     df = reduce(lambda a, b: a.unionByName(b), parts)
     if joined:
-        df = _equality_anti_joins(ctx, scan, df).select(*[J.column(c) for c in columns])
+        df = J.select(_equality_anti_joins(ctx, scan, df), columns)
     return df
 
 
@@ -185,7 +185,7 @@ def aliased_plan(ctx, scan: LakeScan, df: DataFrame, extra: list[str] = ()):
             f"lakerules: column(s) {missing} of {scan.table} are not in the schema the scan was planned "
             "with; the table changed while the query was planned, run it again"
         )
-    plan = df.select(*[J.column(n) for n in [*names, *extra]])._jdf.queryExecution().optimizedPlan()
+    plan = J.select(df, [*names, *extra])._jdf.queryExecution().optimizedPlan()
     return J.rename_project(spark, plan, [attr.jvm for attr in scan.output])
 
 
