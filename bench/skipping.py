@@ -5,10 +5,12 @@ HILBERT BY against delta-rs's z_order and Spark's linear sort, for k = 2 and 3 c
     .venv/bin/python bench/run.py --only skipping --rows 400000 --runs 1
 
 Rows: a, b and c, uniform BIGINTs in [0, 1,000,000), independent. Each contender rewrites the same
-rows into n files; skipping is the mean share of its files whose [min, max] box can hold
-VALUES random predicates: a point on each column (``a = x``), a 1% range of a
-(``a BETWEEN x AND x + 10,000``) and a corner (``a < x AND b < y``). The target for lakerules'
-z-order: a point on any one column meets at most 1.2 n^(-1/k) of the files.
+rows into n files of about ROW_GROUPS row groups each; skipping is the mean share of its files
+(and, a second row, of its row groups) whose [min, max] box can hold VALUES random predicates: a
+point on each column (``a = x``), a 1% range of each column (``a BETWEEN x AND x + 10,000``) and
+a corner (``a < x AND b < y``). The target for lakerules' z-order: a point on any one column
+meets at most 1.2 n^(-1/k) of the files. ZORDER BY and HILBERT BY write the same files (the k-d
+layout); the curve orders the rows inside them, which the row-group shares show.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ NAME = "skipping"
 COUNTS = (8, 12, 16, 18, 32)
 COLUMNS = ("a", "b", "c")
 VALUES = 1000
+ROW_GROUPS = 16  # per file: write.parquet.row-group-size-bytes is set for about this many
 DOMAIN = 1_000_000
 ROW = ("pmod(xxhash64(id, 1), 1000000), pmod(xxhash64(id, 2), 1000000), pmod(xxhash64(id, 3), 1000000), "
        "concat('row-', CAST(id AS STRING)) FROM range({first}, {last})")
@@ -51,31 +54,20 @@ def _live(table):
     return [task.file for task in table.scan().plan_files()]
 
 
-def _iceberg_boxes(files) -> list[tuple]:
-    def value(b: bytes) -> int:
-        return int.from_bytes(b, "little", signed=True)
-
-    return [tuple((value(f.lower_bounds[i + 1]), value(f.upper_bounds[i + 1])) for i in range(3)) for f in files]
-
-
-def _parquet_boxes(paths) -> list[tuple]:
+def _row_group_boxes(paths) -> list[list[tuple]]:
+    """Each file's row groups' [min, max] boxes, from the Parquet footers."""
     out = []
     for p in paths:
-        meta = pq.read_metadata(p)
+        meta = pq.read_metadata(p.replace("file://", "").replace("file:", ""))
         names = meta.schema.to_arrow_schema().names
-        box = []
-        for c in COLUMNS:
-            stats = [meta.row_group(i).column(names.index(c)).statistics for i in range(meta.num_row_groups)]
-            box.append((min(s.min for s in stats), max(s.max for s in stats)))
-        out.append(tuple(box))
+        out.append([tuple((s.min, s.max) for s in (meta.row_group(i).column(names.index(c)).statistics for c in COLUMNS))
+                    for i in range(meta.num_row_groups)])
     return out
 
 
-def _delta_boxes(path: str) -> list[tuple]:
-    from deltalake import DeltaTable
-
-    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True))
-    return list(zip(*[list(zip(actions[f"min.{c}"].to_pylist(), actions[f"max.{c}"].to_pylist())) for c in COLUMNS]))
+def _file_boxes(groups: list[list[tuple]]) -> list[tuple]:
+    return [tuple((min(g[j][0] for g in file), max(g[j][1] for g in file)) for j in range(len(COLUMNS)))
+            for file in groups]
 
 
 def shares(boxes: list[tuple], seed: int) -> dict:
@@ -87,8 +79,10 @@ def shares(boxes: list[tuple], seed: int) -> dict:
         values = [rnd.randrange(DOMAIN) for _ in range(VALUES)]
         out[c] = statistics.mean(sum(1 for b in boxes if b[j][0] <= v <= b[j][1]) / n for v in values)
     width = DOMAIN // 100
-    lows = [rnd.randrange(DOMAIN - width) for _ in range(VALUES)]
-    out["range"] = statistics.mean(sum(1 for b in boxes if b[0][0] <= x + width and x <= b[0][1]) / n for x in lows)
+    for j, c in enumerate(COLUMNS):
+        lows = [rnd.randrange(DOMAIN - width) for _ in range(VALUES)]
+        out["range " + c] = statistics.mean(sum(1 for b in boxes if b[j][0] <= x + width and x <= b[j][1]) / n
+                                            for x in lows)
     corners = [(rnd.randrange(DOMAIN), rnd.randrange(DOMAIN)) for _ in range(VALUES)]
     out["corner"] = statistics.mean(sum(1 for b in boxes if b[0][0] < x and b[1][0] < y) / n for x, y in corners)
     return out
@@ -104,7 +98,7 @@ def run(spark, args, report: Report) -> None:
     total = sum(f.file_size_in_bytes for f in _live(_table()))
     print(f"  (table of {args.rows:,} rows written in {time.perf_counter() - t0:.1f} s)", flush=True)
 
-    from deltalake import DeltaTable, write_deltalake
+    from deltalake import DeltaTable, WriterProperties, write_deltalake
 
     work = OUT / NAME / "work"
     delta_source = work / "delta-source"
@@ -116,39 +110,69 @@ def run(spark, args, report: Report) -> None:
     delta_total = sum(os.path.getsize(p) for p in glob.glob(str(delta_source / "*.parquet")))
     frame = spark.read.parquet(*source)
 
+    # uncompressed bytes a row takes in Parquet: what the writers' row group sizes count
+    row_bytes = sum(pq.read_metadata(p.replace("file://", "").replace("file:", "")).row_group(i).total_byte_size
+                    for p in source for i in range(pq.read_metadata(p.replace("file://", "").replace("file:", "")).num_row_groups))
+    row_bytes /= args.rows
+    spark.sql("ALTER TABLE lake.bench.s SET TBLPROPERTIES ('write.parquet.row-group-check-min-record-count' = '10', "
+              "'write.parquet.row-group-check-max-record-count' = '100')")
     for k in (2, 3):
         cols = COLUMNS[:k]
         for n in COUNTS:
+            group_rows = max(1, args.rows // (n * ROW_GROUPS))
+            group_bytes = max(1024, int(group_rows * row_bytes))
             got = {}
             for curve in ("ZORDER", "HILBERT"):
                 _table().manage_snapshots().rollback_to_snapshot(start).commit()
-                spark.sql(f"ALTER TABLE lake.bench.s SET TBLPROPERTIES ('lakerules.optimize.targetFileSize' = '{total // n}')")
+                spark.sql(f"ALTER TABLE lake.bench.s SET TBLPROPERTIES ('lakerules.optimize.targetFileSize' = '{total // n}', "
+                          f"'write.parquet.row-group-size-bytes' = '{group_bytes}')")
                 spark.sql(f"OPTIMIZE lake.bench.s {curve} BY ({', '.join(cols)})").collect()
-                got[curve] = _iceberg_boxes(_live(_table()))
+                got[curve] = _row_group_boxes([f.file_path for f in _live(_table())])
             out = work / "plain"
             shutil.rmtree(out, ignore_errors=True)
-            frame.repartitionByRange(n, *cols).sortWithinPartitions(*cols).write.parquet(str(out))
-            got["linear"] = _parquet_boxes(sorted(glob.glob(str(out / "*.parquet"))))
+            (frame.repartitionByRange(n, *cols).sortWithinPartitions(*cols).write
+             .option("parquet.block.size", group_bytes).option("parquet.block.size.row.check.min", 10)
+             .option("parquet.block.size.row.check.max", 100).parquet(str(out)))
+            got["linear"] = _row_group_boxes(sorted(glob.glob(str(out / "*.parquet"))))
             copy = work / "delta"
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(delta_source, copy)
-            DeltaTable(str(copy)).optimize.z_order(list(cols), target_size=delta_total // n)
-            got["delta"] = _delta_boxes(str(copy))
-            measured = {name: shares(boxes, seed=k * 100 + n) for name, boxes in got.items()}
+            DeltaTable(str(copy)).optimize.z_order(list(cols), target_size=delta_total // n,
+                                                   writer_properties=WriterProperties(max_row_group_size=group_rows))
+            got["delta"] = _row_group_boxes(sorted(glob.glob(str(copy / "*.parquet"))))
+            live = {Path(p).name for p in DeltaTable(str(copy)).file_uris()}
+            got["delta"] = [g for p, g in zip(sorted(glob.glob(str(copy / "*.parquet"))), got["delta"]) if Path(p).name in live]
+            seed = k * 100 + n
+            files = {name: shares(_file_boxes(groups), seed) for name, groups in got.items()}
+            groups = {name: shares([b for file in g for b in file], seed) for name, g in got.items()}
             bound = 1.2 * n ** (-1 / k)
-            z = measured["ZORDER"]
-            worst = max(z[c] for c in cols)
+            worst = max(files["ZORDER"][c] for c in cols)
 
-            def show(name, label):
+            def show(measured, name, label, unit):
                 m = measured[name]
-                return (f"{label} ({len(got[name])} files): point {' / '.join(f'{m[c]:.2f}' for c in cols)}, "
-                        f"1% range {m['range']:.2f}, corner {m['corner']:.2f}")
+                count = len(got[name]) if unit == "files" else sum(map(len, got[name]))
+                return (f"{label} ({count} {unit}): point {' / '.join(f'{m[c]:.2f}' for c in cols)}, "
+                        f"1% range {' / '.join(format(m['range ' + c], '.2f') for c in cols)}, corner {m['corner']:.2f}")
+
+            def line(measured, unit):
+                return "; ".join([f"**{show(measured, 'ZORDER', 'lakerules z-order', unit)}**",
+                                  f"**{show(measured, 'HILBERT', 'lakerules Hilbert', unit)}**",
+                                  show(measured, "delta", "delta-rs z_order", unit),
+                                  show(measured, "linear", "Spark linear sort", unit)])
 
             report.add(
                 f"k = {k} ({', '.join(cols)}), n = {n}: share of files met (ideal point {n ** (-1 / k):.2f})",
-                "; ".join([f"**{show('ZORDER', 'lakerules z-order')}**", show("HILBERT", "lakerules Hilbert"),
-                           show("delta", "delta-rs z_order"), show("linear", "Spark linear sort")]),
-                f"z-order point <= {bound:.2f}", verdict(worst <= bound and len(got["ZORDER"]) == n),
+                line(files, "files"), f"z-order point <= {bound:.2f}", verdict(worst <= bound and len(got["ZORDER"]) == n),
+            )
+            z, h = groups["ZORDER"], groups["HILBERT"]
+            ranges = [f"range {c}" for c in cols]
+            mean_z, mean_h = (statistics.mean(m[r] for r in ranges) for m in (z, h))
+            ahead = mean_h <= mean_z and max(h[r] for r in ranges) <= max(z[r] for r in ranges)
+            report.add(
+                f"k = {k}, n = {n}: share of row groups met (about {ROW_GROUPS} a file); 1% ranges, mean over the "
+                f"columns: z-order {mean_z:.3f}, Hilbert {mean_h:.3f}",
+                line(groups, "row groups"), "Hilbert ranges at or ahead of z-order (mean and worst column)",
+                verdict(ahead),
             )
             print(f"  k={k} n={n} done", flush=True)
     shutil.rmtree(work, ignore_errors=True)

@@ -237,7 +237,7 @@ class Plan:
             lines.append(f"range-partitioned sort by {len(self.statement.sort)} sort fields, into files of "
                          f"{self.settings.target_file_size} bytes")
         if self.columns:
-            curve = "Hilbert curve" if self.statement.curve == "hilbert" else "z-order (files: a k-d layout)"
+            curve = "Hilbert curve (files: a k-d layout)" if self.statement.curve == "hilbert" else "z-order (files: a k-d layout)"
             lines.append(f"{curve} by ({', '.join(display(p) for p, _ in self.columns)}): "
                          f"{self.settings.num_ranges} ranges per column, from a sample of the rows")
         if not self.units:

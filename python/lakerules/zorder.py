@@ -15,14 +15,15 @@ As Delta's ``MultiDimClustering`` (ZOrderClustering), with the sampling that Del
    that only for n a power of 2^k). Each node cuts its rows along one column in proportion to
    its files, at a quantile of the sample's keys: a column's range id with a random byte (noise)
    below it, so that many rows of one value (skew) can spread over several files. On the rows,
-   ``kd_cell(keys, tree, cuts)`` finds the file. The Hilbert curve (HILBERT BY) keeps the
-   curve's own cut: the sample's Hilbert keys give each group n - 1 boundaries, each moved by
-   at most ALIGN_WINDOW of a file's rows to the edge of a curve cell, and ``range_id`` on the
-   row's key finds the file.
+   ``kd_cell(keys, tree, cuts)`` finds the file. ZORDER BY and HILBERT BY share these files:
+   cutting either curve into n pieces of equal rows confines a column to n^(-1/k) of them only
+   for n a power of 2^k, and a Hilbert piece is then the same square as a z-order piece.
 4. Inside each file rows are sorted by the curve's key: ``interleave_bits(bits, array(range
    ids))`` (the z-value) or ``hilbert_index(bits, array(range ids))``, the ids first spread
    evenly over their 2^bits codes so that each bit halves a column's rows, with the noise byte
-   below. The writer sorts each file by it (row groups and pages skip as files do).
+   below. The writer sorts each file by it, so row groups and pages are pieces of the curve:
+   the z-curve's pieces favour the first column (its top bit) and jump across the file, the
+   Hilbert curve's stay together, so each column's values and ranges meet fewer of them.
 
 Every per-row step on the table's rows is a Spark SQL expression or one of the shim's functions
 (``range_id``, ``interleave_bits``, ``hilbert_index``, ``kd_cell``), run in the JVM on executors; the boundaries reach the rows
@@ -70,7 +71,6 @@ NOISE_BITS = 8
 BOUND_PREFIX = 64  # string and binary boundaries keep this many characters / bytes
 SEED = 20240501  # fixed: the same data clusters the same way every time
 MAX_RANGES = 1 << 20
-ALIGN_WINDOW = 0.15  # a file boundary may move this share of a file's rows to meet a cell edge
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,8 @@ class Group:
 def cluster(spark, catalog: str, groups: list[Group], columns: list[tuple[tuple[str, ...], it.IcebergType]],
             num_ranges: int, add_noise: bool, curve: str = "zorder") -> DataFrame:
     """The rows of all groups, each group repartitioned into its files (one Spark partition each),
-    with the curve's key as a last column ``ZKEY`` to sort each file by. ``zorder``: the files are
-    the leaves of a k-d tree over the columns' range ids (``layout``); ``hilbert``: consecutive
-    pieces of the Hilbert curve, cut at its cells' edges as near even as ALIGN_WINDOW allows."""
+    with the curve's key (``zorder`` or ``hilbert``) as a last column ``ZKEY`` to sort each file
+    by. The files are the leaves of a k-d tree over the columns' range ids (``layout``)."""
     fn = f"{J.quote(catalog)}.system"
     bits, ranges = ranges_and_bits(num_ranges, len(columns), add_noise)
     keys = [_orderable(path, t) for path, t in columns]
@@ -102,13 +101,9 @@ def cluster(spark, catalog: str, groups: list[Group], columns: list[tuple[tuple[
         rows = sample.filter(gids == gid)
         columns = [(rows.column(j + 1), t) for j, (_, t) in enumerate(keys)]
         bounds = [boundaries(column, ranges, t) for column, t in columns]
-        if curve == "zorder":
-            tree = layout(g.num_files, len(keys))
-            cuts = kd_cuts(sample_kd_keys(columns, bounds, shift, SEED + gid), tree)
-            plan_rows.append((gid, offset, *bounds, cuts, flatten(tree)))
-        else:
-            zkeys = sample_zkeys(columns, bounds, bits, ranges, add_noise, SEED + gid, curve)
-            plan_rows.append((gid, offset, *bounds, aligned_bounds(np.sort(zkeys).tolist(), g.num_files), []))
+        tree = layout(g.num_files, len(keys))
+        cuts = kd_cuts(sample_kd_keys(columns, bounds, shift, SEED + gid), tree)
+        plan_rows.append((gid, offset, *bounds, cuts, flatten(tree)))
         offset += g.num_files
     plan = J.local_frame(spark, plan_rows, _plan_schema([t for _, t in keys]))
 
@@ -119,14 +114,9 @@ def cluster(spark, catalog: str, groups: list[Group], columns: list[tuple[tuple[
     bounds = [F.col(f"__b{j}") for j in range(len(keys))]
     values = [k for k, _ in keys]
     zkey = _zkey(fn, values, bounds, bits, ranges, add_noise, SEED + len(groups), curve)
-    if curve == "zorder":
-        kd_keys = _kd_keys(fn, values, bounds, shift, SEED + len(groups) + 1)
-        cell = F.call_function(f"{fn}.kd_cell", kd_keys, F.col(_TREE), F.col(_ZBOUNDS))
-        data = data.select(*[J.column(n) for n in names], zkey.alias(ZKEY), (F.col(_OFFSET) + cell).alias(_FILE))
-    else:
-        data = data.select(*[J.column(n) for n in names], zkey.alias(ZKEY), _OFFSET, _ZBOUNDS)
-        file = F.col(_OFFSET) + F.coalesce(F.call_function(f"{fn}.range_id", F.col(ZKEY), F.col(_ZBOUNDS)), F.lit(1)) - 1
-        data = data.select(*[J.column(n) for n in names], ZKEY, file.alias(_FILE))
+    kd_keys = _kd_keys(fn, values, bounds, shift, SEED + len(groups) + 1)
+    cell = F.call_function(f"{fn}.kd_cell", kd_keys, F.col(_TREE), F.col(_ZBOUNDS))
+    data = data.select(*[J.column(n) for n in names], zkey.alias(ZKEY), (F.col(_OFFSET) + cell).alias(_FILE))
     return data.repartitionById(offset, F.col(_FILE)).drop(_FILE)
 
 
@@ -270,33 +260,6 @@ def hilbert_index(bits: int, ids: list[np.ndarray]) -> np.ndarray:
         q >>= 1
     x = [v ^ t for v in x]
     return interleave_bits(bits, x)
-
-
-def aligned_bounds(zkeys: list[int], count: int) -> list[int]:
-    """count - 1 file boundaries over sorted z-keys, each snapped to the edge of the largest
-    z-curve cell within ALIGN_WINDOW of a file's rows around its even place: among the window's
-    keys lo .. hi, the one with most zero low bits is hi with the bits below the highest bit
-    where lo and hi differ cleared; the boundary is the key just below it.
-
-    >>> aligned_bounds(list(range(64)), 4)  # the quarters of a 6-bit z-space start at 16, 32, 48
-    [15, 31, 47]
-    >>> aligned_bounds(list(range(60)), 4)  # even places 15, 30, 45: the half's edge is near 30
-    [15, 31, 43]
-    """
-    n = len(zkeys)
-    m = min(count, n)
-    out = []
-    for i in range(1, m):
-        lo = zkeys[min(max(int((i - ALIGN_WINDOW) * n / m), 0), n - 1)]
-        hi = zkeys[min(max(int((i + ALIGN_WINDOW) * n / m), 0), n - 1)]
-        if lo == hi:
-            bound = hi
-        else:
-            high = (lo ^ hi).bit_length() - 1
-            bound = ((hi >> high) << high) - 1
-        if not out or bound > out[-1]:
-            out.append(bound)
-    return out
 
 
 # ---- the files: a k-d tree of cuts, close to the ideal share for any file count ------------------
