@@ -58,6 +58,26 @@ def test_pruning_by_partition_and_metrics(spark, ns):
     assert spark.sql(f"SELECT count(*) FROM {table} WHERE ts >= '2026-01-03' OR id = 1001").collect()[0][0] == 21
 
 
+def test_scan_size_counts_rows_not_compressed_bytes(spark, ns, iceberg_catalog):
+    """Spark's planner sees a scan's rows in memory (rows x the schema's width, as Iceberg's
+    scans report), not the files' bytes: sequential ids compress to almost nothing, and a MERGE
+    target of 10M such rows was broadcast to every task (and ran out of memory)."""
+    t = f"lake.{ns}.wide_rows"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING)")
+    spark.sql(f"INSERT INTO {t} SELECT id, 'same' FROM range(200000)")
+    on_disk = sum(f.file_size_in_bytes for f in data_files(iceberg_catalog, f"{ns}.wide_rows"))
+    size = int(str(spark.table(t)._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    assert size >= 200_000 * 28 > 20 * on_disk, (on_disk, size)  # BIGINT 8 + STRING 20
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(10 * on_disk))
+    try:
+        joined = spark.table(t).join(spark.range(10), "id", "right")
+        plan = joined._jdf.queryExecution().executedPlan().toString()
+        assert "BuildLeft" not in plan, plan
+        assert joined.count() == 10
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
 def test_pruning_across_partition_evolution(spark, ns):
     table = f"lake.{ns}.evo"
     spark.sql(f"CREATE TABLE {table} (id BIGINT, ts TIMESTAMP) PARTITIONED BY (days(ts))")

@@ -92,7 +92,13 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
         return df
     jschema = spark._jsparkSession.parseDataType(read_schema.json())
     fmt, options = ("rowgroups", _joined(["lakerules.rowgroups", row_groups])) if row_groups is not None else ("parquet", "")
-    plan = spark._jvm.io.lakerules.LakeFileIndex.read(spark._jsparkSession, _listing(files), jschema, fmt, options)
+    # what Spark's planner sees (a join's broadcast side): the rows in memory, as Iceberg's scans
+    # report them (rows x the schema's default width), not the files' compressed bytes: 10M
+    # sequential ids compress below the 10 MiB broadcast threshold
+    rows = sum(f.record_count for f in files)
+    estimate = min(rows * max(jschema.defaultSize(), 1), (1 << 63) - 1)
+    plan = spark._jvm.io.lakerules.LakeFileIndex.read(spark._jsparkSession, _listing(files), jschema, fmt, options,
+                                                       estimate)
     df = J.dataframe(spark, plan)
     if with_positions:
         df = df.select(

@@ -38,6 +38,7 @@ public class LakeFileIndex implements FileIndex {
 
   private final FileStatus[] files;
   private final long size;
+  private long estimate = -1; // bytes the rows take in memory, when the caller knows (read)
   private final Seq<Path> roots;
   private final int hash;
 
@@ -98,12 +99,15 @@ public class LakeFileIndex implements FileIndex {
   /**
    * The plan that reads a listing's files as Parquet with the given (field-id carrying) schema,
    * through ParquetFileFormat or, with format "rowgroups", RowGroupParquetFormat; options are
-   * "key NUL value" pairs of the same string form.
+   * "key NUL value" pairs of the same string form. {@code estimatedBytes}, when not negative, is
+   * the size Spark's planner sees (sizeInBytes) instead of the files' lengths: the caller's
+   * estimate of the rows in memory, as Iceberg's scans report rows times the schema's width.
    */
   public static LogicalPlan read(SparkSession session, String listing, StructType schema, String format,
-      String options) throws java.io.IOException {
+      String options, long estimatedBytes) throws java.io.IOException {
     Configuration conf = session.sessionState().newHadoopConf();
     LakeFileIndex index = of(listing, conf);
+    index.estimate = estimatedBytes;
     FileFormat fileFormat = "rowgroups".equals(format) ? new RowGroupParquetFormat() : new ParquetFileFormat();
     scala.collection.immutable.Map<String, String> opts = new scala.collection.immutable.HashMap<>();
     String[] kv = split(options);
@@ -178,7 +182,7 @@ public class LakeFileIndex implements FileIndex {
 
   @Override
   public long sizeInBytes() {
-    return size;
+    return estimate >= 0 ? estimate : size;
   }
 
   @Override
