@@ -106,3 +106,16 @@ def test_parquet_writer_properties(spark, ns, iceberg_catalog, engines):
         assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id == before
     spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('a', 'x'))")
     assert spark.table(t).count() == 20001
+
+    # delete files read write.delete.parquet.* first
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.parquet.compression-codec' = 'snappy')")
+    spark.sql(f"DELETE FROM {t} WHERE id = 7")
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    [delete] = {d.file_path: d for task in table.scan().plan_files() for d in task.delete_files}.values()
+    with table.io.new_input(delete.file_path).open() as f:
+        assert pq.ParquetFile(f).metadata.row_group(0).column(0).compression == "SNAPPY"
+    before = table.current_snapshot().snapshot_id
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.parquet.page-row-limit' = '-1')")
+    refused(spark, f"DELETE FROM {t} WHERE id = 8", "write.delete.parquet.page-row-limit", "delete files")
+    assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id == before
+    assert spark.table(t).count() == 20000

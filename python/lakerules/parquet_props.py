@@ -16,10 +16,11 @@ Parquet writer (parquet-mr) reads. Each one is honored or refused with an error 
 ``write.parquet.bloom-filter-max-bytes``        ``parquet.bloom.filter.max.bytes``
 =============================================  ====================================================
 
-A property the table does not set is left to Spark's writer (parquet-mr's defaults, which are
-Iceberg's but for the dictionary page: 1 MiB, or whatever the session's Hadoop configuration
-says). A bloom filter column is the schema's name of a column (``s.a`` for a struct field),
-which is also its path in the Parquet file.
+Delete files (position and equality) read ``write.delete.parquet.<x>`` first, as Iceberg's
+writers do, then ``write.parquet.<x>``. A property the table does not set is left to Spark's
+writer (parquet-mr's defaults, which are Iceberg's but for the dictionary page: 1 MiB, or
+whatever the session's Hadoop configuration says). A bloom filter column is the schema's name of
+a column (``s.a`` for a struct field), which is also its path in the Parquet file.
 """
 
 from __future__ import annotations
@@ -101,6 +102,33 @@ def writer_options(properties: dict[str, str], columns: set[str] | None) -> dict
             raise NotSupported(f"lakerules: table property {prop} is not supported by lakerules' writer; "
                                f"it honors {', '.join(PREFIX + k for k in known)}")
     return out
+
+
+DELETE_PREFIX = "write.delete.parquet."
+
+
+def delete_writer_options(properties: dict[str, str]) -> dict[str, str]:
+    """Spark Parquet writer options for delete files: Iceberg's ``write.delete.parquet.<x>``,
+    else ``write.parquet.<x>`` (bloom filters are for data files).
+
+    >>> delete_writer_options({"write.parquet.compression-codec": "snappy",
+    ...                        "write.delete.parquet.page-row-limit": "100"})
+    {'compression': 'snappy', 'parquet.page.row.count.limit': '100'}
+    """
+    merged = {k: v for k, v in properties.items() if not k.startswith(DELETE_PREFIX)}
+    if DELETE_PREFIX + "compression-codec" in properties and DELETE_PREFIX + "compression-level" not in properties:
+        merged.pop(PREFIX + "compression-level", None)  # the data files' level is for their codec
+    for k, v in properties.items():
+        if k.startswith(DELETE_PREFIX):
+            merged[PREFIX + k[len(DELETE_PREFIX):]] = v
+    try:
+        return writer_options(merged, None)
+    except NotSupported as e:
+        message = str(e)
+        for k in properties:
+            if k.startswith(DELETE_PREFIX):
+                message = message.replace(PREFIX + k[len(DELETE_PREFIX):], k)
+        raise NotSupported(f"{message} (writing delete files)") from None
 
 
 def codec(properties: dict[str, str]) -> str:

@@ -205,7 +205,8 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .options(**parquet_props.writer_options(table.properties, set(index_by_name(table.schema()))))
+        .options(**(parquet_props.writer_options(table.properties, set(index_by_name(table.schema())))
+                    if content == DataFileContent.DATA else parquet_props.delete_writer_options(table.properties)))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
     if part_cols:
@@ -261,7 +262,7 @@ def write_position_deletes(spark, table: Table, df: DataFrame, groups: list[tupl
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .options(**parquet_props.writer_options(table.properties, None))
+        .options(**parquet_props.delete_writer_options(table.properties))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .partitionBy(PART_COL)
     )
