@@ -15,8 +15,9 @@ Deletes (see lakerules.planning for which apply to which data file):
   apart: a NULL delete value deletes NULL rows), which Spark pushes into the Parquet reader;
   multi-column sets become one disjunctive filter of null-safe equalities, without the rows a
   single-column set already deletes; sets over the same columns are merged across files. A set
-  larger than ``spark.lakerules.read.equalityDeleteFilterThreshold`` rows becomes a broadcast
-  null-safe anti-join instead.
+  larger than ``spark.lakerules.read.equalityDeleteFilterThreshold`` rows becomes a null-safe
+  anti-join instead, which Spark broadcasts while the key rows (rows x width, read_files' size
+  estimate) fit its autoBroadcastJoinThreshold, and sort-merges beyond.
 """
 
 from __future__ import annotations
