@@ -379,7 +379,7 @@ def _phase_one(ctx, scan: LateScan, files: list):
     spark = ctx.spark
     # only the filter's columns, and those equality deletes compare, are read (and named)
     keys = {i for p in files for d in p.equality_deletes for i in d.equality_ids}
-    keep = {f.name for f in scan.schema.fields if f.name in scan.predicate_columns or f.field_id in keys}
+    keep = {f.name for f in scan.schema.fields if f.name in scan.predicate_columns or keys.intersection(_leaf_ids(f))}
     schema = Schema(*[f for f in scan.schema.fields if f.name in keep], schema_id=scan.schema.schema_id)
     part = replace(scan, schema=schema, output=tuple(a for a in scan.output if a.name in keep),
                    plan=replace(scan.plan, files=tuple(files)))
