@@ -159,6 +159,7 @@ def test_rewrite_data_files_binpack_and_zorder_as_optimize(spark, ns, iceberg_ca
         ("strategy => 'binpack', sort_order => 'zorder(a)'", "strategy binpack takes no sort_order"),
         ("sort_order => 'a ASC, nope DESC'", "nope"),
         ("sort_order => 'zorder(a + 1)'", "ZORDER BY takes column names, not expressions"),
+        ("sort_order => 'hilbert(a, b'", "is not a curve: write 'zorder(c1, c2, ...)'"),
         ("sort_order => 'zorder(nope)'", "ZORDER BY column nope does not exist"),
         ("where => 'a > 1'", "OPTIMIZE WHERE may name only partition columns"),
     ]:

@@ -787,9 +787,9 @@ def _sort_order(where: str, text: str) -> tuple[str, tuple[tuple[str, ...], ...]
     head, _, rest = text.strip().partition("(")
     curve = _CURVES.get(head.strip().lower())
     if curve is None or not rest.rstrip().endswith(")"):
-        raise NotSupported(
-            f"lakerules: {where}: sort_order {text!r} is not supported: lakerules clusters by 'zorder(c1, c2, ...)' "
-            "or 'hilbert(c1, c2, ...)'; a plain sort order ('a ASC, b DESC') is not supported yet"
+        raise LakeError(
+            f"lakerules: {where}: sort_order {text!r} is not a curve: write 'zorder(c1, c2, ...)' or "
+            "'hilbert(c1, c2, ...)' (a plain sort order is 'a ASC, b DESC')"
         )
     inner = rest.rstrip()[:-1]
     clause = "HILBERT BY" if curve == "hilbert" else "ZORDER BY"
