@@ -195,16 +195,6 @@ def range_ids(column: pa.ChunkedArray, bounds: list, t) -> np.ndarray:
     return ids
 
 
-def sample_zkeys(columns, bounds: list[list], bits: int, ranges: int, add_noise: bool, seed: int,
-                 curve: str = "zorder") -> np.ndarray:
-    """The curve keys of sampled rows, computed as _zkey computes them on the table's rows."""
-    ids = [range_ids(column, b, t) * (1 << bits) // (ranges + 1) for (column, t), b in zip(columns, bounds)]
-    z = interleave_bits(bits, ids) if curve == "zorder" else hilbert_index(bits, ids)
-    if add_noise:
-        z = (z << NOISE_BITS) | np.random.default_rng(seed).integers(0, 1 << NOISE_BITS, len(z), dtype=np.int64)
-    return z
-
-
 def interleave_bits(bits: int, ids: list[np.ndarray]) -> np.ndarray:
     """As the JVM's interleave_bits: bit i of each id in turn, from the most significant.
 
