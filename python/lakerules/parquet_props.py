@@ -43,9 +43,11 @@ SIZES = {
 BLOOM_ENABLED, BLOOM_FPP = "bloom-filter-enabled.column.", "bloom-filter-fpp.column."
 
 
-def writer_options(properties: dict[str, str], columns: set[str] | None) -> dict[str, str]:
+def writer_options(properties: dict[str, str], columns: set[str] | None,
+                   named: dict[str, str] | None = None) -> dict[str, str]:
     """Spark Parquet writer options for a table's properties; ``columns`` are the names a bloom
-    filter property may name, or None for delete files (bloom filters are for data files).
+    filter property may name, or None for delete files (bloom filters are for data files);
+    ``named`` gives, for a key of ``properties``, the property the table set (errors name it).
 
     >>> writer_options({}, set())
     {'compression': 'zstd'}
@@ -62,19 +64,21 @@ def writer_options(properties: dict[str, str], columns: set[str] | None) -> dict
     ...
     lakerules.errors.NotSupported: lakerules: table property write.parquet.compression-level is honored for zstd only (this table writes snappy)
     """
-    out = {"compression": CODECS[codec(properties)]}
-    for prop, raw in properties.items():
-        if not prop.startswith(PREFIX):
+    named = named or {}
+    used = codec(properties, named)
+    out = {"compression": CODECS[used]}
+    for key, raw in properties.items():
+        if not key.startswith(PREFIX):
             continue
-        name = prop[len(PREFIX):]
+        name, prop = key[len(PREFIX):], named.get(key, key)
         if name == "compression-codec":
             continue
         if name in SIZES:
             out[SIZES[name]] = str(_whole(prop, raw, 1))
         elif name == "compression-level":
-            if codec(properties) != "zstd":
+            if used != "zstd":
                 raise NotSupported(f"lakerules: table property {prop} is honored for zstd only "
-                                   f"(this table writes {codec(properties)})")
+                                   f"(this table writes {used})")
             out["parquet.compression.codec.zstd.level"] = str(_whole(prop, raw, -131072))
         elif name.startswith(BLOOM_ENABLED) or name.startswith(BLOOM_FPP):
             enabled = name.startswith(BLOOM_ENABLED)
@@ -118,23 +122,22 @@ def delete_writer_options(properties: dict[str, str]) -> dict[str, str]:
     merged = {k: v for k, v in properties.items() if not k.startswith(DELETE_PREFIX)}
     if DELETE_PREFIX + "compression-codec" in properties and DELETE_PREFIX + "compression-level" not in properties:
         merged.pop(PREFIX + "compression-level", None)  # the data files' level is for their codec
+    named = {}
     for k, v in properties.items():
         if k.startswith(DELETE_PREFIX):
             merged[PREFIX + k[len(DELETE_PREFIX):]] = v
+            named[PREFIX + k[len(DELETE_PREFIX):]] = k
     try:
-        return writer_options(merged, None)
+        return writer_options(merged, None, named)
     except NotSupported as e:
-        message = str(e)
-        for k in properties:
-            if k.startswith(DELETE_PREFIX):
-                message = message.replace(PREFIX + k[len(DELETE_PREFIX):], k)
-        raise NotSupported(f"{message} (writing delete files)") from None
+        raise NotSupported(f"{e} (writing delete files)") from None
 
 
-def codec(properties: dict[str, str]) -> str:
-    name = properties.get(PREFIX + "compression-codec", "zstd").lower()
+def codec(properties: dict[str, str], named: dict[str, str] | None = None) -> str:
+    key = PREFIX + "compression-codec"
+    name = properties.get(key, "zstd").lower()
     if name not in CODECS:
-        raise NotSupported(f"lakerules: write.parquet.compression-codec={name} is not supported; use one of {sorted(CODECS)}")
+        raise NotSupported(f"lakerules: {(named or {}).get(key, key)}={name} is not supported; use one of {sorted(CODECS)}")
     return name
 
 

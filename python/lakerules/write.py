@@ -205,8 +205,7 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .options(**(parquet_props.writer_options(table.properties, set(index_by_name(table.schema())))
-                    if content == DataFileContent.DATA else parquet_props.delete_writer_options(table.properties)))
+        .options(**_parquet_options(table, content))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
     if part_cols:
@@ -262,7 +261,7 @@ def write_position_deletes(spark, table: Table, df: DataFrame, groups: list[tupl
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .options(**parquet_props.delete_writer_options(table.properties))
+        .options(**_parquet_options(table, DataFileContent.POSITION_DELETES))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .partitionBy(PART_COL)
     )
@@ -285,6 +284,14 @@ def write_position_deletes(spark, table: Table, df: DataFrame, groups: list[tupl
 
 def _shuffle_partitions(spark) -> int:
     return int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+
+
+def _parquet_options(table: Table, content: DataFileContent) -> dict[str, str]:
+    """Spark Parquet writer options from the table's write.parquet.* properties (lakerules.parquet_props):
+    data files may name bloom filter columns; delete files read write.delete.parquet.* first."""
+    if content == DataFileContent.DATA:
+        return parquet_props.writer_options(table.properties, set(index_by_name(table.schema())))
+    return parquet_props.delete_writer_options(table.properties)
 
 
 def _new_target(table: Table) -> str:
