@@ -54,11 +54,16 @@ def _live(table):
     return [task.file for task in table.scan().plan_files()]
 
 
+def _local(path: str) -> str:
+    """A local file's path without its file: scheme, as pyarrow opens it."""
+    return path.replace("file://", "").replace("file:", "")
+
+
 def _row_group_boxes(paths) -> list[list[tuple]]:
     """Each file's row groups' [min, max] boxes, from the Parquet footers."""
     out = []
     for p in paths:
-        meta = pq.read_metadata(p.replace("file://", "").replace("file:", ""))
+        meta = pq.read_metadata(_local(p))
         names = meta.schema.to_arrow_schema().names
         out.append([tuple((s.min, s.max) for s in (meta.row_group(i).column(names.index(c)).statistics for c in COLUMNS))
                     for i in range(meta.num_row_groups)])
@@ -103,7 +108,7 @@ def run(spark, args, report: Report) -> None:
     work = OUT / NAME / "work"
     delta_source = work / "delta-source"
     shutil.rmtree(delta_source, ignore_errors=True)
-    rows = ds.dataset([p.replace("file://", "") for p in source], format="parquet").to_table()
+    rows = ds.dataset([_local(p) for p in source], format="parquet").to_table()
     rows = rows.cast(pa.schema([pa.field(f.name, f.type) for f in rows.schema]))  # without Iceberg field ids
     write_deltalake(str(delta_source), rows)
     del rows
@@ -111,9 +116,8 @@ def run(spark, args, report: Report) -> None:
     frame = spark.read.parquet(*source)
 
     # uncompressed bytes a row takes in Parquet: what the writers' row group sizes count
-    row_bytes = sum(pq.read_metadata(p.replace("file://", "").replace("file:", "")).row_group(i).total_byte_size
-                    for p in source for i in range(pq.read_metadata(p.replace("file://", "").replace("file:", "")).num_row_groups))
-    row_bytes /= args.rows
+    footers = [pq.read_metadata(_local(p)) for p in source]
+    row_bytes = sum(m.row_group(i).total_byte_size for m in footers for i in range(m.num_row_groups)) / args.rows
     spark.sql("ALTER TABLE lake.bench.s SET TBLPROPERTIES ('write.parquet.row-group-check-min-record-count' = '10', "
               "'write.parquet.row-group-check-max-record-count' = '100')")
     for k in (2, 3):
