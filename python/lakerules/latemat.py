@@ -63,7 +63,7 @@ from pyiceberg.schema import Schema
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from lakerules import jvm as J
+from lakerules import jvm as J, schema as schemas
 from lakerules.errors import LakeError
 from lakerules.explain import remember
 from lakerules.plan import Filter, LakeScan, Node, SparkNode
@@ -222,7 +222,7 @@ def _column_bytes(scan: LakeScan, predicate: list[str], rest: list[str]) -> tupl
     from the Iceberg column sizes (a nested column: the sum of its leaves)."""
     ids = {}
     for f in scan.schema.as_struct().fields:
-        ids[f.name] = _leaf_ids(f)
+        ids[f.name] = schemas.field_ids(f)
     totals = [0, 0]
     for planned in scan.plan.files:
         sizes = planned.file.column_sizes
@@ -231,18 +231,6 @@ def _column_bytes(scan: LakeScan, predicate: list[str], rest: list[str]) -> tupl
         for k, names in enumerate((predicate, rest)):
             totals[k] += sum(sizes.get(i, 0) for n in names for i in ids.get(n, ()))
     return totals[0], totals[1]
-
-
-def _leaf_ids(f) -> list[int]:
-    out = [f.field_id]
-    t = f.field_type
-    for sub in getattr(t, "fields", ()) or ():
-        out += _leaf_ids(sub)
-    for attr in ("element_field", "key_field", "value_field"):
-        sub = getattr(t, attr, None)
-        if sub is not None:
-            out += _leaf_ids(sub)
-    return out
 
 
 def _size(n: float) -> str:
@@ -379,7 +367,7 @@ def _phase_one(ctx, scan: LateScan, files: list):
     spark = ctx.spark
     # only the filter's columns, and those equality deletes compare, are read (and named)
     keys = {i for p in files for d in p.equality_deletes for i in d.equality_ids}
-    keep = {f.name for f in scan.schema.fields if f.name in scan.predicate_columns or keys.intersection(_leaf_ids(f))}
+    keep = {f.name for f in scan.schema.fields if f.name in scan.predicate_columns or keys & schemas.field_ids(f)}
     schema = Schema(*[f for f in scan.schema.fields if f.name in keep], schema_id=scan.schema.schema_id)
     part = replace(scan, schema=schema, output=tuple(a for a in scan.output if a.name in keep),
                    plan=replace(scan.plan, files=tuple(files)))

@@ -49,7 +49,7 @@ from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
 from pyiceberg.expressions.visitors import bind, expression_evaluator, extract_field_ids, inclusive_projection
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import ListType, MapType, StructType
+from pyiceberg.types import StructType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -487,7 +487,7 @@ def _partition_predicate(ctx, table, ref: TableRef, where: str | None, statement
     # the top-level columns holding a partition source (a struct holds one of its fields): the
     # names the WHERE's attributes may have; the translated predicate is checked field by field
     sources = {top.name.lower(): schema.find_column_name(top.field_id) for top in schema.fields
-               if source_ids & _field_ids(top)}
+               if source_ids & schemas.field_ids(top)}
     df = ctx.spark.table(_sql_name(ref)).where(where)  # Spark resolves names and types, and says when it cannot
     plan = J.analyzed(df)
     if J.simple_name(plan) != "Filter":
@@ -520,18 +520,6 @@ def _partition_predicate(ctx, table, ref: TableRef, where: str | None, statement
             f"{', '.join(sorted(schema.find_column_name(i) for i in extra))} is not one ({ref} is partitioned by {partitioned})"
         )
     return expr
-
-
-def _field_ids(field) -> set[int]:
-    """The field's id and those of the fields inside it."""
-    t = field.field_type
-    if isinstance(t, StructType):
-        return {field.field_id}.union(*(_field_ids(f) for f in t.fields))
-    if isinstance(t, ListType):
-        return {field.field_id} | _field_ids(t.element_field)
-    if isinstance(t, MapType):
-        return {field.field_id} | _field_ids(t.key_field) | _field_ids(t.value_field)
-    return {field.field_id}
 
 
 def _sql_name(ref: TableRef) -> str:

@@ -100,6 +100,23 @@ def iceberg_to_spark(schema: Schema | it.StructType, with_ids: bool = False) -> 
     return _to_spark(struct, with_ids)
 
 
+def field_ids(field: it.NestedField) -> set[int]:
+    """The field's id and those of every field inside it (struct fields, list elements, map keys
+    and values).
+
+    >>> field_ids(it.NestedField(1, "s", it.StructType(it.NestedField(2, "l", it.ListType(3, it.LongType())))))
+    {1, 2, 3}
+    """
+    t = field.field_type
+    if isinstance(t, it.StructType):
+        return {field.field_id}.union(*(field_ids(f) for f in t.fields))
+    if isinstance(t, it.ListType):
+        return {field.field_id} | field_ids(t.element_field)
+    if isinstance(t, it.MapType):
+        return {field.field_id} | field_ids(t.key_field) | field_ids(t.value_field)
+    return {field.field_id}
+
+
 def nested_ids(fields) -> str | None:
     """The field ids of list elements and map keys and values under ``fields`` (Iceberg
     NestedFields), which Spark's Parquet writer cannot take from a schema's metadata, as the tree
