@@ -288,29 +288,29 @@ class Catalogs:
 
     def _op_create_table(self, name, cat, a):
         ns, tname = tuple(a["namespace"]), a["name"]
-        paths.check_identifier(ns, tname)
-        _kept_as_spelled(name, cat, ns)
-        props = dict(a.get("properties") or {})
-        provider = props.get("provider")
-        if provider and provider.lower() != "iceberg":
-            raise LakeError(
-                f"lakerules: lake tables are Iceberg tables; USING {provider} is not supported "
-                "(write USING iceberg, or leave USING out)"
-            )
-        location = props.get("location")
-        if location:
-            paths.check_location(location)
-        props = {k: v for k, v in props.items() if k not in _SPARK_RESERVED}
-        props.setdefault("format-version", "2")
-        if props["format-version"] not in ("1", "2"):
-            raise NotSupported(f"lakerules: format-version {props['format-version']} is not supported (use 2)")
-        iceberg_schema = schemas.spark_json_to_iceberg(a["schema"])
-        spec = partitioning.spec_from_spark(a.get("partitioning") or [], iceberg_schema)
+        iceberg_schema, spec, props, location = _new_table(name, cat, a)
         if not self._namespace_exists(cat, ns):
             raise CatalogError("NoSuchNamespace", "no such namespace", ns)
+        props.setdefault("format-version", "2")
         table = cat.create_table((*ns, tname), iceberg_schema, partition_spec=spec, properties=props, location=location)
         table = _add_name_mapping(table)
         return table_info(name, ns, tname, table, None, table.schema())
+
+    def _op_replace_table(self, name, cat, a):
+        """REPLACE TABLE / CREATE OR REPLACE TABLE without AS SELECT (the shim's staged table,
+        committed when Spark commits it): one commit on the existing table (lakerules.replace),
+        which is then empty; CREATE OR REPLACE of a missing table creates it."""
+        ns, tname = tuple(a["namespace"]), a["name"]
+        if not ns or not cat.table_exists((*ns, tname)):
+            if a.get("or_create"):
+                return self._op_create_table(name, cat, a)
+            raise CatalogError("NoSuchTable", "no such table", ns, tname)
+        from lakerules import commit
+
+        replacement = plan_replace(name, cat, a)
+        commit.replace_table(replacement, [])
+        table = cat.load_table((*ns, tname))
+        return table_info(name, ns, tname, table, table.current_snapshot(), table.schema())
 
     def _op_alter_table(self, name, cat, a):
         ns, tname = tuple(a["namespace"]), a["name"]
@@ -343,6 +343,43 @@ class Catalogs:
             raise CatalogError("NoSuchNamespace", "no such namespace", to_ns)
         cat.rename_table((*src["namespace"], src["name"]), (*to_ns, dst["name"]))
         return {}
+
+
+def _new_table(catalog: str, cat: Catalog, a: dict, default_provider: str | None = None):
+    """(Iceberg schema, partition spec, properties, location or None) of a table to create or
+    replace from the shim's arguments (Spark's columns, transforms and properties), checked.
+    ``default_provider``: the session's default data source, which DataFrameWriter.saveAsTable
+    names when no format() was given, taken as no USING at all."""
+    ns, tname = tuple(a["namespace"]), a["name"]
+    paths.check_identifier(ns, tname)
+    _kept_as_spelled(catalog, cat, ns)
+    props = dict(a.get("properties") or {})
+    provider = props.get("provider")
+    if provider and provider.lower() != "iceberg" and provider != default_provider:
+        raise LakeError(
+            f"lakerules: lake tables are Iceberg tables; USING {provider} is not supported "
+            "(write USING iceberg, or leave USING out)"
+        )
+    location = props.get("location")
+    if location:
+        paths.check_location(location)
+    props = {k: v for k, v in props.items() if k not in _SPARK_RESERVED}
+    version = props.get("format-version")
+    if version is not None and version not in ("1", "2"):
+        raise NotSupported(f"lakerules: format-version {version} is not supported (use 2)")
+    iceberg_schema = schemas.spark_json_to_iceberg(a["schema"])
+    spec = partitioning.spec_from_spark(a.get("partitioning") or [], iceberg_schema)
+    return iceberg_schema, spec, props, location
+
+
+def plan_replace(catalog: str, cat: Catalog, a: dict, default_provider: str | None = None):
+    """The replace of the existing table a names (lakerules.replace) by the table a describes."""
+    from lakerules import replace
+
+    ns, tname = tuple(a["namespace"]), a["name"]
+    iceberg_schema, spec, props, location = _new_table(catalog, cat, a, default_provider)
+    base = cat.load_table((*ns, tname))
+    return replace.plan(base, iceberg_schema, spec, props, location, qualified(catalog, ns, tname))
 
 
 # ---- the catalog's own faults ------------------------------------------------------------------------

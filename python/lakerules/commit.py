@@ -221,6 +221,20 @@ def overwrite(table: Table, removed: list, added: list, summary: dict | None = N
                 ow.append_data_file(f)
 
 
+def replace_table(replacement, data_files: list, summary: dict | None = None) -> None:
+    """A replace (lakerules.replace) in one commit: the new schema, spec, order, properties and
+    location, and main moved to a snapshot of just ``data_files`` (none: main removed, the
+    table empty). Its requirements are the table as the replace was planned on."""
+    table = replacement.base
+    with _transaction(table) as tx:
+        tx._stage(replacement.updates, replacement.requirements)
+        if data_files:
+            with _Append(operation=Operation.APPEND, transaction=tx, io=table.io,
+                         **_producer_args(table, summary)) as fa:
+                for f in data_files:
+                    fa.append_data_file(f)
+
+
 # ---- manifest merging ----------------------------------------------------------------------------
 #
 # Every commit writes a manifest for the files it adds; carried over as they are, a table written

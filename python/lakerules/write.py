@@ -108,9 +108,12 @@ def _validated(ctx, t, table: Table, read, start, level, replaced: list, conditi
 
 
 def run_ctas(ctx, node, query_plan):
-    """CREATE TABLE ... AS SELECT / REPLACE TABLE ... AS SELECT on a lake catalog."""
+    """CREATE TABLE ... AS SELECT / [CREATE OR] REPLACE TABLE ... AS SELECT on a lake catalog.
+    A replace of an existing table is one commit on it (lakerules.replace): the new rows are
+    written as the replacement's files first, and if anything fails before the commit the table
+    is as it was."""
     t = node.table
-    paths.check_identifier(t.namespace, t.name)  # before REPLACE drops the old table
+    paths.check_identifier(t.namespace, t.name)
     summary = options.write_summary(t, dict(node.options), ctas=True)
     catalog = ctx.catalogs.get(t.catalog)
     exists = catalog.table_exists(t.identifier)
@@ -128,10 +131,22 @@ def run_ctas(ctx, node, query_plan):
         "partitioning": list(node.partitioning),
         "properties": dict(node.properties),
     }
+    # DataFrameWriter.saveAsTable without format() names the session's default source
+    default_provider = ctx.spark.conf.get("spark.sql.sources.default", "parquet")
     if exists:
-        # REPLACE: the old table's files go in the same commit as the new rows would; pyiceberg
-        # has no atomic replace, so drop and create, and say so if the write then fails.
-        catalog.drop_table(t.identifier)
+        from lakerules.catalogs import plan_replace
+
+        replacement = plan_replace(t.catalog, catalog, args, default_provider)
+        table = replacement.staged
+        written = write_data_files(ctx, t.catalog, table, df)
+        try:
+            commit.replace_table(replacement, written, summary)
+        except BaseException as e:
+            discard(table, written, e)
+            raise
+        return J.empty_result(ctx.spark)
+    if args["properties"].get("provider") == default_provider:
+        args["properties"].pop("provider")
     ctx.catalogs.handle(t.catalog, "create_table", args)
     table = ctx.catalogs.load(t.catalog, t.namespace, t.name)
     written: list[DataFile] = []

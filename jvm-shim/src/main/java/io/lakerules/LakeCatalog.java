@@ -22,6 +22,8 @@ import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.FunctionCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.StagedTable;
+import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
@@ -52,7 +54,7 @@ import io.lakerules.functions.TruncateFunction;
  * needs: NAME.system.range_id(value, bounds), NAME.system.interleave_bits(bits, ids),
  * NAME.system.hilbert_index(bits, ids) and NAME.system.kd_cell(keys, tree, cuts).
  */
-public final class LakeCatalog implements TableCatalog, SupportsNamespaces, FunctionCatalog {
+public final class LakeCatalog implements StagingTableCatalog, SupportsNamespaces, FunctionCatalog {
   static final ObjectMapper JSON = new ObjectMapper();
   private String name;
 
@@ -181,22 +183,109 @@ public final class LakeCatalog implements TableCatalog, SupportsNamespaces, Func
   @Override
   public Table createTable(Identifier ident, Column[] columns, Transform[] partitions,
       Map<String, String> properties) {
-    StructType schema = new StructType();
-    for (Column c : columns) {
-      schema = schema.add(c.name(), c.dataType(), c.nullable(), c.comment() == null ? "" : c.comment());
-    }
-    return createTable(ident, schema, partitions, properties);
+    return createTable(ident, schema(columns), partitions, properties);
   }
 
   @SuppressWarnings("deprecation")
   @Override
   public Table createTable(Identifier ident, StructType schema, Transform[] partitions,
       Map<String, String> properties) {
+    return table(ident, call("create_table", tableArgs(ident, schema, partitions, properties)));
+  }
+
+  private static StructType schema(Column[] columns) {
+    StructType schema = new StructType();
+    for (Column c : columns) {
+      schema = schema.add(c.name(), c.dataType(), c.nullable(), c.comment() == null ? "" : c.comment());
+    }
+    return schema;
+  }
+
+  private static ObjectNode tableArgs(Identifier ident, StructType schema, Transform[] partitions,
+      Map<String, String> properties) {
     ObjectNode a = ident(ident);
     a.put("schema", schema.json());
     a.set("partitioning", transforms(partitions));
     a.set("properties", stringMap(properties));
-    return table(ident, call("create_table", a));
+    return a;
+  }
+
+  // ---- staged: REPLACE TABLE and CREATE OR REPLACE TABLE in one commit ---------------------
+  // Spark plans these as AtomicReplaceTableExec for a staging catalog (else as a drop, then a
+  // create: a create that fails would leave no table). The staged table holds the arguments;
+  // its commit is one Python call (lakerules.replace); nothing happens before it. AS SELECT
+  // forms never get here: the rules plan them as lake commands (lakerules.write.run_ctas).
+
+  @Override
+  public StagedTable stageCreate(Identifier ident, Column[] columns, Transform[] partitions,
+      Map<String, String> properties) {
+    return stageCreate(ident, schema(columns), partitions, properties);
+  }
+
+  @SuppressWarnings("deprecation")
+  @Override
+  public StagedTable stageCreate(Identifier ident, StructType schema, Transform[] partitions,
+      Map<String, String> properties) {
+    return new Staged("create_table", ident, schema, partitions, properties);
+  }
+
+  @Override
+  public StagedTable stageReplace(Identifier ident, Column[] columns, Transform[] partitions,
+      Map<String, String> properties) {
+    return stageReplace(ident, schema(columns), partitions, properties);
+  }
+
+  @SuppressWarnings("deprecation")
+  @Override
+  public StagedTable stageReplace(Identifier ident, StructType schema, Transform[] partitions,
+      Map<String, String> properties) {
+    return new Staged("replace_table", ident, schema, partitions, properties);
+  }
+
+  @Override
+  public StagedTable stageCreateOrReplace(Identifier ident, Column[] columns, Transform[] partitions,
+      Map<String, String> properties) {
+    return stageCreateOrReplace(ident, schema(columns), partitions, properties);
+  }
+
+  @SuppressWarnings("deprecation")
+  @Override
+  public StagedTable stageCreateOrReplace(Identifier ident, StructType schema, Transform[] partitions,
+      Map<String, String> properties) {
+    Staged staged = new Staged("replace_table", ident, schema, partitions, properties);
+    staged.args.put("or_create", true);
+    return staged;
+  }
+
+  /** A create or replace Spark commits once (commitStagedChanges) or aborts (nothing to undo). */
+  private final class Staged implements StagedTable {
+    private final String op;
+    private final Identifier ident;
+    private final StructType schema;
+    private final Transform[] partitions;
+    private final Map<String, String> properties;
+    final ObjectNode args;
+
+    Staged(String op, Identifier ident, StructType schema, Transform[] partitions,
+        Map<String, String> properties) {
+      this.op = op;
+      this.ident = ident;
+      this.schema = schema;
+      this.partitions = partitions;
+      this.properties = properties;
+      this.args = tableArgs(ident, schema, partitions, properties);
+    }
+
+    @Override public void commitStagedChanges() { call(op, args); }
+    @Override public void abortStagedChanges() { }
+    @Override public String name() { return LakeCatalog.this.name + "." + ident; }
+    @SuppressWarnings("deprecation")
+    @Override public StructType schema() { return schema; }
+    @Override public Transform[] partitioning() { return partitions.clone(); }
+    @Override public Map<String, String> properties() { return properties; }
+    @Override public java.util.Set<org.apache.spark.sql.connector.catalog.TableCapability> capabilities() {
+      return java.util.Collections.emptySet();
+    }
   }
 
   @Override
