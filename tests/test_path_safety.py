@@ -95,11 +95,20 @@ def canaries(spark, ns, warehouse, iceberg_catalog, tmp_path, request):
     print(f"{request.node.name}: {c.count()} canaries, all intact at each of {c.checks} checks")
 
 
-def make_table(spark, iceberg_catalog, ns: str, name: str, ids: list[int], location: str | None = None):
+def make_table(spark, iceberg_catalog, ns: str, name: str, ids: list[int], location: str | None = None,
+               elsewhere: bool = False):
     """lake.<ns>.<name> (id BIGINT) with the ids appended, in one snapshot per id (pyiceberg
-    appends: much quicker than Spark jobs)."""
-    where = f" LOCATION '{location}'" if location else ""
-    spark.sql(f"CREATE TABLE lake.{ns}.`{name}` (id BIGINT){where}")
+    appends: much quicker than Spark jobs). ``elsewhere``: created by pyiceberg, as another tool
+    would, at a location lakerules' CREATE TABLE refuses (lakerules.owners)."""
+    if elsewhere:
+        import pyiceberg.schema
+        import pyiceberg.types as T
+
+        schema = pyiceberg.schema.Schema(T.NestedField(1, "id", T.LongType(), required=False))
+        iceberg_catalog.create_table((ns, name), schema, location=location)
+    else:
+        where = f" LOCATION '{location}'" if location else ""
+        spark.sql(f"CREATE TABLE lake.{ns}.`{name}` (id BIGINT){where}")
     t = iceberg_catalog.load_table((ns, name))
     for i in ids:
         t.append(pa.table({"id": pa.array([i], pa.int64())}, schema=t.schema().as_arrow()))
@@ -316,7 +325,11 @@ def test_a_location_that_holds_other_tables_is_refused(spark, ns, warehouse, ice
     try:
         for space, name, location, named in cases:
             try:
-                make_table(spark, iceberg_catalog, space, name, [1, 2], location=location)
+                # lakerules refuses to make such a table; another tool may have made it
+                refused(spark, f"CREATE TABLE lake.{space}.{name} (id BIGINT) LOCATION '{location}'",
+                        "Choose another location; nothing was changed")
+                assert not iceberg_catalog.table_exists((space, name))
+                make_table(spark, iceberg_catalog, space, name, [1, 2], location=location, elsewhere=True)
                 before = state(iceberg_catalog, (space, name))
                 canaries.arm()
                 refused_call(spark, f"{space}.{name}", "", named)
@@ -328,7 +341,10 @@ def test_a_location_that_holds_other_tables_is_refused(spark, ns, warehouse, ice
             finally:
                 drop_keeping_files(spark, iceberg_catalog, (space, name))
         # a table inside sib's folder: sib now holds another table's location
-        make_table(spark, iceberg_catalog, ns, "inner", [5], location=f"{canaries.sibling.location()}/data/inner")
+        refused(spark, f"CREATE TABLE lake.{ns}.inner (id BIGINT) LOCATION '{canaries.sibling.location()}/data/inner'",
+                f"is inside the location of table lake.{ns}.sib")
+        make_table(spark, iceberg_catalog, ns, "inner", [5], location=f"{canaries.sibling.location()}/data/inner",
+                   elsewhere=True)
         before = state(iceberg_catalog, (ns, "sib"))
         canaries.arm()
         refused_call(spark, f"{ns}.sib", "", f"contains the location of table lake.{ns}.inner")

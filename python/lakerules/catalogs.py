@@ -14,8 +14,9 @@ from typing import Any
 from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
+from pyiceberg.table.update import SetLocationUpdate
 
-from lakerules import far_dates, metadata_cache, metadata_files, partitioning, paths, refs, schema as schemas
+from lakerules import far_dates, metadata_cache, metadata_files, owners, partitioning, paths, refs, schema as schemas
 from lakerules.errors import CatalogError, CatalogUnavailable, LakeError, NotSupported, UnreadableFile
 
 # Spark passes these as table properties; they are not Iceberg properties.
@@ -171,11 +172,18 @@ class Catalogs:
         _not_root(name, a["namespace"], "CREATE NAMESPACE")
         paths.check_identifier(a["namespace"])
         _kept_as_spelled(name, cat, a["namespace"])
-        cat.create_namespace(tuple(a["namespace"]), a.get("properties") or {})
+        props = a.get("properties") or {}
+        if props.get("location"):
+            owners.check_namespace_location(cat, f"CREATE NAMESPACE {qualified(name, a['namespace'][:-1], a['namespace'][-1])}",
+                                            props["location"])
+        cat.create_namespace(tuple(a["namespace"]), props)
         return {}
 
     def _op_alter_namespace(self, name, cat, a):
         _not_root(name, a["namespace"], "ALTER NAMESPACE")
+        if (a["set"] or {}).get("location"):
+            owners.check_namespace_location(cat, f"ALTER NAMESPACE {qualified(name, a['namespace'][:-1], a['namespace'][-1])}",
+                                            a["set"]["location"])
         cat.update_namespace_properties(tuple(a["namespace"]), set(a["remove"]), a["set"])
         return {}
 
@@ -292,6 +300,11 @@ class Catalogs:
         if not self._namespace_exists(cat, ns):
             raise CatalogError("NoSuchNamespace", "no such namespace", ns)
         props.setdefault("format-version", "2")
+        # a folder belongs to one table (lakerules.owners)
+        tables = owners.other_tables(cat)
+        if not location:
+            location = owners.default_location(cat, ns, tname, cat.load_namespace_properties(ns).get("location"), tables)
+        owners.check_folders(cat, f"CREATE TABLE {qualified(name, ns, tname)}", location, props, tables=tables)
         table = cat.create_table((*ns, tname), iceberg_schema, partition_spec=spec, properties=props, location=location)
         table = _add_name_mapping(table)
         return table_info(name, ns, tname, table, None, table.schema())
@@ -315,7 +328,8 @@ class Catalogs:
     def _op_alter_table(self, name, cat, a):
         ns, tname = tuple(a["namespace"]), a["name"]
         table = cat.load_table((*ns, tname))
-        _alter(table, a["changes"])
+        _alter(table, a["changes"], lambda location, props: owners.check_folders(
+            cat, f"ALTER TABLE {qualified(name, ns, tname)}", location, props, own=(*ns, tname)))
         table = cat.load_table((*ns, tname))
         return table_info(name, ns, tname, table, table.current_snapshot(), table.schema())
 
@@ -379,7 +393,25 @@ def plan_replace(catalog: str, cat: Catalog, a: dict, default_provider: str | No
     ns, tname = tuple(a["namespace"]), a["name"]
     iceberg_schema, spec, props, location = _new_table(catalog, cat, a, default_provider)
     base = cat.load_table((*ns, tname))
-    return replace.plan(base, iceberg_schema, spec, props, location, qualified(catalog, ns, tname))
+    shown = qualified(catalog, ns, tname)
+    if location or any(k in props for k in (paths.DATA_PATH, paths.METADATA_PATH)):
+        merged = {**base.properties, **props}
+        if location and paths.key(location) != paths.key(base.location()):
+            merged[paths.PREVIOUS_FOLDERS] = _previous(base, base.location())
+        owners.check_folders(cat, f"CREATE OR REPLACE TABLE {shown}", location or base.location(), merged,
+                             own=(*ns, tname))
+        if paths.PREVIOUS_FOLDERS in merged and merged[paths.PREVIOUS_FOLDERS] != base.properties.get(paths.PREVIOUS_FOLDERS):
+            props[paths.PREVIOUS_FOLDERS] = merged[paths.PREVIOUS_FOLDERS]
+    return replace.plan(base, iceberg_schema, spec, props, location, shown)
+
+
+def _previous(table: Table, *folders: str) -> str:
+    """The table's lakerules.previous-folders with ``folders`` added, when it has files (they stay
+    in the folders it moves away from, and so does its ownership of them)."""
+    known = json.loads(table.properties.get(paths.PREVIOUS_FOLDERS) or "[]")
+    if table.metadata.snapshots:
+        known += [f for f in folders if f and f not in known]
+    return json.dumps(known)
 
 
 # ---- the catalog's own faults ------------------------------------------------------------------------
@@ -632,24 +664,41 @@ def _snapshot_at(table: Table, timestamp_micros: int):
     return table.snapshot_by_id(best.snapshot_id)
 
 
-def _alter(table: Table, changes: list[dict]) -> None:
-    """ALTER TABLE changes, applied in one transaction (all or nothing)."""
+def _alter(table: Table, changes: list[dict], check_folders) -> None:
+    """ALTER TABLE changes, applied in one transaction (all or nothing). A new location (SET
+    LOCATION) or write.data.path / write.metadata.path is checked first (``check_folders(location,
+    properties)``: a folder belongs to one table); the folders the table leaves keep its older files
+    and stay its own (lakerules.previous-folders)."""
     column_ops = [c for c in changes if c["op"] not in ("set_property", "remove_property")]
     for c in changes:
         if c["op"] == "unsupported":
             raise NotSupported(f"lakerules: ALTER TABLE change {c['class']} is not supported: {c['description']}")
+    sets = {c["key"]: c["value"] for c in changes if c["op"] == "set_property"}
+    removes = [c["key"] for c in changes if c["op"] == "remove_property"]
+    location = sets.pop("location", None)
+    moved = [k for k in (paths.DATA_PATH, paths.METADATA_PATH) if k in sets or k in removes]
+    if location is not None or moved:
+        props = {k: v for k, v in table.properties.items() if k not in removes}
+        props.update(sets)
+        left = [table.location()] if location is not None else []
+        left += [table.properties[k] for k in moved if table.properties.get(k) and props.get(k) != table.properties[k]]
+        props[paths.PREVIOUS_FOLDERS] = _previous(table, *left)
+        check_folders(location or table.location(), props)
+        if props[paths.PREVIOUS_FOLDERS] != table.properties.get(paths.PREVIOUS_FOLDERS, "[]"):
+            sets[paths.PREVIOUS_FOLDERS] = props[paths.PREVIOUS_FOLDERS]
     with table.transaction() as tx:
+        if location is not None:
+            paths.check_location(location)
+            tx._stage((SetLocationUpdate(location=location.rstrip("/")),))  # pyiceberg's update_location is not implemented
         if column_ops:
             with tx.update_schema() as us:
                 for c in column_ops:
                     _column_change(us, table, c)
-        sets = {c["key"]: c["value"] for c in changes if c["op"] == "set_property"}
         version = sets.pop("format-version", None)
         if version is not None and version != str(table.format_version):
             tx.upgrade_table_version(int(version))
         if sets:
             tx.set_properties(sets)
-        removes = [c["key"] for c in changes if c["op"] == "remove_property"]
         if removes:
             tx.remove_properties(*removes)
 

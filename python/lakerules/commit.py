@@ -195,12 +195,14 @@ def commit_may_have_landed(error: BaseException) -> bool:
     return isinstance(error, CommitOutcomeUnknown)
 
 
-def append(table: Table, data_files: list, summary: dict | None = None) -> None:
+def append(table: Table, data_files: list, summary: dict | None = None, properties: dict | None = None) -> None:
     """Append new data files: the files' rows are added, nothing is removed; small manifests are
-    merged (see Manifest merging)."""
+    merged (see Manifest merging). ``properties`` are set in the same commit."""
     if not data_files:
         return
     with _transaction(table) as tx:
+        if properties:
+            tx.set_properties(properties)
         with _Append(operation=Operation.APPEND, transaction=tx, io=table.io,
                      **_producer_args(table, summary)) as fa:
             for f in data_files:

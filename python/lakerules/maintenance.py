@@ -46,7 +46,7 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.refs import SnapshotRefType
 from pyspark.sql import functions as F
 
-from lakerules import jvm as J, paths
+from lakerules import jvm as J, owners, paths
 from lakerules.errors import LakeError, NotSupported, UnreadableFile
 
 log = logging.getLogger("lakerules")
@@ -97,6 +97,7 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
         Param("partition_filter", "MAP<STRING, STRING>"),
         Param("check_duplicate_files", "BOOLEAN"),
         Param("parallelism", "INT"),
+        Param("shared", "BOOLEAN"),  # lakerules': files of another table's folders, kept by its cleanup
     ),
     "register_table": (
         Param("table", "STRING", required=True),
@@ -380,12 +381,12 @@ def _remove_orphan_files(ctx, table, args: dict):
         )
     confined = paths.Confinement.of(table, f"remove_orphan_files on {_shown(table)}")
     location = confined.location(args["location"])
-    confined.check_root(table.catalog, table.name())
+    borrowed = guard(table.catalog, table, confined)
     # list first, then read the metadata: a file committed in between is in the metadata
-    listed = confined.list_files(location, older_than_ms, table.io, hidden)
+    listed = confined.list_files(location, older_than_ms, table.io, hidden, kept_folder)
     _refuse_other_tables(confined, table, listed)
     table.refresh()
-    needed = reachable(table.metadata, table.metadata_location, table.io)
+    needed = reachable(table.metadata, table.metadata_location, table.io) | borrowed
     orphans = sorted(p for p in listed if normalize(p) not in needed and not _is_version_hint(p))
     if not args["dry_run"]:
         confined.delete(table.io, orphans, args["max_concurrent_deletes"])
@@ -400,7 +401,9 @@ def _is_version_hint(path: str) -> bool:
 
 
 def _shown(table) -> str:
-    return ".".join(table.name())
+    """A table's full name (lake.db.t): its catalog's name, then its identifier."""
+    catalog = getattr(getattr(table, "catalog", None), "name", None)
+    return ".".join((catalog, *table.name()) if catalog else table.name())
 
 
 def _refuse_other_tables(confined: paths.Confinement, table, listed: list[str]) -> None:
@@ -416,6 +419,38 @@ def _refuse_other_tables(confined: paths.Confinement, table, listed: list[str]) 
                 and normalize(p).rsplit("/", 1)[0] not in own:
             confined.refuse(f"{p!r} is another table's metadata below the table's location "
                             f"{confined.root.text!r}; files there belong to that table")
+
+
+def guard(catalog, table, confined: paths.Confinement) -> set[str]:
+    """Before a cleanup of ``table`` deletes anything: its folders must be its own (refused
+    otherwise, lakerules.owners), and the files other tables borrow from them are returned
+    (normalized), to be kept."""
+    tables = owners.other_tables(catalog, table.name()) if catalog is not None else []
+    confined.check_root(owners.holdings(catalog, table.name(), tables))
+    keep: set[str] = set()
+    for other in owners.borrowers(confined, tables):
+        try:
+            from pyiceberg.serializers import FromInputFile
+
+            metadata = FromInputFile.table_metadata(table.io.new_input(other.metadata_location))
+            files = reachable(metadata, other.metadata_location, table.io)
+        except Exception as e:  # noqa: BLE001 - which files it borrows is not known: delete nothing
+            confined.refuse(f"table {other.name} borrows files from this table's folders and its metadata cannot be "
+                            f"read ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); which of them it "
+                            "needs is not known")
+        keep.update(p for p in files if confined.inside(p) is not None)
+    return keep
+
+
+# Structured Streaming's checkpoint: a folder holding these (and a ``metadata`` file).
+_CHECKPOINT_PARTS = ("offsets", "commits")
+
+
+def kept_folder(folder_names: set[str]) -> bool:
+    """Whether a folder whose entries are ``folder_names`` is never an orphan's: a Structured
+    Streaming checkpoint (offsets/, commits/ and metadata). Its files are the stream's state, and
+    deleting them makes a restarted stream replay its source."""
+    return all(p in folder_names for p in _CHECKPOINT_PARTS) and "metadata" in folder_names
 
 
 def hidden(relative: str) -> bool:
@@ -490,7 +525,7 @@ def _expire_snapshots(ctx, table, args: dict):
     # outside it (added from elsewhere with add_files, or another table's) are never deleted:
     # they are skipped, with a warning, and not counted
     confined = paths.Confinement.of(table, f"expire_snapshots on {_shown(table)}")
-    confined.check_root(table.catalog, table.name())
+    borrowed = guard(table.catalog, table, confined)
     # every manifest list and manifest the clean-up reads, read before the commit: one missing or
     # damaged is an error with the table unchanged, not an expiry committed with its files left
     # (the entries read are kept for after the commit)
@@ -501,7 +536,7 @@ def _expire_snapshots(ctx, table, args: dict):
     # what the snapshots still in the table need, read from the metadata as committed (which has
     # any snapshot committed meanwhile)
     gone_ids = set(expired) - {s.snapshot_id for s in after.snapshots}
-    doomed = _doomed(before, after, gone_ids, manifests)
+    doomed = {p: kind for p, kind in _doomed(before, after, gone_ids, manifests).items() if normalize(p) not in borrowed}
     counts = dict.fromkeys(("data", "position-deletes", "equality-deletes", "manifest", "manifest-list", "statistics"), 0)
     by_kind: dict[str, list[str]] = {}
     for p, kind in doomed.items():
@@ -559,10 +594,10 @@ def purge_plan(catalog, identifier) -> tuple:
         table = catalog.load_table(identifier)
     except UnreadableFile as e:
         return identifier, None, None, {}, [e]
-    confined = paths.Confinement.of(table, f"DROP TABLE {'.'.join(table.name())} PURGE")
+    confined = paths.Confinement.of(table, f"DROP TABLE {_shown(table)} PURGE")
     unread: list[UnreadableFile] = []
     try:
-        confined.check_root(catalog, table.name())
+        borrowed = guard(catalog, table, confined)
         manifests = _Manifests(table.io)
         metadata = table.metadata
         files: dict[str, str] = {}
@@ -572,6 +607,7 @@ def purge_plan(catalog, identifier) -> tuple:
             files[s.statistics_path] = "statistics"
         for p in [table.metadata_location, *(e.metadata_file for e in metadata.metadata_log)]:
             files[p] = "metadata"
+        files = {p: kind for p, kind in files.items() if normalize(p) not in borrowed}
     except LakeError as e:
         raise LakeError(f"{e}. DROP TABLE without PURGE drops the table and keeps its files") from None
     return identifier, table, confined, files, unread

@@ -242,139 +242,129 @@ def _real(path: str) -> str:
     return os.path.realpath(path)
 
 
-# ---- what the catalog holds ---------------------------------------------------------------------
+# ---- the folders a table owns -------------------------------------------------------------------
+
+# A table's data and metadata folders when they are not <location>/data and <location>/metadata
+# (Iceberg's properties), and the folders lakerules moved it away from (a JSON list), which still
+# hold its older files.
+DATA_PATH, METADATA_PATH, PREVIOUS_FOLDERS = "write.data.path", "write.metadata.path", "lakerules.previous-folders"
 
 
-def catalog_files(catalog) -> tuple[Loc | None, Loc | None]:
-    """The catalog's warehouse root and its database file (SQLite), where it has them."""
-    warehouse = None
-    if getattr(catalog, "properties", None) and catalog.properties.get("warehouse"):
-        try:
-            warehouse = resolve(catalog.properties["warehouse"])
-        except LakeError:
-            warehouse = None
-    database = None
-    engine = getattr(catalog, "engine", None)
-    if engine is not None and engine.dialect.name == "sqlite":
-        db = engine.url.database
-        if db and db != ":memory:" and not db.startswith("file:"):
-            database = resolve(os.path.abspath(db))
-    return warehouse, database
+def table_folders(location: str, properties) -> list[str]:
+    """The folders a table's files live in: its location, its write.data.path and
+    write.metadata.path, and the folders it had before lakerules moved it (in that order,
+    without repeats)."""
+    import json
+
+    out = [location]
+    for prop in (DATA_PATH, METADATA_PATH):
+        if properties.get(prop):
+            out.append(properties[prop])
+    try:
+        out += [str(p) for p in json.loads(properties.get(PREVIOUS_FOLDERS) or "[]")]
+    except ValueError:
+        pass
+    seen, unique = set(), []
+    for folder in out:
+        k = key(folder).rstrip("/")
+        if k not in seen:
+            seen.add(k)
+            unique.append(folder)
+    return unique
 
 
-def table_locations(catalog, own: tuple | None = None) -> list[tuple[str, Loc]]:
-    """(name, location) of every table the catalog's database holds, except ``own`` (an
-    identifier of this catalog). The SQL catalog answers in one query, for every catalog in its
-    database, and a table's location is read off its metadata file's (``<location>/metadata/``);
-    other catalogs load each table once."""
-    out: list[tuple[str, Loc]] = []
-    engine = getattr(catalog, "engine", None)
-    own = tuple(own) if own is not None else None
-    if engine is not None:
-        from pyiceberg.catalog import Catalog
-        from pyiceberg.catalog.sql import IcebergTables
-        from sqlalchemy import select
-        from sqlalchemy.orm import Session
+def relation(a: Loc, b: Loc) -> str | None:
+    """How folder ``a`` stands to folder ``b``: "is also" (the same folder), "is inside",
+    "contains", or None when they share no file, in every reading (as written, resolved,
+    percent-decoded) and, for local folders, with symbolic links resolved."""
+    a_in_b, b_in_a = overlaps_into(a, b), overlaps_into(b, a)
+    if a.local and b.local:
+        ra, rb = _real(a.path), _real(b.path)
+        a_in_b, b_in_a = a_in_b or _under(ra, rb), b_in_a or _under(rb, ra)
+    if a_in_b and b_in_a:
+        return "is also"
+    return "is inside" if a_in_b else "contains" if b_in_a else None
 
-        own_row = (catalog.name, Catalog.namespace_to_string(own[:-1]), own[-1]) if own else None
-        with Session(engine) as session:
-            rows = session.execute(select(IcebergTables.catalog_name, IcebergTables.table_namespace,
-                                          IcebergTables.table_name, IcebergTables.metadata_location)).all()
-        for cat, ns, name, metadata_location in rows:
-            if (cat, ns, name) == own_row or not metadata_location:
-                continue
-            try:
-                meta = resolve(metadata_location)
-            except LakeError:
-                continue
-            folder = meta.path.rsplit("/", 1)[0] or "/"
-            if folder.endswith("/metadata"):
-                folder = folder[: -len("/metadata")] or "/"
-            prefix = f"{meta.scheme}://{meta.authority}" if not meta.local else ""
-            out.append((f"{cat}.{ns}.{name}", resolve(prefix + folder)))
-        return out
 
-    def walk(namespace: tuple):
-        for ident in catalog.list_tables(namespace):
-            if own is not None and tuple(ident) == own:
-                continue
-            try:
-                out.append((".".join(ident), resolve(catalog.load_table(ident).location())))
-            except Exception:  # noqa: BLE001 - a table that cannot be loaded has no location to protect
-                log.warning("lakerules: cannot load table %s to check its location", ident)
-        for child in catalog.list_namespaces(namespace):
-            walk(tuple(child))
+def shown(loc: Loc) -> str:
+    return _shown(loc)
 
-    walk(())
-    return out
+
+@dataclass(frozen=True)
+class Holdings:
+    """What a catalog holds that no table may take over (lakerules.owners builds it): its
+    warehouse root, its database file, and the folders of every other table, by name."""
+
+    warehouse: Loc | None = None
+    database: Loc | None = None
+    tables: tuple[tuple[str, tuple[Loc, ...]], ...] = ()
 
 
 # ---- the confinement ----------------------------------------------------------------------------
 
 
 class Confinement:
-    """The files one table may delete: those below its location (see the module doc).
+    """The files one table may delete: those below the folders it owns (see the module doc):
+    its location and, when set, its data and metadata folders and the folders it was moved from.
 
     ``what`` names the statement in error messages ("remove_orphan_files on lake.db.t")."""
 
-    def __init__(self, location: str, what: str):
+    def __init__(self, location: str, what: str, folders: Iterable[str] = ()):
         self.what = what
         try:
             self.root = resolve(location)
+            others = [resolve(f) for f in folders]
         except LakeError as e:
             self.refuse(f"the table's location cannot be placed: {str(e).removeprefix('lakerules: ')}")
-        self._real_root = _real(self.root.path) if self.root.local else None
+        self.roots = (self.root, *(f for f in others if f.key != self.root.key and not within(f, self.root)))
+        self._reals = {r.key: (_real(r.path) if r.local else None) for r in self.roots}
+        self._real_root = self._reals[self.root.key]
 
     @classmethod
     def of(cls, table, what: str) -> "Confinement":
-        return cls(table.location(), what)
+        return cls(table.location(), what, table_folders(table.location(), table.properties)[1:])
 
     def refuse(self, problem: str):
         raise LakeError(f"lakerules: {self.what}: {problem}; nothing was deleted")
 
-    # ---- the table's location, checked once --------------------------------------------------
+    # ---- the table's folders, checked once ---------------------------------------------------
 
-    def check_root(self, catalog, own: tuple | None) -> None:
-        """Refuse a table location that is not the table's alone (see the module doc)."""
-        root = self.root
-        shown = _shown(root)
-        if not root.parts:
-            self.refuse(f"the table's location {shown} is the root of a file system or bucket")
-        if root.local and os.path.islink(root.path.rstrip("/")):
-            self.refuse(f"the table's location {shown} is a symbolic link (to {os.readlink(root.path)!r}); "
-                        "lakerules deletes nothing through a link")
-        warehouse, database = catalog_files(catalog) if catalog is not None else (None, None)
-        if warehouse is not None and self._holds(warehouse):
-            self.refuse(f"the table's location {shown} is the warehouse root {warehouse.text!r} or contains it; "
-                        "files there belong to other tables and to the catalog")
-        if database is not None and self._holds(database):
-            self.refuse(f"the table's location {shown} contains the catalog's database {database.path!r}")
-        if catalog is None:
-            return
-        for name, other in table_locations(catalog, own):
-            if self._holds(other):
-                same = other.key == root.key
-                self.refuse(f"the table's location {shown} {'is also' if same else 'contains'} the location of "
-                            f"table {name} ({other.text}); files there belong to that table")
+    def check_root(self, holdings: Holdings) -> None:
+        """Refuse folders that are not the table's alone (see the module doc): a file system's
+        root, a symbolic link, the warehouse root or a folder holding it or the catalog's
+        database, and a folder that is, is inside or contains another table's."""
+        for root in self.roots:
+            what = "location" if root is self.root else "folder"
+            text = _shown(root)
+            if not root.parts:
+                self.refuse(f"the table's {what} {text} is the root of a file system or bucket")
+            if root.local and os.path.islink(root.path.rstrip("/")):
+                self.refuse(f"the table's {what} {text} is a symbolic link (to {os.readlink(root.path)!r}); "
+                            "lakerules deletes nothing through a link")
+            if holdings.warehouse is not None and relation(root, holdings.warehouse) in ("is also", "contains"):
+                self.refuse(f"the table's {what} {text} is the warehouse root {holdings.warehouse.text!r} or "
+                            "contains it; files there belong to other tables and to the catalog")
+            if holdings.database is not None and relation(root, holdings.database) in ("is also", "contains"):
+                self.refuse(f"the table's {what} {text} contains the catalog's database {holdings.database.path!r}")
+            for name, folders in holdings.tables:
+                for other in folders:
+                    how = relation(root, other)
+                    if how is not None:
+                        self.refuse(f"the table's {what} {text} {how} the {'location' if other is folders[0] else 'folder'} "
+                                    f"of table {name} ({other.text}); files there belong to that table")
 
-    def _holds(self, other: Loc) -> bool:
-        if overlaps_into(other, self.root):
-            return True
-        if self.root.local and other.local:
-            return _under(_real(other.path), self._real_root)
-        return False
+    def _root_of(self, loc: Loc) -> Loc | None:
+        return next((r for r in self.roots if loc.path != r.path and within(loc, r)), None)
 
     # ---- paths ---------------------------------------------------------------------------------
 
     def inside(self, path: str) -> Loc | None:
-        """The path resolved, if it is strictly below the table's location in every reading."""
+        """The path resolved, if it is strictly below one of the table's folders in every reading."""
         try:
             loc = resolve(path)
         except LakeError:
             return None
-        if loc.path == self.root.path or not within(loc, self.root):
-            return None
-        return loc
+        return loc if self._root_of(loc) is not None else None
 
     def check_paths(self, paths: Iterable[str], what: str = "file") -> None:
         """Refuse if any path is outside the table's location (before anything is deleted)."""
@@ -382,7 +372,7 @@ class Confinement:
         if outside:
             more = f" and {len(outside) - 1} more" if len(outside) > 1 else ""
             self.refuse(f"the table names {what} {outside[0]!r}{more} outside its location {self.root.text!r}; "
-                        "lakerules deletes only files below a table's location")
+                        "lakerules deletes only files below a table's own folders")
 
     def location(self, location: str | None) -> Loc:
         """remove_orphan_files' location argument: the table's location or a folder below it,
@@ -414,16 +404,17 @@ class Confinement:
 
     # ---- listing -------------------------------------------------------------------------------
 
-    def list_files(self, location: Loc, older_than_ms: int | None, io, hidden) -> list[str]:
+    def list_files(self, location: Loc, older_than_ms: int | None, io, hidden, kept=lambda names: False) -> list[str]:
         """Every file below location (a Loc from ``location``) last modified before older_than_ms,
-        except those ``hidden(relative_path)`` skips, spelled as location + relative path.
-        Local: walked without following a link (links are not listed). Elsewhere: the table's
-        pyarrow file IO (its s3.*, gcs.* settings apply), else pyarrow's file system for the URI."""
+        except those ``hidden(relative_path)`` skips and those in a folder ``kept(the names in
+        it)`` keeps whole, spelled as location + relative path. Local: walked without following a
+        link (links are not listed). Elsewhere: the table's pyarrow file IO (its s3.*, gcs.*
+        settings apply), else pyarrow's file system for the URI."""
         if location.local:
             start = "/".join([self._real_root.rstrip("/"), *location.relative_to(self.root)])
-            relatives = _walk_local(start, older_than_ms, hidden)
+            relatives = _walk_local(start, older_than_ms, hidden, kept)
         else:
-            relatives = _walk_remote(location.text.rstrip("/"), older_than_ms, io, hidden)
+            relatives = _walk_remote(location.text.rstrip("/"), older_than_ms, io, hidden, kept)
         return [location.child(r) for r in relatives]
 
     # ---- deleting ------------------------------------------------------------------------------
@@ -448,8 +439,9 @@ class Confinement:
         def one(item) -> bool:
             path, loc = item
             if loc.local:
-                parts = loc.relative_to(self.root)
-                return _unlink_below(self._real_root, parts, also=f".{parts[-1]}.crc")
+                root = self._root_of(loc)
+                parts = loc.relative_to(root)
+                return _unlink_below(self._reals[root.key], parts, also=f".{parts[-1]}.crc")
             try:
                 io.delete(path)
                 return True
@@ -467,8 +459,9 @@ class Confinement:
             return
         try:
             if loc.local:
-                parts = loc.relative_to(self.root)
-                fd = _open_below(self._real_root, parts[:-1])
+                root = self._root_of(loc)
+                parts = loc.relative_to(root)
+                fd = _open_below(self._reals[root.key], parts[:-1])
                 if fd is None:
                     return
                 try:
@@ -535,7 +528,7 @@ def _unlink_below(real_root: str, parts: list[str], also: str | None = None) -> 
         os.close(fd)
 
 
-def _walk_local(start: str, older_than_ms: int | None, hidden) -> list[str]:
+def _walk_local(start: str, older_than_ms: int | None, hidden, kept) -> list[str]:
     if os.path.islink(start) or not os.path.isdir(start):
         return []
     out: list[str] = []
@@ -544,6 +537,8 @@ def _walk_local(start: str, older_than_ms: int | None, hidden) -> list[str]:
         try:
             entries = list(os.scandir(folder))
         except (FileNotFoundError, NotADirectoryError):
+            return
+        if kept({e.name for e in entries}):
             return
         for e in entries:
             if e.is_symlink():
@@ -562,7 +557,7 @@ def _walk_local(start: str, older_than_ms: int | None, hidden) -> list[str]:
     return out
 
 
-def _walk_remote(location: str, older_than_ms: int | None, io, hidden) -> list[str]:
+def _walk_remote(location: str, older_than_ms: int | None, io, hidden, kept) -> list[str]:
     from pyarrow import fs as pafs
 
     if hasattr(io, "parse_location") and hasattr(io, "fs_by_scheme"):
@@ -573,12 +568,22 @@ def _walk_remote(location: str, older_than_ms: int | None, io, hidden) -> list[s
     root = root.rstrip("/")
     if filesystem.get_file_info(root).type == pafs.FileType.NotFound:
         return []
+    infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
+    names: dict[str, set[str]] = {}  # folder (relative) -> the names in it
+    for info in infos:
+        folder, _, name = info.path[len(root) + 1:].rpartition("/")
+        names.setdefault(folder, set()).add(name)
+        while folder:  # folders an object store only implies
+            parent, _, part = folder.rpartition("/")
+            names.setdefault(parent, set()).add(part)
+            folder = parent
+    skipped = tuple(f + "/" for f, n in names.items() if f and kept(n))
     out = []
-    for info in filesystem.get_file_info(pafs.FileSelector(root, recursive=True)):
+    for info in infos:
         if info.type != pafs.FileType.File:
             continue
         relative = info.path[len(root) + 1:]
-        if hidden(relative):
+        if hidden(relative) or relative.startswith(skipped) or (names.get("") and kept(names[""])):
             continue
         if older_than_ms is not None and info.mtime_ns is not None and info.mtime_ns // 1_000_000 >= older_than_ms:
             continue

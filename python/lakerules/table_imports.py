@@ -23,6 +23,7 @@ register_table adds a table to the catalog from an existing metadata file (pyice
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 from lakerules import jvm as J
@@ -146,13 +147,36 @@ def add_files(ctx, table, args: dict):
         if dup:
             raise LakeError(f"lakerules: add_files: {len(dup)} file(s) are already in table {'.'.join(table.name())}, "
                             f"e.g. {dup[0]}; set check_duplicate_files => false to add them again. Nothing was added")
+    borrows = _borrowed_folders(table, [d.file_path for d in data_files], bool(args.get("shared")))
     if "schema.name-mapping.default" not in table.properties:  # readers match the files' columns by name
         with table.transaction() as tx:
             tx.set_properties({"schema.name-mapping.default": table.schema().name_mapping.model_dump_json()})
         table = table.refresh()
-    commit.append(table, data_files, {"lakerules.operation": "add_files"})
+    commit.append(table, data_files, {"lakerules.operation": "add_files"}, borrows)
     partitions = {(d.spec_id, tuple(d.partition)) for d in data_files}
     return J.result_rows(ctx.spark, [(len(data_files), len(partitions))], ADD_FILES_RESULT)
+
+
+def _borrowed_folders(table, file_paths: list[str], shared: bool) -> dict | None:
+    """Files below another table's folders are that table's: its cleanup would delete them once it
+    no longer needs them. They are refused, unless ``shared``: then the folders are recorded in
+    this table's lakerules.borrows (lakerules.owners), and the owner's cleanup keeps every file
+    this table's metadata names. Returns the property to set in the append's commit, if any."""
+    from lakerules import owners
+
+    name = ".".join(table.name())
+    taken = owners.owners_of(table.catalog, file_paths, table.name())
+    if not taken:
+        return None
+    if not shared:
+        owner, folder = taken[0]
+        more = f" (and {len(taken) - 1} more tables' folders)" if len(taken) > 1 else ""
+        raise LakeError(f"lakerules: add_files: the files are in the folder of table {owner} ({folder}){more}; that "
+                        f"table's cleanup (remove_orphan_files, expire_snapshots, VACUUM, DROP TABLE ... PURGE) would "
+                        f"delete them under {name}. Copy them into {name}'s folder, or add them with shared => true: "
+                        f"{owner}'s cleanup then keeps every file {name} references. Nothing was added")
+    known = owners.BORROWS in table.properties and json.loads(table.properties[owners.BORROWS]) or []
+    return {owners.BORROWS: json.dumps(sorted({*known, *(folder for _, folder in taken)}))}
 
 
 def register_table(ctx, catalog: str, identifier: tuple, args: dict):
@@ -169,6 +193,11 @@ def register_table(ctx, catalog: str, identifier: tuple, args: dict):
                         "(<location>/metadata/<version>.metadata.json)")
     paths.check_identifier(identifier[:-1], identifier[-1])
     cat = ctx.catalogs.get(catalog)
+    from lakerules import owners
+
+    location, properties = owners.read_metadata(cat, metadata_file)
+    if location is not None:  # a folder belongs to one table (a missing file is pyiceberg's error below)
+        owners.check_folders(cat, f"CALL register_table {catalog}.{'.'.join(identifier)}", location, properties)
     try:
         table = cat.register_table(identifier, metadata_file)
     except ie.TableAlreadyExistsError:

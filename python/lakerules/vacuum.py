@@ -88,7 +88,8 @@ def _dry_run(ctx, table, now_ms: int, older_than_us: int) -> list[str]:
     expired = M.snapshots_to_expire(md, now_ms, older_than_us // 1000, None, None)
     doomed = M._doomed(md, md, set(expired), M._Manifests(table.io)) if expired else {}
     confined = paths.Confinement.of(table, f"VACUUM {'.'.join(table.name())}")
-    inside = sorted(p for p in doomed if confined.inside(p) is not None)
+    borrowed = M.guard(table.catalog, table, confined)
+    inside = sorted(p for p in doomed if confined.inside(p) is not None and M.normalize(p) not in borrowed)
     orphans = M._remove_orphan_files(ctx, table, {"older_than": older_than_us, "location": None, "dry_run": True,
                                                   "max_concurrent_deletes": None})
     listed = [r[0] for r in J.dataframe(ctx.spark, orphans).collect()]

@@ -310,8 +310,15 @@ def _parquet_options(table: Table, content: DataFileContent) -> dict[str, str]:
 
 
 def _new_target(table: Table) -> str:
+    """A fresh folder for a statement's files, in the table's data folder (write.data.path, else
+    <location>/data)."""
+    if str(table.properties.get("write.object-storage.enabled", "false")).strip().lower() == "true":
+        raise NotSupported(f"lakerules: writing {'.'.join(table.name())}: write.object-storage.enabled is not "
+                           "supported (lakerules writes every file under the table's data folder); unset it, or set "
+                           "write.data.path")
     write_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:12]}"
-    return f"{table.location().rstrip('/')}/data/{write_id}"
+    data = table.properties.get("write.data.path") or f"{table.location().rstrip('/')}/data"
+    return f"{data.rstrip('/')}/{write_id}"
 
 
 def _list_files(spark, target: str) -> list[tuple[str, int]]:
