@@ -239,3 +239,39 @@ def test_cdc_upserts_apply_each_batch_once(spark, ns, engines, fast):
 
 
 # OPTIMIZE and rewrite_data_files racing a stream: tests/test_stream_small_files.py
+
+
+def test_a_checkpoint_inside_the_table_survives_cleanup(spark, ns, tmp_path, iceberg_catalog, caplog):
+    """Issue #30 case 6: remove_orphan_files deleted a checkpoint kept in the table's folder, and
+    the restarted stream replayed its source (80 rows where 60 were expected)."""
+    from test_path_safety import age
+
+    import faults_util as fu
+
+    table = f"lake.{ns}.ev"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING)")
+    location = fu.local(iceberg_catalog.load_table(f"{ns}.ev").location())
+    src, checkpoint = tmp_path / "src", location / "checkpoint"
+    put(src, "a", range(0, 20))
+    put(src, "b", range(20, 40))
+    with caplog.at_level("WARNING", logger="lakerules"):
+        q = source(spark, src).writeStream.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).toTable(table)
+        q.awaitTermination()
+    assert any("checkpoint" in r.getMessage() and "inside the folder of lake table" in r.getMessage() for r in caplog.records)
+    kept = {p for p in checkpoint.rglob("*") if p.is_file()}
+    assert kept
+    age(location)
+    spark.conf.set("spark.lakerules.removeOrphanFiles.minAge", "0")
+    try:
+        dry = spark.sql(f"VACUUM {table} RETAIN 168 HOURS DRY RUN").collect()
+        assert not [r for r in dry if "/checkpoint/" in r.path]
+        spark.sql(f"CALL lake.system.remove_orphan_files(table => '{ns}.ev', "
+                  "older_than => TIMESTAMP '2999-01-01 00:00:00')").collect()
+    finally:
+        spark.conf.unset("spark.lakerules.removeOrphanFiles.minAge")
+    assert kept <= {p for p in checkpoint.rglob("*") if p.is_file()}
+    put(src, "c", range(40, 60))
+    q2 = source(spark, src).writeStream.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).toTable(table)
+    q2.awaitTermination()
+    ids = [r.id for r in spark.sql(f"SELECT id FROM {table}").collect()]
+    assert sorted(ids) == list(range(60))

@@ -272,3 +272,14 @@ def manifest_entries(spark: SparkSession, paths: list[str], schema_json: str, bo
     jdf = jvm.io.lakerules.functions.ManifestEntries.read(spark._jsparkSession, "\0".join(paths),
                                                           schema_json, ids, kinds)
     return DataFrame(jdf, spark)
+
+
+def checkpoint_root(spark: SparkSession, query_id: str) -> str | None:
+    """The resolved checkpoint folder of the active streaming query ``query_id``, if it can be told."""
+    try:
+        query = spark._jsparkSession.streams().get(spark._jvm.java.util.UUID.fromString(query_id))
+        if query is None:
+            return None
+        return str(query.streamingQuery().resolvedCheckpointRoot())
+    except Exception:  # noqa: BLE001 - an older or newer Spark's internals: nothing to tell
+        return None

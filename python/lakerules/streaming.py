@@ -65,9 +65,40 @@ def write_summary(node) -> dict:
     return {**summary, QUERY_ID: node.query_id, EPOCH_ID: str(node.batch_id)}
 
 
+_checked_queries: set[str] = set()
+
+
+def warn_checkpoint_in_table(ctx, node) -> None:
+    """Once per query: a checkpoint inside a lake table's folder is a hazard (cleanup by tools
+    that do not recognise it, copies of the table, a DROP ... PURGE), so the stream is warned.
+    lakerules' own cleanup never deletes a checkpoint (maintenance.kept_folder)."""
+    if node.query_id in _checked_queries:
+        return
+    _checked_queries.add(node.query_id)
+    given = {k.lower(): v for k, v in node.options}.get("checkpointlocation")
+    checkpoint = given or J.checkpoint_root(ctx.spark, node.query_id)
+    if not checkpoint:
+        return
+    from lakerules import owners, paths
+
+    try:
+        loc = paths.resolve(checkpoint)
+        tables = owners.other_tables(ctx.catalogs.get(node.table.catalog))
+    except Exception:  # noqa: BLE001 - a warning only
+        return
+    for other in tables:
+        if any(paths.relation(loc, f) in ("is inside", "is also") for f in other.folders):
+            log.warning("lakerules: the checkpoint %s of the streaming query %s into %s is inside the folder of lake "
+                        "table %s; lakerules' cleanup keeps it, but other tools' may not, and it goes with the table's "
+                        "folder. Keep checkpoints outside tables' folders.", checkpoint, node.query_id, node.table,
+                        other.name)
+            return
+
+
 def run_batch(ctx, node, df) -> None:
     """Write and commit one micro-batch (df: its rows), unless the table already holds it."""
     t = node.table
+    warn_checkpoint_in_table(ctx, node)
     if node.mode not in MODES:
         raise NotSupported(f"lakerules: streaming output mode {node.mode!r} into {t} is not supported; "
                            f"lake tables take {list(MODES)}")
