@@ -123,6 +123,19 @@ def test_replace_without_select_is_one_commit(spark, ns, iceberg_catalog, engine
             "unsupported partition transform")
     refused(spark, f"REPLACE TABLE {name} (a STRING) USING parquet", "USING parquet is not supported")
     assert _state(iceberg_catalog, ident) == before
+    # failed at its commit
+    from lakerules import commit
+
+    def fail(table):
+        raise RuntimeError("commit refused by the test")
+
+    commit.before_commit = fail
+    try:
+        with pytest.raises(Exception, match="commit refused by the test"):
+            spark.sql(f"CREATE OR REPLACE TABLE {name} (a STRING, id BIGINT) PARTITIONED BY (a)")
+    finally:
+        commit.before_commit = None
+    assert _state(iceberg_catalog, ident) == before
     spark.sql(f"CREATE OR REPLACE TABLE {name} (a STRING, id BIGINT) PARTITIONED BY (a)")
     t = iceberg_catalog.load_table(ident)
     assert t.current_snapshot() is None and t.metadata.table_uuid == old.metadata.table_uuid
