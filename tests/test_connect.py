@@ -203,6 +203,10 @@ STEPS = [
     Step("ALTER TABLE ADD PARTITION FIELD", "ALTER TABLE {t} ADD PARTITION FIELD bucket(2, id)",
          _s(1, "replace", 91, ["bucket[2]"]), result=[]),
     Step("writeTo(...).append()", None, _s(2, "append", 94, ["bucket[2]"]), call=_append),
+    # one commit on the table, reading the table itself (ids below 50 but multiples of 7: 42 rows);
+    # a second run would add a fourth snapshot
+    Step("CREATE OR REPLACE TABLE AS SELECT", "CREATE OR REPLACE TABLE {t} AS SELECT id, k FROM {t} WHERE id < 50",
+         _s(3, "append", 42), result=[]),
 ]
 
 

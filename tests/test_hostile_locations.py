@@ -215,7 +215,25 @@ class Locations(RuleBasedStateMachine):
             self.keep(root / f"{'_' if kind == 'underscore' else '.'}f{n}" / "part-0", "x")
 
     @precondition(lambda self: self.tables)
-    @rule(data=st.data(), what=st.sampled_from(["orphans", "expire", "vacuum", "purge", "drop", "rename"]))
+    @rule(data=st.data())
+    def remove_orphans(self, data):
+        self.cleanup(data, "orphans")
+
+    @precondition(lambda self: self.tables)
+    @rule(data=st.data())
+    def expire(self, data):
+        self.cleanup(data, "expire")
+
+    @precondition(lambda self: self.tables)
+    @rule(data=st.data())
+    def vacuum(self, data):
+        self.cleanup(data, "vacuum")
+
+    @precondition(lambda self: self.tables)
+    @rule(data=st.data(), what=st.sampled_from(["purge", "drop", "rename"]))
+    def drop_or_rename(self, data, what):
+        self.cleanup(data, what)
+
     def cleanup(self, data, what):
         STATS["cleanups"] += 1
         name = data.draw(st.sampled_from(sorted(self.tables)))

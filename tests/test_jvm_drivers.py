@@ -66,6 +66,9 @@ def lake_statements(ns: str) -> list[str]:
             WHEN MATCHED THEN UPDATE SET kind = s.kind
             WHEN NOT MATCHED THEN INSERT (id, ts, kind) VALUES (s.id, TIMESTAMP'2026-01-03 04:00:00', s.kind)""",
         f"OPTIMIZE {t} ZORDER BY (id, kind)",
+        # a replace is one commit on the table, from any driver (lakerules.replace)
+        f"CREATE TABLE lake.{ns}.rp AS SELECT id FROM {t} WHERE id < 3",
+        f"CREATE OR REPLACE TABLE lake.{ns}.rp PARTITIONED BY (bucket(2, id)) AS SELECT id FROM {t} WHERE id >= 3",
         SELECT.format(t=t),
     ]
 
@@ -95,6 +98,9 @@ def check_table(spark, iceberg_catalog, ns: str) -> None:
     assert t.current_snapshot().summary["engine-name"] == "lakerules"
     assert t.current_snapshot().summary.operation.value == "replace"  # the OPTIMIZE
     assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [int(r[1]) for r in EXPECTED]
+    rp = iceberg_catalog.load_table(f"{ns}.rp")
+    assert len(rp.snapshots()) == 2 and rp.current_snapshot().parent_snapshot_id is None
+    assert sorted(rp.scan().to_arrow().column("id").to_pylist()) == [int(r[1]) for r in EXPECTED if int(r[1]) >= 3]
 
 
 def gone(pid: int, wait: float = 15.0) -> bool:
