@@ -12,7 +12,9 @@
   column's min and max (or, for other types, over the bounds themselves), of the share of files
   whose [min, max] holds v; a file without bounds counts as read;
 - ``plot=``: each file's min/max box over the first two columns, drawn with matplotlib (the
-  optional ``plot`` extra), e.g. before and after ``OPTIMIZE ... ZORDER BY``.
+  optional ``plot`` extra), e.g. before and after ``OPTIMIZE ... ZORDER BY``: outlined, each in
+  its own colour, over a shading of how many files' boxes hold each point; strings, binaries
+  and booleans by their ranks among the files' bounds.
 """
 
 from __future__ import annotations
