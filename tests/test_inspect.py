@@ -3,6 +3,8 @@ checked against what was written and against pyiceberg's own metadata tables."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import lakerules
@@ -65,3 +67,66 @@ def test_no_table_and_no_catalog(table, warehouse, capsys, tmp_path):
     nowhere = tmp_path / "nowhere"
     assert main(["inspect", table, "--warehouse", str(nowhere)]) == 1
     assert "no embedded catalog" in capsys.readouterr().err and not nowhere.exists()
+
+
+def _boxes(fig):
+    from matplotlib.patches import Rectangle
+
+    return [p for p in fig.axes[0].patches if isinstance(p, Rectangle)]
+
+
+def _coverage_max(fig) -> int:
+    return int(fig.axes[0].images[0].get_array().max())
+
+
+def test_plot_of_a_string_column_by_its_bounds(table, warehouse, capsys, tmp_path):
+    from lakerules import health
+
+    out = tmp_path / "kind_id.png"
+    assert main(["inspect", table, "--warehouse", str(warehouse), "--column", "kind", "--column", "id",
+                 "--plot", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "data files: 8, rows: 800" in printed and f"plot: {out}" in printed
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    fig = health.figure(lakerules.inspect(table, ["kind", "id"]))
+    ax = fig.axes[0]
+    # strings by their ranks among the files' bounds, the axis labelled with the values
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["ok", "spam"]
+    boxes = _boxes(fig)
+    assert len(boxes) == 8
+    # each file outlined, opaque, in its own colour, not filled over the others
+    assert all(b.get_edgecolor()[3] == 1.0 and b.get_facecolor()[3] == 0.0 and b.get_linewidth() > 0 for b in boxes)
+    assert len({b.get_edgecolor() for b in boxes}) == 8
+    # day 1's files hold ok..spam, day 2's only ok: ids disjoint, so no point is in two boxes
+    widths = sorted(round(b.get_width(), 2) for b in boxes)
+    assert widths == [0.9] * 4 + [1.9] * 4
+    assert _coverage_max(fig) == 1 and "in 1 at most" in ax.get_title()
+
+
+def test_plot_shows_where_files_overlap(spark, ns, tmp_path):
+    from lakerules import health
+
+    t = f"lake.{ns}.ov"
+    spark.sql(f"CREATE TABLE {t} (a BIGINT, b DATE)")
+    # 4 files, each spread over nearly all of [0, 400) and of the 400 days: an unclustered table
+    spark.sql(f"INSERT INTO {t} SELECT (id * 37) % 400, date_add(DATE'2026-01-01', CAST((id * 91) % 400 AS INT)) "
+              "FROM range(0, 400, 1, 4)")
+    h = lakerules.inspect(t, ["a", "b"])
+    assert h.data_files == 4
+    fig = health.figure(h)
+    assert _coverage_max(fig) == 4  # the shading counts the files holding each point
+    assert "in 4 at most" in fig.axes[0].get_title()
+    assert len({b.get_edgecolor() for b in _boxes(fig)}) == 4
+    low, high = fig.axes[0].get_ylim()
+    label = fig.axes[0].yaxis.get_major_formatter()((low + high) / 2, 0)
+    assert re.fullmatch(r"2026-\d\d-\d\d", label), label  # dates labelled as dates
+    out = tmp_path / "ov.png"
+    health.plot(h, out)
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_plot_that_cannot_be_drawn_still_prints_the_layout(table, warehouse, capsys):
+    assert main(["inspect", table, "--warehouse", str(warehouse), "--column", "id", "--plot", "x.png"]) == 1
+    captured = capsys.readouterr()
+    assert "data files: 8, rows: 800" in captured.out and "draws two columns" in captured.err

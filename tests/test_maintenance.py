@@ -176,3 +176,55 @@ def test_expire_snapshots_removes_only_files_no_remaining_snapshot_needs(spark, 
 def _counts(files: dict[str, str]) -> tuple:
     kinds = ["data", "position-deletes", "equality-deletes", "manifest", "manifest-list", "statistics"]
     return tuple(sum(1 for k in files.values() if k == kind) for kind in kinds)
+
+
+# ---- the way back for pyiceberg after delete_by_key ----------------------------------------------
+
+
+@pytest.mark.parametrize("large_files", [False, True])
+def test_optimize_makes_equality_deletes_readable_by_pyiceberg(spark, ns, iceberg_catalog, engines, large_files):
+    """pyiceberg cannot read equality deletes (delete_by_key writes them); OPTIMIZE rewrites the
+    files they apply to and drops them. Files at or above minFileSize need deleteFileThreshold=1."""
+    import lakerules
+
+    t = f"lake.{ns}.eq"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, kind STRING) PARTITIONED BY (kind)")
+    spark.sql(f"INSERT INTO {t} SELECT id, CAST(id % 2 AS STRING) FROM range(0, 20, 1, 2)")
+    keys = spark.createDataFrame([(3, "1"), (4, "0"), (15, "1")], "id long, kind string")
+    assert lakerules.delete_by_key(spark, t, keys, on=["id"]) == 3
+    expected = [(i, str(i % 2)) for i in range(20) if i not in (3, 4, 15)]
+    with pytest.raises(Exception, match="PyIceberg does not yet support equality deletes"):
+        engines.pyiceberg(t)
+
+    settings = {"spark.lakerules.optimize.minFileSize": "1"} if large_files else {}
+    if large_files:  # every file is "large": plain OPTIMIZE keeps them, and the equality deletes
+        settings["spark.lakerules.optimize.deleteFileThreshold"] = "1"
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        spark.sql(f"OPTIMIZE {t}").collect()
+    finally:
+        for k in settings:
+            spark.conf.unset(k)
+
+    table = iceberg_catalog.load_table(f"{ns}.eq")
+    assert table.current_snapshot().summary["total-equality-deletes"] == "0"
+    assert not [f for f in table.inspect.files().to_pylist() if f["content"] == DataFileContent.EQUALITY_DELETES]
+    assert len(engines.assert_same(t, expected=expected)) == 17  # pyiceberg and DuckDB read lakerules' rows
+
+
+def test_plain_optimize_keeps_equality_deletes_of_large_files(spark, ns, iceberg_catalog):
+    """Why the README names deleteFileThreshold: a file of minFileSize or more is not compacted."""
+    import lakerules
+
+    t = f"lake.{ns}.eq_large"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT)")
+    spark.sql(f"INSERT INTO {t} SELECT id FROM range(0, 10, 1, 1)")
+    lakerules.delete_by_key(spark, t, spark.createDataFrame([(3,)], "id long"), on=["id"])
+    spark.conf.set("spark.lakerules.optimize.minFileSize", "1")
+    try:
+        spark.sql(f"OPTIMIZE {t}").collect()
+    finally:
+        spark.conf.unset("spark.lakerules.optimize.minFileSize")
+    summary = iceberg_catalog.load_table(f"{ns}.eq_large").current_snapshot().summary
+    assert summary["total-equality-deletes"] == "1"

@@ -61,8 +61,12 @@ def _inspect(args) -> int:
             raise lakerules.LakeError(f"lakerules inspect: no embedded catalog at {warehouse}/catalog.db "
                                       "(give --warehouse, or --catalog-property for another catalog)")
         props = lakerules.embedded_catalog(warehouse)
-    print(lakerules.inspect(args.table, args.column, plot=args.plot, catalog_properties=props))
+    h = lakerules.inspect(args.table, args.column, catalog_properties=props)
+    print(h)  # the layout stands on its own: printed whether or not the plot can be drawn
     if args.plot:
+        from lakerules import health
+
+        health.plot(h, args.plot)
         print(f"plot: {args.plot}")
     return 0
 

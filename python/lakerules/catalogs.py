@@ -619,26 +619,27 @@ def _add_name_mapping(table: Table) -> Table:
 
 
 def table_info(catalog: str, ns, name: str, table: Table, snapshot, schema) -> dict[str, Any]:
-    """What the shim's LakeTable holds: name, Spark schema, partitioning, properties, snapshot."""
-    props = dict(table.properties)
+    """What the shim's LakeTable holds: name, Spark schema, partitioning, properties, snapshot, and
+    the snapshot's total-records (the row count Spark's DESCRIBE TABLE EXTENDED shows). The
+    properties are Iceberg's Spark table's: its table properties, and in place of any of the same
+    name provider, format, current-snapshot-id, location, format-version, sort-order and
+    identifier-fields."""
+    from lakerules import describe
+
+    props = {k: v for k, v in table.properties.items() if k not in describe.RESERVED_PROPERTIES}
     props.pop("lakerules.metadata-table", None)  # marks metadata tables only (lakerules.metadata_tables)
-    props.update(
-        {
-            "provider": "iceberg",
-            "format": "iceberg/parquet",
-            "format-version": str(table.format_version),
-            "location": table.location(),
-        }
-    )
-    if table.current_snapshot() is not None:
-        props["current-snapshot-id"] = str(table.current_snapshot().snapshot_id)
-    return {
+    props.update(describe.reserved_properties(table))
+    info = {
         "name": qualified(catalog, ns, name),
         "schema": schemas.iceberg_to_spark(schema).json(),
         "partitioning": partitioning.spec_to_spark(table.spec(), table.schema()),
         "properties": props,
         "snapshot_id": snapshot.snapshot_id if snapshot is not None else -1,
     }
+    rows = describe.total_records(snapshot)
+    if rows is not None:
+        info["total_records"] = rows
+    return info
 
 
 def _snapshot_by_version(table: Table, version: str):

@@ -5,6 +5,11 @@
 writes the distinct key rows as equality delete files (Spark executors, partitioned like the
 table) and commits them in one snapshot: every row of the table's current data whose ``on``
 columns equal a key row (NULL matching NULL) is deleted; rows added later are not.
+
+lakerules and DuckDB read equality deletes; pyiceberg (0.12) refuses to scan a table that has any
+("PyIceberg does not yet support equality deletes"). OPTIMIZE rewrites the data files they apply
+to and drops them (files of minFileSize or more only with deleteFileThreshold=1), after which
+pyiceberg reads the table again.
 """
 
 from __future__ import annotations

@@ -11,12 +11,14 @@ Every Spark job a command runs carries a job description naming the statement an
 
 from __future__ import annotations
 
-from lakerules import jvm as J, plan as P, progress, rowlevel, streaming, write
+from lakerules import describe, jvm as J, plan as P, progress, rowlevel, streaming, write
 
 _VERBS = {
     P.WriteToLake: "INSERT",
     P.CreateTableAsSelect: "CREATE TABLE AS SELECT",
     P.WriteDeletes: "DELETE",
+    P.TruncateLake: "TRUNCATE TABLE",
+    describe.DescribeLakeColumn: "DESCRIBE",
     P.WriteUpdate: "UPDATE",
     P.WriteMerge: "MERGE",
 }
@@ -26,8 +28,9 @@ def execute(ctx, node: P.Command):
     """Run a planned command once; the JVM plan of its result rows. Afterwards Spark's cached
     plans over the table are computed again from what it now holds, as after Spark's own writes."""
     result = _run(ctx, node)
-    t = node.table
-    J.recache_table(ctx.spark, [t.catalog, *t.namespace, t.name])
+    if node.changes_table:
+        t = node.table
+        J.recache_table(ctx.spark, [t.catalog, *t.namespace, t.name])
     return result
 
 
@@ -47,8 +50,13 @@ def _run(ctx, node: P.Command):
                 return write.run_write(ctx, node, P.to_jvm(ctx, node.query))
             case P.CreateTableAsSelect():
                 return write.run_ctas(ctx, node, P.to_jvm(ctx, node.query))
+            case P.TruncateLake():
+                rowlevel.run_delete(ctx, node)
+                return None  # TRUNCATE TABLE shows no rows
             case P.WriteDeletes():
                 return rowlevel.run_delete(ctx, node)
+            case describe.DescribeLakeColumn():
+                return describe.column_rows(ctx, node)
             case P.WriteUpdate():
                 return rowlevel.run_update(ctx, node)
             case P.WriteMerge():

@@ -12,7 +12,9 @@
   column's min and max (or, for other types, over the bounds themselves), of the share of files
   whose [min, max] holds v; a file without bounds counts as read;
 - ``plot=``: each file's min/max box over the first two columns, drawn with matplotlib (the
-  optional ``plot`` extra), e.g. before and after ``OPTIMIZE ... ZORDER BY``.
+  optional ``plot`` extra), e.g. before and after ``OPTIMIZE ... ZORDER BY``: outlined, each in
+  its own colour, over a shading of how many files' boxes hold each point; strings, binaries
+  and booleans by their ranks among the files' bounds.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import random
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 from lakerules.errors import LakeError
 
@@ -137,6 +140,22 @@ def _number(v):
     return None
 
 
+def _value(t, v):
+    """A bound as its Python value: dates, times and timestamps as such (pyiceberg gives days and
+    microseconds)."""
+    from pyiceberg.types import DateType, TimestampType, TimestamptzType, TimeType
+
+    if isinstance(v, int) and not isinstance(v, bool):
+        if isinstance(t, DateType):
+            return datetime.date(1970, 1, 1) + datetime.timedelta(days=v)
+        if isinstance(t, (TimestampType, TimestamptzType)):
+            value = datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=v)
+            return value.replace(tzinfo=datetime.timezone.utc) if isinstance(t, TimestamptzType) else value
+        if isinstance(t, TimeType):
+            return (datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=v)).time()
+    return v
+
+
 def _share(ranges: list, seed: int) -> float:
     """Mean share of files whose [min, max] can hold a point value (files without bounds: all)."""
     if not ranges:
@@ -204,7 +223,8 @@ def health(table, columns=(), name: str | None = None) -> Health:
         for i, f in enumerate(fields):
             lo, hi = (data.lower_bounds or {}).get(f.field_id), (data.upper_bounds or {}).get(f.field_id)
             ranges[i].append(None if lo is None or hi is None
-                             else (from_bytes(f.field_type, lo), from_bytes(f.field_type, hi)))
+                             else (_value(f.field_type, from_bytes(f.field_type, lo)),
+                                   _value(f.field_type, from_bytes(f.field_type, hi))))
     h.most_deleted = sorted((p for p in per_file if p[0]), reverse=True)[:5]
     h.columns = [ColumnLayout(f.name, r, _share(r, seed=i + 1)) for i, (f, r) in enumerate(zip(fields, ranges))]
     return h
@@ -212,6 +232,92 @@ def health(table, columns=(), name: str | None = None) -> Health:
 
 def plot(h: Health, path, title: str | None = None) -> None:
     """Each data file's [min, max] box over the first two columns of ``h``, as a PNG at ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(h, title)
+    try:
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+
+
+_GRID = 256  # cells per axis of the coverage shading
+
+
+@dataclass
+class _Axis:
+    """A column's axis: each file's (low, high) on it (None: no bounds), and for columns without
+    a numeric order (strings, binary, booleans) the sorted distinct bounds their ranks stand for."""
+
+    name: str
+    spans: list
+    labels: list | None = None
+    tick: Callable | None = None  # a numeric axis's value -> tick label (dates and times)
+
+    @property
+    def ordinal(self) -> bool:
+        return self.labels is not None
+
+
+def _axis(c: ColumnLayout) -> _Axis:
+    numeric = [None if r is None else (_number(r[0]), _number(r[1])) for r in c.ranges]
+    if all(r is None or None not in r for r in numeric):
+        sample = next((r[0] for r in c.ranges if r is not None), None)
+        return _Axis(c.name, numeric, tick=_tick(sample))
+    # no numeric order: each bound's rank among the distinct bounds, a box from the rank of its
+    # min to that of its max (widened by 0.45 so that a single value shows, and neighbours do not touch)
+    try:
+        values = sorted({v for r in c.ranges if r is not None for v in r})
+    except TypeError:
+        raise LakeError(f"lakerules inspect --plot: the bounds of column {c.name} cannot be ordered") from None
+    rank = {v: i for i, v in enumerate(values)}
+    spans = [None if r is None else (rank[r[0]] - 0.45, rank[r[1]] + 0.45) for r in c.ranges]
+    return _Axis(c.name, spans, values)
+
+
+def _tick(sample) -> Callable | None:
+    """How to label a numeric axis of dates, times or timestamps (the values _number made)."""
+    if isinstance(sample, datetime.datetime):
+        return lambda v: datetime.datetime.fromtimestamp(v, datetime.timezone.utc).strftime("%Y-%m-%d\n%H:%M:%S")
+    if isinstance(sample, datetime.date):
+        return lambda v: datetime.date.fromordinal(max(1, int(round(v)))).isoformat()
+    if isinstance(sample, datetime.time):
+        return lambda v: f"{int(v) // 3600:02d}:{int(v) % 3600 // 60:02d}:{v % 60:06.3f}"
+    return None
+
+
+def _coverage(boxes: list, x_lim: tuple, y_lim: tuple):
+    """How many boxes hold each cell's centre, on a _GRID x _GRID grid over the limits (a box
+    thinner than a cell holds the cell it lies in)."""
+    import numpy as np
+
+    counts = np.zeros((_GRID, _GRID), dtype=np.int32)
+
+    def cells(lo, hi, lim):
+        step = (lim[1] - lim[0]) / _GRID
+        first, last = int(np.ceil((lo - lim[0]) / step - 0.5)), int(np.floor((hi - lim[0]) / step - 0.5))
+        if last < first:
+            first = last = int((lo - lim[0]) / step)
+        return max(0, first), min(_GRID - 1, last)
+
+    for x0, x1, y0, y1 in boxes:
+        i0, i1 = cells(x0, x1, x_lim)
+        j0, j1 = cells(y0, y1, y_lim)
+        counts[j0:j1 + 1, i0:i1 + 1] += 1
+    return counts
+
+
+def _limits(lows, highs) -> tuple[float, float]:
+    lo, hi = min(lows), max(highs)
+    pad = (hi - lo) * 0.03 or max(abs(lo) * 0.03, 0.5)
+    return lo - pad, hi + pad
+
+
+def figure(h: Health, title: str | None = None):
+    """The matplotlib Figure :func:`plot` draws: each data file's [min, max] box over the first two
+    columns, outlined in its own colour, over a shading of how many files' boxes hold each point
+    (the overlap a point predicate on both columns meets). Strings, binaries and booleans are
+    drawn by their ranks among the files' bounds, the axis labelled with the values."""
     if len(h.columns) < 2:
         raise LakeError("lakerules inspect --plot draws two columns: give two --column")
     try:
@@ -219,34 +325,61 @@ def plot(h: Health, path, title: str | None = None) -> None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import numpy as np
+        from matplotlib.colors import BoundaryNorm
         from matplotlib.patches import Rectangle
+        from matplotlib.ticker import FuncFormatter
     except ImportError:
         raise LakeError("lakerules inspect --plot needs matplotlib: pip install 'lakerules[plot]'") from None
-    x, y = h.columns[0], h.columns[1]
-    boxes = []
-    for rx, ry in zip(x.ranges, y.ranges):
-        if rx is None or ry is None:
-            continue
-        (x0, x1), (y0, y1) = (_number(v) for v in rx), (_number(v) for v in ry)
-        if None in (x0, x1, y0, y1):
-            raise LakeError(f"lakerules inspect --plot draws numeric, date and time columns, not {x.name}, {y.name}")
-        boxes.append((x0, x1, y0, y1))
-    fig, ax = plt.subplots(figsize=(6, 6), dpi=100)
-    cmap = plt.get_cmap("tab20")
+    x, y = _axis(h.columns[0]), _axis(h.columns[1])
+    boxes = [(sx[0], sx[1], sy[0], sy[1]) for sx, sy in zip(x.spans, y.spans) if sx is not None and sy is not None]
+    missing = len(x.spans) - len(boxes)
+    fig, ax = plt.subplots(figsize=(7.5, 6.5), dpi=100)
+    head = title or f"{h.table}: {len(boxes)} data files, [min, max] of {x.name} \u00d7 {y.name}"
+    if not boxes:
+        ax.set_title(f"{head}\nno data file has bounds of both columns", fontsize=10)
+        return fig
+    x_lim = _limits([b[0] for b in boxes], [b[1] for b in boxes])
+    y_lim = _limits([b[2] for b in boxes], [b[3] for b in boxes])
+    counts = _coverage(boxes, x_lim, y_lim)
+    covered = counts[counts > 0]
+    top = int(covered.max())
+    levels = BoundaryNorm(np.arange(0.5, max(top, 2) + 1.0), 256)  # one shade per count, 1 lightest
+    image = ax.imshow(np.ma.masked_equal(counts, 0), origin="lower", extent=(*x_lim, *y_lim), aspect="auto",
+                      cmap=plt.get_cmap("Greys"), norm=levels, alpha=0.6, interpolation="nearest")
+    bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+    bar.set_ticks(range(1, max(top, 2) + 1, max(1, -(-top // 10))))
+    bar.set_label("data files whose box holds the point")
+    colours = plt.get_cmap("tab20" if len(boxes) > 10 else "tab10")
     for i, (x0, x1, y0, y1) in enumerate(boxes):
-        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=cmap(i % 20), alpha=0.25,
-                               edgecolor=cmap(i % 20), linewidth=1.2))
-    if boxes:
-        ax.set_xlim(min(b[0] for b in boxes), max(b[1] for b in boxes))
-        ax.set_ylim(min(b[2] for b in boxes), max(b[3] for b in boxes))
-    ax.set_xlabel(x.name)
-    ax.set_ylabel(y.name)
-    ax.set_title(title or f"{h.table}: {len(boxes)} data files, [min, max] of {x.name} x {y.name}", fontsize=10)
-    ax.text(0.01, -0.12, f"a point predicate reads {x.share:.0%} of files on {x.name}, {y.share:.0%} on {y.name}",
-            transform=ax.transAxes, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+        colour = colours(i % colours.N)
+        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor="none", edgecolor=colour, linewidth=1.4,
+                               label=f"file {i}"))
+    ax.set_xlim(*x_lim)
+    ax.set_ylim(*y_lim)
+    for axis, a in ((ax.xaxis, x), (ax.yaxis, y)):
+        if a.tick is not None:
+            axis.set_major_formatter(FuncFormatter(lambda v, _pos, f=a.tick: f(v)))
+        if a.ordinal:
+            step = max(1, -(-len(a.labels) // 12))  # at most 12 labels
+            ticks = list(range(0, len(a.labels), step))
+            axis.set_ticks(ticks, [_short(a.labels[i]) for i in ticks])
+    if x.ordinal or x.tick is not None:
+        plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
+    ax.set_xlabel(x.name + (" (files' bounds, in order)" if x.ordinal else ""))
+    ax.set_ylabel(y.name + (" (files' bounds, in order)" if y.ordinal else ""))
+    overlap = (f"a covered point lies in {covered.mean():.1f} files' boxes on average, in {covered.max()} at most"
+               + (f"; {missing} files without bounds not drawn" if missing else ""))
+    ax.set_title(f"{head}\n{overlap}", fontsize=9)
+    fig.text(0.01, 0.01, f"a point predicate reads {h.columns[0].share:.0%} of files on {x.name}, "
+                         f"{h.columns[1].share:.0%} on {y.name}", fontsize=9)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+def _short(v) -> str:
+    text = v.hex() if isinstance(v, (bytes, bytearray)) else str(v)
+    return text if len(text) <= 14 else text[:13] + "…"
 
 
 def load(name: str, catalog_properties: dict[str, str] | None = None):

@@ -142,6 +142,8 @@ class Command(Node):
 
     # The columns of the statement's result (lakerules' own fixed DDL; "" for none).
     result_schema = ""
+    # Whether running it may change the table (Spark's cached plans over it are then recomputed).
+    changes_table = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,6 +265,7 @@ class DeleteFromLake(Node):
     relation: LakeRelation
     condition: Any = field(default=None, repr=False)  # JVM expression; None: no WHERE
     jvm: Any = field(default=None, repr=False)
+    truncate: bool = False  # TRUNCATE TABLE (no WHERE, and no result rows)
 
     def describe(self) -> str:
         cond = self.condition.sql() if self.condition is not None else "true"
@@ -296,6 +299,17 @@ class WriteDeletes(Command):
             head = (f"WriteDeletes {self.table} merge-on-read: INSERT INTO {self.table}.DELETE (file_path, pos) "
                     f"SELECT <file>, <position> FROM {self.table} WHERE {cond}")
         return _with_files(head, self.files, drops_whole=True)
+
+
+@dataclass(frozen=True, eq=False)
+class TruncateLake(WriteDeletes):
+    """TRUNCATE TABLE: DELETE without WHERE (one snapshot removing every data and delete file),
+    with no result rows, as Spark's TRUNCATE TABLE."""
+
+    result_schema = ""
+
+    def describe(self) -> str:
+        return f"TruncateLake {self.table}: every data and delete file removed"
 
 
 @dataclass(frozen=True, eq=False)
@@ -532,6 +546,16 @@ def from_jvm(spark, plan) -> Node:
             cond = plan.condition()
             is_true = J.simple_name(cond) == "Literal" and cond.sql() == "true"
             return DeleteFromLake(table=rel.table, relation=rel, condition=None if is_true else cond, jvm=plan)
+    if name == "TruncateTable" and _is_resolved_lake_table(plan.table()):
+        rel = _writable(_relation(bridge.relationOf(plan.table())))
+        return DeleteFromLake(table=rel.table, relation=rel, condition=None, jvm=plan, truncate=True)
+    if name == "DescribeColumn" and _is_resolved_lake_table(plan.relation()):
+        from lakerules import describe
+
+        rel = _relation(bridge.relationOf(plan.relation()))
+        node = describe.from_jvm(plan, rel.table)
+        if node is not None:
+            return node
     if name in ("CreateTableAsSelect", "ReplaceTableAsSelect") and _is_lake_catalog(plan.name()):
         return _ctas(spark, plan, name == "ReplaceTableAsSelect")
     kids = tuple(from_jvm(spark, c) for c in J.from_seq(plan.children()))
@@ -588,6 +612,11 @@ def split_conjuncts(expr) -> list:
 
 def _is_lake_table(table) -> bool:
     return J.class_name(table) == "io.lakerules.LakeTable"
+
+
+def _is_resolved_lake_table(plan) -> bool:
+    """A command's target table (ResolvedTable) that is a lake table."""
+    return J.simple_name(plan) == "ResolvedTable" and _is_lake_table(plan.table())
 
 
 def _is_lake_relation(plan) -> bool:

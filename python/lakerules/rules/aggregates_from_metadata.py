@@ -56,7 +56,7 @@ _BOUNDED = (IntegerType, LongType, FloatType, DoubleType, DateType, TimestampTyp
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-class _Fallback(Exception):
+class NotExact(Exception):
     """The metadata does not hold the exact answer: why, for EXPLAIN."""
 
 
@@ -69,9 +69,9 @@ def aggregates_from_metadata(plan: Node, ctx) -> Node:
             scan = chain[-1]
             try:
                 if (ctx.conf(ENABLED_KEY) or "true").strip().lower() != "true":
-                    raise _Fallback(f"{ENABLED_KEY} is false")
+                    raise NotExact(f"{ENABLED_KEY} is false")
                 answer, used = _answer(ctx, plan, scan, [n for n in chain if isinstance(n, Filter)])
-            except _Fallback as why:
+            except NotExact as why:
                 explain.add_note(scan.output, f"aggregate not answered from metadata: {why}")
                 return plan
             explain.remember(scan, f"aggregate answered from metadata: {used} data files' manifest entries, "
@@ -102,17 +102,17 @@ def _chain(node: Node) -> list | None:
 
 def _answer(ctx, agg: SparkNode, scan: LakeScan, filters: list):
     if J.from_seq(agg.jvm.groupingExpressions()):
-        raise _Fallback("GROUP BY")
+        raise NotExact("GROUP BY")
     columns = {a.jvm.exprId().id(): a.name for a in scan.output}
     parts = []
     for node in filters:
         for c in node.conjuncts:
             expr, exact = to_iceberg(c, columns)
             if not exact:
-                raise _Fallback(f"the filter {c.sql()} is not one the metadata can decide")
+                raise NotExact(f"the filter {c.sql()} is not one the metadata can decide")
             parts.append(expr)
     if scan.plan.position_delete_files or scan.plan.equality_delete_files:
-        raise _Fallback("delete files apply")
+        raise NotExact("delete files apply")
     table, schema = scan.iceberg, scan.schema
     row_filter = reduce(And, parts, AlwaysTrue())
     files = list(scan.plan.files)
@@ -127,7 +127,7 @@ def _answer(ctx, agg: SparkNode, scan: LakeScan, filters: list):
             if isinstance(residual, AlwaysFalse):
                 continue
             if not isinstance(residual, AlwaysTrue):
-                raise _Fallback("the filter does not select whole files by their partition values")
+                raise NotExact("the filter does not select whole files by their partition values")
             kept.append(p)
         files = kept
     values = []
@@ -143,10 +143,10 @@ def _answer(ctx, agg: SparkNode, scan: LakeScan, filters: list):
 
 def _aggregate(e, files, schema, columns: dict):
     if J.simple_name(e) != "Alias" or J.simple_name(e.child()) != "AggregateExpression":
-        raise _Fallback(f"{e.sql()} is not a plain aggregate")
+        raise NotExact(f"{e.sql()} is not a plain aggregate")
     ae = e.child()
     if ae.isDistinct() or ae.filter().isDefined():
-        raise _Fallback(f"{e.sql()} has DISTINCT or FILTER")
+        raise NotExact(f"{e.sql()} has DISTINCT or FILTER")
     fn = ae.aggregateFunction()
     kind = J.simple_name(fn)
     args = J.from_seq(fn.children())
@@ -154,49 +154,55 @@ def _aggregate(e, files, schema, columns: dict):
         if all(J.simple_name(a) == "Literal" and a.value() is not None for a in args):
             return sum(p.file.record_count for p in files)
         if len(args) != 1:
-            raise _Fallback(f"{e.sql()}: count of several columns")
+            raise NotExact(f"{e.sql()}: count of several columns")
         field = _field(args[0], schema, columns, e)
         total = 0
         for p in files:
             values, nulls = p.file.value_counts or {}, p.file.null_value_counts or {}
             if field.field_id not in values or field.field_id not in nulls:
-                raise _Fallback(f"{e.sql()}: a file has no value or null count of {field.name}")
+                raise NotExact(f"{e.sql()}: a file has no value or null count of {field.name}")
             total += values[field.field_id] - nulls[field.field_id]
         return total
     if kind not in ("Min", "Max"):
-        raise _Fallback(f"{kind.lower()} is not answered from metadata")
+        raise NotExact(f"{kind.lower()} is not answered from metadata")
     field = _field(args[0], schema, columns, e)
+    return _python(field.field_type, bound([p.file for p in files], field, kind, e.sql()))
+
+
+def bound(files, field, kind: str, what: str):
+    """The exact minimum (``kind`` "Min") or maximum ("Max") of ``field`` over the data files'
+    metrics, as the bound's Python value (None when every file holds only nulls); NotExact,
+    naming ``what``, when the metrics do not hold it."""
     if not isinstance(field.field_type, _BOUNDED):
-        raise _Fallback(f"{e.sql()}: bounds of {field.field_type} columns may be truncated")
+        raise NotExact(f"{what}: bounds of {field.field_type} columns may be truncated")
     best = None
-    for p in files:
-        f = p.file
+    for f in files:
         values, nulls = f.value_counts or {}, f.null_value_counts or {}
         fid = field.field_id
         if fid in values and fid in nulls and values[fid] == nulls[fid]:
             continue  # only nulls: nothing to take
         if isinstance(field.field_type, (FloatType, DoubleType)) and (f.nan_value_counts or {}).get(fid) != 0:
-            raise _Fallback(f"{e.sql()}: a file may hold NaN values")
+            raise NotExact(f"{what}: a file may hold NaN values")
         bounds = (f.lower_bounds if kind == "Min" else f.upper_bounds) or {}
         if fid not in bounds:
-            raise _Fallback(f"{e.sql()}: a file has no {'lower' if kind == 'Min' else 'upper'} bound of {field.name}")
+            raise NotExact(f"{what}: a file has no {'lower' if kind == 'Min' else 'upper'} bound of {field.name}")
         try:
             v = from_bytes(field.field_type, bounds[fid])
         except Exception:  # noqa: BLE001 - a bound written for another type (before a promotion)
-            raise _Fallback(f"{e.sql()}: a file's bound of {field.name} is of another type") from None
+            raise NotExact(f"{what}: a file's bound of {field.name} is of another type") from None
         if best is None or (v < best if kind == "Min" else v > best):
             best = v
-    return _python(field.field_type, best)
+    return best
 
 
 def _field(attr, schema, columns: dict, e):
     if J.simple_name(attr) != "AttributeReference" or attr.exprId().id() not in columns:
-        raise _Fallback(f"{e.sql()}: its argument is not a column of the table")
+        raise NotExact(f"{e.sql()}: its argument is not a column of the table")
     name = columns[attr.exprId().id()]
     try:
         return schema.find_field(name, case_sensitive=False)
     except ValueError:
-        raise _Fallback(f"{e.sql()}: {name} is not a top-level column") from None
+        raise NotExact(f"{e.sql()}: {name} is not a top-level column") from None
 
 
 def _python(t, v):

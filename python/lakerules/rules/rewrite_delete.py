@@ -6,7 +6,8 @@ becomes
         SELECT <file>, <position> FROM lake.db.t WHERE kind = 'spam'
 
 or, when the table says ``write.delete.mode=copy-on-write`` (or is format v1), a rewrite of the
-files that hold matched rows. The table's write.delete.* properties (mode, isolation level,
+files that hold matched rows. ``TRUNCATE TABLE lake.db.t`` is DELETE without WHERE (TruncateLake:
+one snapshot that removes every data and delete file), with no result rows. The table's write.delete.* properties (mode, isolation level,
 granularity) are read here, so a bad value fails before anything is written. The files are
 planned here (row_plans.plan_files: which may hold matching rows, which are dropped whole), so
 EXPLAIN shows them; what runs is in lakerules.rowlevel, which plans again only if the table
@@ -15,7 +16,7 @@ moved since.
 
 from __future__ import annotations
 
-from lakerules.plan import DeleteFromLake, Node, WriteDeletes
+from lakerules.plan import DeleteFromLake, Node, TruncateLake, WriteDeletes
 from lakerules.row_plans import check_condition, plan_files, statement_properties
 
 
@@ -28,7 +29,8 @@ def rewrite_delete(plan: Node, ctx) -> Node:
             mode, granularity = statement_properties(table, "delete")
             files = None if plan.condition is None else plan_files(ctx.spark, table, plan.relation, plan.condition,
                                                                    drop_whole=True, granularity=granularity)
-            return WriteDeletes(table=t, relation=plan.relation, condition=plan.condition,
-                                mode=mode, jvm=plan.jvm, files=files)
+            command = TruncateLake if plan.truncate else WriteDeletes
+            return command(table=t, relation=plan.relation, condition=plan.condition,
+                           mode=mode, jvm=plan.jvm, files=files)
         case _:
             return plan

@@ -6,6 +6,7 @@ import java.util.regex.Pattern;
 
 import org.apache.spark.sql.AnalysisException;
 import org.apache.spark.sql.catalyst.analysis.ResolvedIdentifier;
+import org.apache.spark.sql.catalyst.analysis.ResolvedTable;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
@@ -135,6 +136,10 @@ public final class Bridge {
     }
     if (plan instanceof ResolvedIdentifier
         && ((ResolvedIdentifier) plan).catalog() instanceof LakeCatalog) {
+      return true;
+    }
+    // a command's table (TRUNCATE TABLE, DESCRIBE TABLE ... col, ALTER TABLE ...)
+    if (plan instanceof ResolvedTable && ((ResolvedTable) plan).table() instanceof LakeTable) {
       return true;
     }
     if (plan instanceof SubqueryAlias
@@ -374,6 +379,19 @@ public final class Bridge {
     NamedExpression star = new org.apache.spark.sql.catalyst.analysis.UnresolvedStar(scala.Option.empty());
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(
         java.util.List.of(star)).toList(), aliased);
+  }
+
+  /**
+   * The relation over a command's resolved lake table (TRUNCATE TABLE's), as a query of the
+   * table would name it, keeping the columns' exprIds.
+   */
+  @SuppressWarnings("unchecked")
+  public static LogicalPlan relationOf(ResolvedTable resolved) {
+    return new DataSourceV2Relation(resolved.table(),
+        (scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.AttributeReference>)
+            (scala.collection.immutable.Seq<?>) resolved.outputAttributes(),
+        scala.Option.apply(resolved.catalog()), scala.Option.apply(resolved.identifier()),
+        org.apache.spark.sql.util.CaseInsensitiveStringMap.empty(), scala.Option.empty());
   }
 
   /** Rethrow what Python returned as a failure, unchanged; return anything else. */

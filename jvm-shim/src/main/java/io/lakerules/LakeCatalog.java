@@ -328,7 +328,8 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
         ? Identifier.of(toStrings(t.get("table_namespace")), t.get("table_name").asText()) : ident;
     String ref = t.has("ref") ? t.get("ref").asText() : null;
     return new LakeTable(name, tableIdent, t.get("name").asText(), schema,
-        parts.toArray(new Transform[0]), props, t.path("snapshot_id").asLong(-1), ref);
+        parts.toArray(new Transform[0]), props, t.path("snapshot_id").asLong(-1), ref,
+        t.path("total_records").asLong(-1));
   }
 
   /** Transforms as {"name": ..., "args": [{"ref": [...]}, {"lit": ...}]}, both ways. */

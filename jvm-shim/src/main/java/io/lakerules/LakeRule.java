@@ -29,12 +29,33 @@ final class LakeRule extends Rule<LogicalPlan> {
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
+    refuseTruncatePartition(plan);
     if (!plan.resolved() || !Bridge.touchesLake(plan)) {
       return plan;
     }
     String phase = optimizer ? "optimizer" : "analysis";
     Object out = Bridge.unwrap(Bridge.backend(session).rewrite(session, plan, phase));
     return out == null ? plan : (LogicalPlan) out;
+  }
+
+  /**
+   * TRUNCATE TABLE t PARTITION (...) is left unresolved by Spark on a table without partition
+   * management (Iceberg's tables have none, and Iceberg's Spark catalog refuses it the same way),
+   * so the registry never sees it: refused here with the statement that does it.
+   */
+  private static void refuseTruncatePartition(LogicalPlan plan) {
+    if (plan instanceof org.apache.spark.sql.catalyst.plans.logical.TruncatePartition) {
+      LogicalPlan target = ((org.apache.spark.sql.catalyst.plans.logical.TruncatePartition) plan).table();
+      if (target instanceof org.apache.spark.sql.catalyst.analysis.ResolvedTable
+          && ((org.apache.spark.sql.catalyst.analysis.ResolvedTable) target).table() instanceof LakeTable) {
+        String name = ((org.apache.spark.sql.catalyst.analysis.ResolvedTable) target).table().name();
+        throw Bridge.sneakyThrow(Bridge.analysisError("lakerules: TRUNCATE TABLE " + name
+            + " PARTITION (...) is not supported: Iceberg tables have no partition management (Iceberg's "
+            + "Spark catalog refuses it too). Remove the partition's rows with DELETE FROM " + name
+            + " WHERE <partition column> = <value> (whole files are dropped when the condition selects "
+            + "partitions), or every row with TRUNCATE TABLE " + name));
+      }
+    }
   }
 
   @Override

@@ -34,9 +34,11 @@ public final class LakeTable implements Table, SupportsWrite, SupportsRead, V2Ta
   private final Map<String, String> properties;
   private final long snapshotId;
   private final String ref;
+  private final long totalRecords;
 
   LakeTable(String catalogName, Identifier ident, String name, StructType schema,
-      Transform[] partitioning, Map<String, String> properties, long snapshotId, String ref) {
+      Transform[] partitioning, Map<String, String> properties, long snapshotId, String ref,
+      long totalRecords) {
     this.catalogName = catalogName;
     this.ident = ident;
     this.name = name;
@@ -45,6 +47,7 @@ public final class LakeTable implements Table, SupportsWrite, SupportsRead, V2Ta
     this.properties = Collections.unmodifiableMap(properties);
     this.snapshotId = snapshotId;
     this.ref = ref;
+    this.totalRecords = totalRecords;
   }
 
   public String catalogName() { return catalogName; }
@@ -67,11 +70,12 @@ public final class LakeTable implements Table, SupportsWrite, SupportsRead, V2Ta
   /**
    * Readable, so that spark.read.format("iceberg").load(name) (LakeSource) makes a relation over
    * it as spark.table does; the rules plan every such relation's scan before Spark would ask this.
+   * What Spark gets here reports the table's statistics (DESCRIBE TABLE EXTENDED asks for them)
+   * and refuses to read.
    */
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    throw Bridge.sneakyThrow(Bridge.analysisError("lakerules: the read of " + name
-        + " was not planned: is the lakerules registry attached (lakerules.attach(spark))?"));
+    return new LakeStatisticsScan(name, schema, totalRecords);
   }
 
   @Override
