@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from lakerules import commit, execute, jvm as J, plan as P, registry, statements
 from lakerules.catalogs import Catalogs
 from lakerules.context import Context
-from lakerules.errors import CatalogError, LakeError, LakeSyntaxError
+from lakerules.errors import CatalogError, LakeError, LakeSyntaxError, TooComplex
 from lakerules.latemat import LateScan, lower_late_scan
 from lakerules.metadata_tables import MetadataScan, lower_metadata_scan
 from lakerules.scan import lower_scan
@@ -49,6 +49,8 @@ class Backend:
             return statements.parse(self.context(jsession), sql_text)
         except LakeSyntaxError as e:  # Spark's own ParseException: the one a parser may throw
             return self.spark._jvm.io.lakerules.Bridge.parseError(e.sql, e.line, e.column - 1, e.near, e.hint)
+        except TooComplex as e:  # as Spark's parser refuses its own statements nested too deep
+            return self.spark._jvm.io.lakerules.Bridge.parseTooComplex(e.sql)
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
             return self.java_error(e)
 

@@ -15,7 +15,7 @@ from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
-from lakerules import far_dates, metadata_cache, metadata_files, partitioning, paths, refs, schema as schemas
+from lakerules import far_dates, format_version, metadata_cache, metadata_files, names, partitioning, paths, refs, schema as schemas
 from lakerules.errors import CatalogError, CatalogUnavailable, LakeError, NotSupported, UnreadableFile
 
 # Spark passes these as table properties; they are not Iceberg properties.
@@ -301,9 +301,8 @@ class Catalogs:
         if location:
             paths.check_location(location)
         props = {k: v for k, v in props.items() if k not in _SPARK_RESERVED}
-        props.setdefault("format-version", "2")
-        if props["format-version"] not in ("1", "2"):
-            raise NotSupported(f"lakerules: format-version {props['format-version']} is not supported (use 2)")
+        props.setdefault(format_version.PROPERTY, str(format_version.DEFAULT))
+        format_version.checked(props[format_version.PROPERTY], f"CREATE TABLE {qualified(name, ns, tname)}")
         iceberg_schema = schemas.spark_json_to_iceberg(a["schema"])
         spec = partitioning.spec_from_spark(a.get("partitioning") or [], iceberg_schema)
         if not self._namespace_exists(cat, ns):
@@ -578,7 +577,7 @@ def _snapshot_by_version(table: Table, version: str):
     else:
         snapshot = table.snapshot_by_name(version)
     if snapshot is None:
-        raise LakeError(f"lakerules: table {table.name()} has no snapshot or reference {version!r}")
+        raise LakeError(f"lakerules: table {names.table_name(table)} has no snapshot or reference {version!r}")
     return snapshot
 
 
@@ -590,7 +589,7 @@ def _snapshot_at(table: Table, timestamp_micros: int):
             best = entry
     if best is None:
         raise LakeError(
-            f"lakerules: table {table.name()} has no snapshot at or before timestamp {timestamp_micros} µs"
+            f"lakerules: table {names.table_name(table)} has no snapshot at or before timestamp {timestamp_micros} µs"
         )
     return table.snapshot_by_id(best.snapshot_id)
 
@@ -601,15 +600,18 @@ def _alter(table: Table, changes: list[dict]) -> None:
     for c in changes:
         if c["op"] == "unsupported":
             raise NotSupported(f"lakerules: ALTER TABLE change {c['class']} is not supported: {c['description']}")
+    sets = {c["key"]: c["value"] for c in changes if c["op"] == "set_property"}
+    version = sets.pop(format_version.PROPERTY, None)
+    if version is not None:
+        version = format_version.checked(version, f"ALTER TABLE {names.table_name(table)} SET TBLPROPERTIES",
+                                         table.format_version)
     with table.transaction() as tx:
         if column_ops:
             with tx.update_schema() as us:
                 for c in column_ops:
                     _column_change(us, table, c)
-        sets = {c["key"]: c["value"] for c in changes if c["op"] == "set_property"}
-        version = sets.pop("format-version", None)
-        if version is not None and version != str(table.format_version):
-            tx.upgrade_table_version(int(version))
+        if version is not None and version != table.format_version:
+            tx.upgrade_table_version(version)
         if sets:
             tx.set_properties(sets)
         removes = [c["key"] for c in changes if c["op"] == "remove_property"]

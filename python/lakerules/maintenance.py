@@ -46,7 +46,7 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.refs import SnapshotRefType
 from pyspark.sql import functions as F
 
-from lakerules import jvm as J, paths
+from lakerules import jvm as J, names, paths, settings
 from lakerules.errors import LakeError, NotSupported, UnreadableFile
 
 log = logging.getLogger("lakerules")
@@ -369,11 +369,10 @@ def _remove_orphan_files(ctx, table, args: dict):
     spark = ctx.spark
     now_ms = int(time.time() * 1000)
     older_than_ms = args["older_than"] // 1000 if args["older_than"] is not None else now_ms - 3 * DAY_MS
-    min_age = spark._jvm.org.apache.spark.network.util.JavaUtils.timeStringAsMs(
-        spark.conf.get("spark.lakerules.removeOrphanFiles.minAge", "1d"))
+    min_age = settings.min_orphan_age_ms(spark.conf.get(settings.MIN_ORPHAN_AGE, None))
     if min_age > 0 and now_ms - older_than_ms < min_age:
         raise LakeError(
-            f"lakerules: remove_orphan_files on {table.name()}: older_than is less than "
+            f"lakerules: remove_orphan_files on {names.table_name(table)}: older_than is less than "
             f"spark.lakerules.removeOrphanFiles.minAge ({min_age} ms) ago. Files newer than that may belong "
             "to a statement still running, and removing them would corrupt its commit. Set that setting "
             "lower only when no statement is writing to the table."
@@ -400,7 +399,7 @@ def _is_version_hint(path: str) -> bool:
 
 
 def _shown(table) -> str:
-    return ".".join(table.name())
+    return names.table_name(table)
 
 
 def _refuse_other_tables(confined: paths.Confinement, table, listed: list[str]) -> None:
@@ -559,7 +558,7 @@ def purge_plan(catalog, identifier) -> tuple:
         table = catalog.load_table(identifier)
     except UnreadableFile as e:
         return identifier, None, None, {}, [e]
-    confined = paths.Confinement.of(table, f"DROP TABLE {'.'.join(table.name())} PURGE")
+    confined = paths.Confinement.of(table, f"DROP TABLE {names.table_name(table)} PURGE")
     unread: list[UnreadableFile] = []
     try:
         confined.check_root(catalog, table.name())
@@ -601,7 +600,7 @@ def purge(catalog, plan: tuple) -> int:
         log.warning(
             "lakerules: DROP TABLE %s PURGE deleted %d files but not those named only by %s, which could not "
             "be read: they stay in %s (CALL <catalog>.system.remove_orphan_files cannot find them now that "
-            "the table is dropped; delete them by hand).", ".".join(table.name()), deleted,
+            "the table is dropped; delete them by hand).", names.table_name(table), deleted,
             "; ".join(_what_went_wrong(e) for e in {e.path: e for e in unread}.values()), table.location())
     return deleted
 

@@ -29,7 +29,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, metrics, options, parquet_props, partitioning, paths, progress, schema as schemas, write_order
+from lakerules import commit, jvm as J, metrics, names, options, parquet_props, partitioning, paths, progress, schema as schemas, write_order
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.row_plans import every_row_matches, has_negation
@@ -173,13 +173,13 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     schema, spec = table.schema(), table.spec()
     fields = fields if fields is not None else schema.as_struct().fields
     if len(df.columns) != len(fields) + len(order_by):
-        raise LakeError(f"lakerules: writing {len(df.columns)} columns into {table.name()}, which has {len(fields)}")
+        raise LakeError(f"lakerules: writing {len(df.columns)} columns into {names.table_name(table)}, which has {len(fields)}")
     columns = []
-    names = df.columns
+    df_names = df.columns
     for i, f in enumerate(fields):
         spark_type = schemas.iceberg_type_to_spark(f.field_type, with_ids=True)
         # df[i] would read df's i-th name as an attribute name (a`b is a syntax error there)
-        columns.append(df[J.quote(names[i])].cast(spark_type).alias(f.name, metadata={schemas.FIELD_ID: f.field_id}))
+        columns.append(df[J.quote(df_names[i])].cast(spark_type).alias(f.name, metadata={schemas.FIELD_ID: f.field_id}))
     part_cols = partitioning.partition_columns(spec, schema, catalog_name, {f.name for f in fields} | set(order_by))
     # The partition columns read the source columns by their table names, so select those first.
     out = df.select(*columns, *[df[J.quote(c)] for c in order_by])
@@ -448,7 +448,7 @@ def delete_files(table: Table, files: list[DataFile]) -> None:
     if not files:
         return
     try:
-        confined = paths.Confinement.of(table, f"clean-up of a failed write to {'.'.join(table.name())}")
+        confined = paths.Confinement.of(table, f"clean-up of a failed write to {names.table_name(table)}")
         confined.delete(table.io, [f.file_path for f in files], strict=False)
     except Exception:  # noqa: BLE001 - best effort; orphan removal finds what is left
         log.warning("lakerules: could not delete the files of a failed write", exc_info=True)
@@ -475,7 +475,7 @@ def discard(table: Table, files: list[DataFile], error: BaseException) -> None:
 def _delete_dir(spark, table: Table, target: str) -> None:
     """Remove the folder a failed write made, through the table's confinement (best effort)."""
     try:
-        paths.Confinement.of(table, f"clean-up of a failed write to {'.'.join(table.name())}").remove_tree(spark, target)
+        paths.Confinement.of(table, f"clean-up of a failed write to {names.table_name(table)}").remove_tree(spark, target)
     except Exception:  # noqa: BLE001 - best effort cleanup after a failed write
         log.warning("lakerules: could not remove %s after a failed write", target, exc_info=True)
 

@@ -413,6 +413,21 @@ public final class Bridge {
         scala.Option.apply(sql), origin, "PARSE_SYNTAX_ERROR", params);
   }
 
+  /**
+   * Spark's own FAILED_TO_PARSE_TOO_COMPLEX for a statement the Python parser finds nested too
+   * deep, as Spark's parser reports its own statements that overflow its stack.
+   */
+  public static org.apache.spark.sql.catalyst.parser.ParseException parseTooComplex(String sql) {
+    scala.Option<Object> none = scala.Option.empty();
+    org.apache.spark.sql.catalyst.trees.Origin origin = new org.apache.spark.sql.catalyst.trees.Origin(
+        scala.Option.apply((Object) 1), scala.Option.apply((Object) 0), none, none,
+        scala.Option.empty(), scala.Option.empty(), scala.Option.empty(), scala.Option.empty(),
+        scala.Option.empty(), scala.Option.empty());
+    return new org.apache.spark.sql.catalyst.parser.ParseException(
+        scala.Option.apply(sql), origin, "FAILED_TO_PARSE_TOO_COMPLEX",
+        scala.collection.immutable.Map$.MODULE$.<String, String>empty());
+  }
+
   @SuppressWarnings("unchecked")
   static <T extends Throwable> RuntimeException sneakyThrow(Throwable t) throws T {
     throw (T) t;
