@@ -6,6 +6,7 @@ a statement's own expressions."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -76,9 +77,7 @@ def test_bad_branch_and_tag_names_are_refused(spark, iceberg_catalog, t):
                           f"ALTER TABLE {t} CREATE BRANCH IF NOT EXISTS {quoted} RETAIN 2 DAYS"):
             refused_unchanged(spark, iceberg_catalog, t, statement, t, "name is not allowed", problem,
                               "1 to 255 characters")
-
-
-def test_good_names_and_main(spark, iceberg_catalog, t):
+    # names that follow the rule are taken as they are
     for good in ("MAIN", "a/b", "feature/x-1", "x" * 255, "v1.0", "..x"):
         spark.sql(f"ALTER TABLE {t} CREATE TAG `{good}`")
     spark.sql(f"ALTER TABLE {t} CREATE BRANCH `Main`")
@@ -89,9 +88,7 @@ def test_good_names_and_main(spark, iceberg_catalog, t):
     refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} CREATE BRANCH main", "already has a branch 'main'")
     refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} CREATE TAG main", "is a branch of the table, not a tag")
     refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} DROP BRANCH main", "cannot be dropped")
-
-
-def test_a_ref_named_elsewhere_against_the_rule_can_still_be_moved_and_dropped(spark, iceberg_catalog, t):
+    # a ref named against the rule by another engine can still be moved and dropped
     table = iceberg_catalog.load_table(t.split(".", 1)[1])
     table.manage_snapshots().create_branch(table.current_snapshot().snapshot_id, "../x").commit()
     spark.sql(f"INSERT INTO {t} VALUES (3, 'c', 2.5)")
@@ -194,43 +191,44 @@ def with_deletes(spark, ns):
     return name
 
 
-@pytest.mark.parametrize("key, value, needle, query", [
+SETTINGS = [  # (setting, bad value, what the error says, statement that reads it)
     ("spark.lakerules.removeOrphanFiles.minAge", "garbage", "is not a duration", "orphans"),
     ("spark.lakerules.removeOrphanFiles.minAge", "-5d", "a duration cannot be negative", "orphans"),
     ("spark.lakerules.removeOrphanFiles.minAge", "-5d", "a duration cannot be negative", "vacuum"),
     ("spark.lakerules.read.positionDeleteBroadcastRows", "many", "is not a number of rows", "select"),
     ("spark.lakerules.read.equalityDeleteFilterThreshold", "-1", "is not a number of rows", "select"),
     ("spark.lakerules.read.lateMaterialization.maxRows", "1e5", "is not a number of rows", "late"),
-])
-def test_bad_settings_are_refused_by_name(spark, iceberg_catalog, with_deletes, key, value, needle, query):
-    statement = {
-        "orphans": f"CALL lake.system.remove_orphan_files(table => '{with_deletes[5:]}', dry_run => true)",
+]
+
+
+def test_bad_settings_are_refused_by_name(spark, iceberg_catalog, with_deletes):
+    ident = with_deletes.split(".", 1)[1]
+    statements = {
+        "orphans": f"CALL lake.system.remove_orphan_files(table => '{ident}', dry_run => true)",
         "vacuum": f"VACUUM {with_deletes} DRY RUN",
         "select": f"SELECT * FROM {with_deletes} WHERE k = 1",
         "late": f"SELECT * FROM {with_deletes} WHERE k = 1",
-    }[query]
-    spark.conf.set(key, value)
-    if query == "late":
-        spark.conf.set("spark.lakerules.read.lateMaterialization", "on")
-    try:
-        before = iceberg_catalog.load_table(with_deletes.split(".", 1)[1]).metadata_location
-        message = refused(spark, statement, f"{key}={value!r}", needle)
-        assert len(message.strip().splitlines()) == 1, message
-        assert iceberg_catalog.load_table(with_deletes.split(".", 1)[1]).metadata_location == before
-    finally:
-        spark.conf.unset(key)
-        spark.conf.unset("spark.lakerules.read.lateMaterialization")
-
-
-def test_min_age_zero_still_turns_the_floor_off(spark, t):
+    }
+    before = iceberg_catalog.load_table(ident).metadata_location
+    for key, value, needle, query in SETTINGS:
+        spark.conf.set(key, value)
+        if query == "late":
+            spark.conf.set("spark.lakerules.read.lateMaterialization", "on")
+        try:
+            message = refused(spark, statements[query], f"{key}={value!r}", needle)
+            assert len(message.strip().splitlines()) == 1, message
+        finally:
+            spark.conf.unset(key)
+            spark.conf.unset("spark.lakerules.read.lateMaterialization")
+    assert iceberg_catalog.load_table(ident).metadata_location == before
+    # 0 still turns the orphan floor off, as documented
+    now = f"CALL lake.system.remove_orphan_files(table => '{ident}', older_than => current_timestamp(), dry_run => true)"
+    refused(spark, now, "less than spark.lakerules.removeOrphanFiles.minAge")
     spark.conf.set("spark.lakerules.removeOrphanFiles.minAge", "0")
     try:
-        spark.sql(f"CALL lake.system.remove_orphan_files(table => '{t[5:]}', older_than => current_timestamp(), "
-                  "dry_run => true)").collect()
+        spark.sql(now).collect()
     finally:
         spark.conf.unset("spark.lakerules.removeOrphanFiles.minAge")
-    refused(spark, f"CALL lake.system.remove_orphan_files(table => '{t[5:]}', older_than => current_timestamp(), "
-                   "dry_run => true)", "less than spark.lakerules.removeOrphanFiles.minAge")
 
 
 # ---- identifier fields (issue item 6) ------------------------------------------------------------
@@ -265,3 +263,124 @@ def test_table_name_helper():
     table = SimpleNamespace(name=lambda: ("db", "t"), catalog=SimpleNamespace(name="lake"))
     assert table_name(table) == "lake.db.t"
     assert table_name(SimpleNamespace(name=lambda: ("a", "b", "t"), catalog=None)) == "a.b.t"
+
+
+# ---- data files missing or damaged on disk (issue item 8) ----------------------------------------
+
+
+def _damage(path: str, how: str) -> None:
+    if how == "missing":
+        os.remove(path)
+        crc = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
+        if os.path.exists(crc):
+            os.remove(crc)
+    elif how == "truncated":
+        with open(path, "r+b") as f:
+            f.truncate(100)
+    else:  # overwritten, same size
+        size = os.path.getsize(path)
+        with open(path, "wb") as f:
+            f.write(b"x" * size)
+
+
+@pytest.fixture
+def two_files(spark, iceberg_catalog, ns):
+    """lake.<ns>.f: rows 1, 2 in one data file, row 3 in another; the first file's local path."""
+    name = f"lake.{ns}.f"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT, s STRING)")
+    spark.sql(f"INSERT INTO {name} SELECT /*+ COALESCE(1) */ * FROM VALUES (1, 'a'), (2, 'b')")
+    first = iceberg_catalog.load_table(f"{ns}.f").current_snapshot().snapshot_id
+    spark.sql(f"INSERT INTO {name} SELECT /*+ COALESCE(1) */ * FROM VALUES (3, 'c')")
+    table = iceberg_catalog.load_table(f"{ns}.f")
+    path = next(t.file.file_path for t in table.scan(snapshot_id=first).plan_files())
+    return name, re.sub(r"^file:/*", "/", path)
+
+
+@pytest.mark.parametrize("how", ["missing", "truncated", "overwritten"])
+def test_statements_over_a_missing_or_damaged_data_file_say_which_and_what_to_do(spark, iceberg_catalog, ns,
+                                                                                  two_files, how):
+    name, path = two_files
+    spark.sql(f"CREATE TABLE lake.{ns}.other (id BIGINT, s STRING)")
+    _damage(path, how)
+    before = iceberg_catalog.load_table(f"{ns}.f").metadata_location
+    problem = "is missing" if how == "missing" else "cannot be read: it is damaged"
+    fix = (f"CALL lake.system.remove_missing_files(table => '{ns}.f'"
+           + (")" if how == "missing" else ", include_damaged => true)"))
+    for statement in (f"UPDATE {name} SET s = 'z' WHERE id = 1",
+                      f"DELETE FROM {name} WHERE s = 'b'",
+                      f"MERGE INTO {name} t USING (SELECT 1 AS id) u ON t.id = u.id WHEN MATCHED THEN DELETE",
+                      f"OPTIMIZE {name}",
+                      f"INSERT INTO lake.{ns}.other SELECT * FROM {name}"):
+        message = refused(spark, statement, os.path.basename(path), f"of table {name} {problem}",
+                          "Nothing was changed", "Restore the file", fix)
+        assert len(message.strip().splitlines()) == 1, message
+        assert "REFRESH TABLE" not in message
+        assert iceberg_catalog.load_table(f"{ns}.f").metadata_location == before
+    assert spark.sql(f"SELECT count(*) FROM lake.{ns}.other").collect()[0][0] == 0
+
+
+def test_remove_missing_files(spark, iceberg_catalog, ns, two_files):
+    name, path = two_files
+    ident = name[5:]
+    assert spark.sql(f"CALL lake.system.remove_missing_files(table => '{ident}')").collect() == []  # nothing gone
+    _damage(path, "missing")
+    before = iceberg_catalog.load_table(ident).metadata_location
+    listed = spark.sql(f"CALL lake.system.remove_missing_files(table => '{ident}', dry_run => true)").collect()
+    assert [(re.sub(r"^file:/*", "/", r.file_path), r.file_content, r.problem) for r in listed] == \
+        [(path, "data", "missing")]
+    assert iceberg_catalog.load_table(ident).metadata_location == before  # a dry run changes nothing
+    removed = spark.sql(f"CALL lake.system.remove_missing_files(table => '{ident}')").collect()
+    assert [r.file_path for r in removed] == [listed[0].file_path]
+    table = iceberg_catalog.load_table(ident)
+    assert len(table.metadata.snapshots) == 3  # one commit
+    assert table.current_snapshot().summary["lakerules.operation"] == "remove_missing_files"
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {name}").collect()) == [(3, "c")]
+    spark.sql(f"UPDATE {name} SET s = 'z' WHERE id = 3")  # the table works again
+    assert spark.sql(f"SELECT s FROM {name}").collect()[0][0] == "z"
+
+
+def test_remove_missing_files_include_damaged(spark, iceberg_catalog, ns):
+    name = f"lake.{ns}.g"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT) TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+    for i in range(3):
+        spark.sql(f"INSERT INTO {name} SELECT /*+ COALESCE(1) */ * FROM VALUES ({i}), ({i + 10})")
+    spark.sql(f"DELETE FROM {name} WHERE id = 10")  # a position delete file on the first data file
+    table = iceberg_catalog.load_table(f"{ns}.g")
+    files = [t.file.file_path for t in table.scan().plan_files()]
+    by_rows = {}
+    for t in table.scan().plan_files():
+        ids = sorted(r["id"] for r in spark.read.parquet(t.file.file_path).collect())
+        by_rows[ids[0]] = re.sub(r"^file:/*", "/", t.file.file_path)
+    assert len(files) == 3
+    _damage(by_rows[0], "truncated")
+    _damage(by_rows[1], "overwritten")
+    assert spark.sql(f"CALL lake.system.remove_missing_files(table => '{ns}.g', dry_run => true)").collect() == []
+    rows = spark.sql(f"CALL lake.system.remove_missing_files(table => '{ns}.g', include_damaged => true)").collect()
+    problems = {(os.path.basename(re.sub(r"^file:/*", "/", r.file_path)), r.file_content): r.problem for r in rows}
+    assert problems[(os.path.basename(by_rows[0]), "data")].startswith("damaged: 100 bytes, the table recorded")
+    assert problems[(os.path.basename(by_rows[1]), "data")] == "damaged: not a Parquet file (no PAR1 at its start and end)"
+    assert [p for (_, kind), p in problems.items() if kind == "position deletes"] == \
+        ["applies only to removed data files"]
+    assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {name}").collect()) == [2, 12]
+    assert iceberg_catalog.load_table(f"{ns}.g").current_snapshot().summary["total-delete-files"] == "0"
+
+
+# ---- errors in the statement's own expressions (issue item 9) ------------------------------------
+
+
+def test_a_write_error_points_at_the_query_not_at_lakerules(spark, iceberg_catalog, t, ns):
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        for statement in (f"INSERT INTO {t} SELECT id DIV 0, 'x', 0.5 FROM range(3)",
+                          f"CREATE TABLE lake.{ns}.c AS SELECT id DIV 0 AS x FROM range(2)"):
+            before = state(spark, iceberg_catalog, t)
+            condition, message = error_class(lambda: spark.sql(statement).collect())
+            assert condition == "DIVIDE_BY_ZERO", message
+            assert "lakerules" not in message and ".py:" not in message, message
+            assert "== SQL" in message and "id DIV 0" in message, message  # Spark's own context: the query
+            assert state(spark, iceberg_catalog, t) == before
+        condition, message = error_class(
+            lambda: spark.range(3).selectExpr("id DIV 0 AS id", "'x' AS s", "0.5 AS d").writeTo(t).append())
+        assert condition == "DIVIDE_BY_ZERO" and "write.py" not in message, message
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")

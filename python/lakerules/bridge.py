@@ -141,7 +141,7 @@ class PlannedCommand:
             commit.use_session(ctx.spark)  # for its snapshot-property settings
             return execute.execute(ctx, self.node)
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
-            return self.backend.java_error(e)
+            return self.backend.java_error(_clear_read_failure(e, self.node))
 
 
 class PlannedStreamWrite:
@@ -164,7 +164,21 @@ class PlannedStreamWrite:
             execute.execute_stream_batch(ctx, self.node, DataFrame(jdf, ctx.spark))
             return None
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
-            return self.backend.java_error(e)
+            return self.backend.java_error(_clear_read_failure(e, self.node))
+
+
+def _clear_read_failure(e: BaseException, node) -> BaseException:
+    """A Spark job's failure to read a lake table's file (missing or damaged on disk) as a one-line
+    LakeError saying which file and what to do (lakerules.missing_files); any other error as it is."""
+    if isinstance(e, LakeError):
+        return e
+    from lakerules import missing_files
+
+    try:
+        clear = missing_files.clear(e, execute.title(node), str(node.table))
+    except Exception:  # noqa: BLE001 - never hide the error itself
+        clear = None
+    return clear if clear is not None else e
 
 
 def _message(e: BaseException) -> str:

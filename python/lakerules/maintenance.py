@@ -114,6 +114,12 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
         Param("options", "MAP<STRING, STRING>"),
         Param("where", "STRING"),
     ),
+    # files gone from disk (lakerules.missing_files)
+    "remove_missing_files": (
+        Param("table", "STRING", required=True),
+        Param("dry_run", "BOOLEAN"),
+        Param("include_damaged", "BOOLEAN"),
+    ),
     # a table's history (lakerules.history)
     "rollback_to_snapshot": (
         Param("table", "STRING", required=True),
@@ -166,6 +172,7 @@ RESULTS = {
         "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count long, "
         "added_bytes_count long"
     ),
+    "remove_missing_files": "file_path string, file_content string, problem string",
     "rollback_to_snapshot": "previous_snapshot_id long, current_snapshot_id long",
     "rollback_to_timestamp": "previous_snapshot_id long, current_snapshot_id long",
     "set_current_snapshot": "previous_snapshot_id long, current_snapshot_id long",
@@ -264,9 +271,9 @@ def _check_types(spark, where: str, args: dict) -> None:
 
 def command(procedure: str, values: dict):
     """fn(ctx, table) running the procedure on the table (a StatementCommand's function)."""
-    from lakerules import history, table_imports
+    from lakerules import history, missing_files, table_imports
 
-    run = {"add_files": table_imports.add_files, "remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
+    run = {"add_files": table_imports.add_files, "remove_missing_files": missing_files.remove_missing_files, "remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
            "rewrite_manifests": _rewrite_manifests, "rollback_to_snapshot": history.rollback_to_snapshot,
            "rollback_to_timestamp": history.rollback_to_timestamp,
            "set_current_snapshot": history.set_current_snapshot, "cherrypick_snapshot": history.cherrypick_snapshot,

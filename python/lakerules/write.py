@@ -174,15 +174,14 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     fields = fields if fields is not None else schema.as_struct().fields
     if len(df.columns) != len(fields) + len(order_by):
         raise LakeError(f"lakerules: writing {len(df.columns)} columns into {names.table_name(table)}, which has {len(fields)}")
-    columns = []
-    df_names = df.columns
-    for i, f in enumerate(fields):
-        spark_type = schemas.iceberg_type_to_spark(f.field_type, with_ids=True)
-        # df[i] would read df's i-th name as an attribute name (a`b is a syntax error there)
-        columns.append(df[J.quote(df_names[i])].cast(spark_type).alias(f.name, metadata={schemas.FIELD_ID: f.field_id}))
+    # df's columns by position as the table's (types, names, field ids), order_by's after them; built
+    # in the JVM, so that an error in the query's own expressions points at the query, not here
+    out = J.cast_columns(spark, df.select(*[df[J.quote(n)] for n in df.columns[:len(fields)]],
+                                          *[df[J.quote(c)] for c in order_by]),
+                         [(f.name, schemas.iceberg_type_to_spark(f.field_type, with_ids=True), {schemas.FIELD_ID: f.field_id})
+                          for f in fields])
     part_cols = partitioning.partition_columns(spec, schema, catalog_name, {f.name for f in fields} | set(order_by))
     # The partition columns read the source columns by their table names, so select those first.
-    out = df.select(*columns, *[df[J.quote(c)] for c in order_by])
     if part_cols:
         out = out.select("*", *[p.expr for p in part_cols])
     order = write_order.layout(table, catalog_name) if content == DataFileContent.DATA and not order_by else None
