@@ -198,6 +198,7 @@ SETTINGS = [  # (setting, bad value, what the error says, statement that reads i
     ("spark.lakerules.read.positionDeleteBroadcastRows", "many", "is not a number of rows", "select"),
     ("spark.lakerules.read.equalityDeleteFilterThreshold", "-1", "is not a number of rows", "select"),
     ("spark.lakerules.read.lateMaterialization.maxRows", "1e5", "is not a number of rows", "late"),
+    ("spark.lakerules.optimize.zorder.incrementalRatio", "inf", "expected a finite number >= 0", "optimize"),
 ]
 
 
@@ -208,6 +209,7 @@ def test_bad_settings_are_refused_by_name(spark, iceberg_catalog, with_deletes):
         "vacuum": f"VACUUM {with_deletes} DRY RUN",
         "select": f"SELECT * FROM {with_deletes} WHERE k = 1",
         "late": f"SELECT * FROM {with_deletes} WHERE k = 1",
+        "optimize": f"OPTIMIZE {with_deletes} ZORDER BY (k)",
     }
     before = iceberg_catalog.load_table(ident).metadata_location
     for key, value, needle, query in SETTINGS:

@@ -13,7 +13,9 @@
                                         [, where => 'partition predicate'])
     CALL lake.system.rewrite_position_delete_files(table => 'db.t' [, options => map(...)]
                                                    [, where => 'partition predicate'])
+    CALL lake.system.remove_missing_files(table => 'db.t' [, dry_run => true] [, include_damaged => true])
 
+remove_missing_files (files gone from disk, or damaged) is lakerules.missing_files'.
 rewrite_data_files runs on OPTIMIZE's engine (lakerules.optimize, which statements dispatches it to):
 binpack is its compaction, ``zorder(...)`` its ZORDER BY, ``hilbert(...)`` its HILBERT BY.
 rewrite_position_delete_files is lakerules.delete_compaction (statements dispatches it there too).

@@ -166,8 +166,8 @@ class Settings:
                     ratio = float(raw)
                 except ValueError:
                     ratio = -1.0
-                if not ratio >= 0:
-                    raise LakeError(f"lakerules: {where}={raw!r}: expected a number >= 0")
+                if not 0 <= ratio < float("inf"):
+                    raise LakeError(f"lakerules: {where}={raw!r}: expected a finite number >= 0")
                 if name == "deleteRatioThreshold" and not 0 < ratio <= 1:
                     raise LakeError(f"lakerules: {where}={raw!r}: expected a number > 0 and <= 1")
                 return ratio
