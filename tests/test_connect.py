@@ -286,6 +286,23 @@ def test_the_client_reaches_the_lake_catalog(client, lake):
     assert look(lake, "harness.t") == (_s(0, None, 0, ["bucket[4]"]), [])
 
 
+def test_a_lakerules_error_reaches_a_connect_client_as_one_line(client, lake):
+    """A lakerules error (issue 30): its one-line message and the exception's class, not the
+    server's 80-odd-line JVM stack trace of the Py4J callback that returned it."""
+    client.sql("CREATE NAMESPACE lake.clear")
+    client.sql("CREATE TABLE lake.clear.t (id BIGINT)")
+    client.sql("INSERT INTO lake.clear.t VALUES (1)")
+    for statement, needle in (("VACUUM lake.clear.t RETAIN 1 HOURS", "lakerules: VACUUM lake.clear.t RETAIN 1 HOURS"),
+                              ("SELECT * FROM lake.clear.t VERSION AS OF 'nope'",
+                               "lakerules: table lake.clear.t has no snapshot or reference 'nope'")):
+        with pytest.raises(Exception) as info:
+            client.sql(statement).collect()
+        message = str(info.value).strip()
+        assert message.splitlines()[0].startswith(needle), message
+        assert "\tat " not in message and len(message.splitlines()) <= 4, message
+    assert look(lake, "clear.t")[1] == [(1,)]
+
+
 EXPLAINED = [
     "EXPLAIN DELETE FROM {t} WHERE id = 1",
     "EXPLAIN EXTENDED DELETE FROM {t} WHERE id = 1",

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from lakerules import commit, execute, jvm as J, plan as P, registry, statements
 from lakerules.catalogs import Catalogs
 from lakerules.context import Context
-from lakerules.errors import CatalogError, LakeError, LakeSyntaxError
+from lakerules.errors import CatalogError, LakeError, LakeSyntaxError, TooComplex
 from lakerules.latemat import LateScan, lower_late_scan
 from lakerules.metadata_tables import MetadataScan, lower_metadata_scan
 from lakerules.scan import lower_scan
@@ -49,6 +49,8 @@ class Backend:
             return statements.parse(self.context(jsession), sql_text)
         except LakeSyntaxError as e:  # Spark's own ParseException: the one a parser may throw
             return self.spark._jvm.io.lakerules.Bridge.parseError(e.sql, e.line, e.column - 1, e.near, e.hint)
+        except TooComplex as e:  # as Spark's parser refuses its own statements nested too deep
+            return self.spark._jvm.io.lakerules.Bridge.parseTooComplex(e.sql)
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
             return self.java_error(e)
 
@@ -139,7 +141,7 @@ class PlannedCommand:
             commit.use_session(ctx.spark)  # for its snapshot-property settings
             return execute.execute(ctx, self.node)
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
-            return self.backend.java_error(e)
+            return self.backend.java_error(_clear_read_failure(e, self.node))
 
 
 class PlannedStreamWrite:
@@ -162,7 +164,21 @@ class PlannedStreamWrite:
             execute.execute_stream_batch(ctx, self.node, DataFrame(jdf, ctx.spark))
             return None
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
-            return self.backend.java_error(e)
+            return self.backend.java_error(_clear_read_failure(e, self.node))
+
+
+def _clear_read_failure(e: BaseException, node) -> BaseException:
+    """A Spark job's failure to read a lake table's file (missing or damaged on disk) as a one-line
+    LakeError saying which file and what to do (lakerules.missing_files); any other error as it is."""
+    if isinstance(e, LakeError):
+        return e
+    from lakerules import missing_files
+
+    try:
+        clear = missing_files.clear(e, execute.title(node), str(node.table))
+    except Exception:  # noqa: BLE001 - never hide the error itself
+        clear = None
+    return clear if clear is not None else e
 
 
 def _message(e: BaseException) -> str:

@@ -16,7 +16,8 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 from pyiceberg.table.update import SetLocationUpdate
 
-from lakerules import far_dates, metadata_cache, metadata_files, owners, partitioning, paths, refs, schema as schemas
+from lakerules import far_dates, format_version, metadata_cache, metadata_files, names, owners, partitioning, paths, refs
+from lakerules import schema as schemas
 from lakerules.errors import CatalogError, CatalogUnavailable, LakeError, NotSupported, UnreadableFile
 
 # Spark passes these as table properties; they are not Iceberg properties.
@@ -299,7 +300,7 @@ class Catalogs:
         iceberg_schema, spec, props, location = _new_table(name, cat, a)
         if not self._namespace_exists(cat, ns):
             raise CatalogError("NoSuchNamespace", "no such namespace", ns)
-        props.setdefault("format-version", "2")
+        props.setdefault(format_version.PROPERTY, str(format_version.DEFAULT))
         # a folder belongs to one table (lakerules.owners)
         tables = owners.other_tables(cat)
         if not location:
@@ -378,9 +379,8 @@ def _new_table(catalog: str, cat: Catalog, a: dict, default_provider: str | None
     if location:
         paths.check_location(location)
     props = {k: v for k, v in props.items() if k not in _SPARK_RESERVED}
-    version = props.get("format-version")
-    if version is not None and version not in ("1", "2"):
-        raise NotSupported(f"lakerules: format-version {version} is not supported (use 2)")
+    if format_version.PROPERTY in props:
+        format_version.checked(props[format_version.PROPERTY], f"CREATE TABLE {qualified(catalog, ns, tname)}")
     iceberg_schema = schemas.spark_json_to_iceberg(a["schema"])
     spec = partitioning.spec_from_spark(a.get("partitioning") or [], iceberg_schema)
     return iceberg_schema, spec, props, location
@@ -648,7 +648,7 @@ def _snapshot_by_version(table: Table, version: str):
     else:
         snapshot = table.snapshot_by_name(version)
     if snapshot is None:
-        raise LakeError(f"lakerules: table {table.name()} has no snapshot or reference {version!r}")
+        raise LakeError(f"lakerules: table {names.table_name(table)} has no snapshot or reference {version!r}")
     return snapshot
 
 
@@ -660,7 +660,7 @@ def _snapshot_at(table: Table, timestamp_micros: int):
             best = entry
     if best is None:
         raise LakeError(
-            f"lakerules: table {table.name()} has no snapshot at or before timestamp {timestamp_micros} µs"
+            f"lakerules: table {names.table_name(table)} has no snapshot at or before timestamp {timestamp_micros} µs"
         )
     return table.snapshot_by_id(best.snapshot_id)
 
@@ -676,6 +676,10 @@ def _alter(table: Table, changes: list[dict], check_folders) -> None:
             raise NotSupported(f"lakerules: ALTER TABLE change {c['class']} is not supported: {c['description']}")
     sets = {c["key"]: c["value"] for c in changes if c["op"] == "set_property"}
     removes = [c["key"] for c in changes if c["op"] == "remove_property"]
+    version = sets.pop(format_version.PROPERTY, None)
+    if version is not None:
+        version = format_version.checked(version, f"ALTER TABLE {names.table_name(table)} SET TBLPROPERTIES",
+                                         table.format_version)
     location = sets.pop("location", None)
     moved = [k for k in (paths.DATA_PATH, paths.METADATA_PATH) if k in sets or k in removes]
     if location is not None or moved:
@@ -695,9 +699,8 @@ def _alter(table: Table, changes: list[dict], check_folders) -> None:
             with tx.update_schema() as us:
                 for c in column_ops:
                     _column_change(us, table, c)
-        version = sets.pop("format-version", None)
-        if version is not None and version != str(table.format_version):
-            tx.upgrade_table_version(int(version))
+        if version is not None and version != table.format_version:
+            tx.upgrade_table_version(version)
         if sets:
             tx.set_properties(sets)
         if removes:

@@ -18,7 +18,7 @@ from pyiceberg.manifest import DataFileContent
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, schema as schemas
+from lakerules import commit, jvm as J, names, schema as schemas
 from lakerules.errors import LakeError
 from lakerules.write import discard, write_files
 
@@ -96,4 +96,4 @@ def _column(table, schema, name: str):
     try:
         return schema.find_field(name)
     except ValueError:
-        raise LakeError(f"lakerules: {table.name()} has no column {name!r}") from None
+        raise LakeError(f"lakerules: {names.table_name(table)} has no column {name!r}") from None

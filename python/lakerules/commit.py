@@ -33,7 +33,7 @@ from pyiceberg.table.update.validate import _added_data_files, _validate_data_fi
 from pyiceberg.typedef import EMPTY_DICT, KeyDefaultDict
 from pyiceberg.utils.bin_packing import ListPacker
 
-from lakerules import metadata_cache, refs
+from lakerules import metadata_cache, names, refs
 from lakerules.row_plans import isolation_level
 from lakerules.errors import CatalogUnavailable, CommitOutcomeUnknown, CommitRejected, ConflictError, LakeError
 
@@ -96,7 +96,7 @@ def _transaction(table: Table):
     except ValueError as e:
         if "sequence number" not in str(e):
             raise CommitOutcomeUnknown(
-                f"lakerules: the commit to {table.name()} failed with an error that does not say whether it "
+                f"lakerules: the commit to {names.table_name(table)} failed with an error that does not say whether it "
                 f"landed (ValueError: {e}). The statement's new files were kept: check the table's snapshots; "
                 "if the commit did not land, CALL <catalog>.system.remove_orphan_files removes them."
             ) from e
@@ -104,14 +104,14 @@ def _transaction(table: Table):
         for producer in tx._snapshot_producers:
             producer._clean_all_uncommitted()
         raise CommitRejected(
-            f"lakerules: conflict on {table.name()}: other commits landed while this statement committed ({e}); "
+            f"lakerules: conflict on {names.table_name(table)}: other commits landed while this statement committed ({e}); "
             "nothing was committed and the statement's new files were deleted. Run it again."
         ) from e
     except CommitFailedException as e:
         # pyiceberg retried (commit.retry.num-retries) and the catalog still refused: other
         # commits kept landing, or the catalog refuses this table's commits
         raise CommitRejected(
-            f"lakerules: conflict on {table.name()}: the catalog rejected the commit ({e}), as it does when "
+            f"lakerules: conflict on {names.table_name(table)}: the catalog rejected the commit ({e}), as it does when "
             "other commits land while this statement commits, after the table's commit.retry.num-retries "
             "retries; nothing was committed and the statement's new files were deleted. Run it again."
         ) from e
@@ -126,7 +126,7 @@ def _transaction(table: Table):
         ) from e
     except BaseException as e:
         raise CommitOutcomeUnknown(
-            f"lakerules: the commit to {table.name()} failed with an error that does not say whether it "
+            f"lakerules: the commit to {names.table_name(table)} failed with an error that does not say whether it "
             f"landed ({type(e).__name__}: {e}). The statement's new files were kept: check the table's "
             "snapshots; if the commit did not land, CALL <catalog>.system.remove_orphan_files removes them."
         ) from e
@@ -608,7 +608,7 @@ def validate_overwrite(table: Table, base_id: int | None, replaced: list, confli
                 raise ValidationException(f"data files were added meanwhile in partitions this write replaces: {sorted(hits)[:5]}")
     except ValidationException as e:
         raise ConflictError(
-            f"lakerules: conflict on {table.name()}: {e}. A commit since snapshot {base_id} changed what this "
+            f"lakerules: conflict on {names.table_name(table)}: {e}. A commit since snapshot {base_id} changed what this "
             "overwrite replaces; nothing was committed. Run it again."
         ) from e
 
@@ -711,7 +711,7 @@ def row_delta(table: Table, data_files: list, delete_files: list, summary: dict 
     if not (data_files or delete_files or removed_data_files or removed_delete_files):
         return
     if (delete_files or removed_delete_files) and table.format_version < 2:
-        raise LakeError(f"lakerules: table {table.name()} is format version 1, which has no delete files")
+        raise LakeError(f"lakerules: table {names.table_name(table)} is format version 1, which has no delete files")
     if operation is None:
         operation = Operation.OVERWRITE if data_files else Operation.DELETE
     try:
@@ -734,7 +734,7 @@ def row_delta(table: Table, data_files: list, delete_files: list, summary: dict 
                     producer.remove_delete_file(f)
     except ValidationException as e:
         raise ConflictError(
-            f"lakerules: conflict on {table.name()}: {e}. Another commit changed what this statement "
+            f"lakerules: conflict on {names.table_name(table)}: {e}. Another commit changed what this statement "
             "read; nothing was committed. Run the statement again."
         ) from e
 
@@ -970,7 +970,7 @@ def rewrite_manifests(table: Table, spec_id: int | None = None, summary: dict | 
     if spec_id is None:
         spec_id = table.metadata.default_spec_id
     if spec_id not in table.specs():
-        raise LakeError(f"lakerules: rewrite_manifests: table {table.name()} has no partition spec {spec_id}; "
+        raise LakeError(f"lakerules: rewrite_manifests: table {names.table_name(table)} has no partition spec {spec_id}; "
                         f"its specs are {sorted(table.specs())}")
     if table.current_snapshot() is None:
         return ManifestRewrite(0, 0)
@@ -1153,7 +1153,7 @@ class _Restore(_Merging, _SnapshotProducer):
         head = self._transaction.table_metadata.snapshot_by_name(MAIN_BRANCH)
         if head is None or head.snapshot_id != self._from:
             raise RestoreConflict(
-                f"lakerules: conflict on {'.'.join(self._transaction._table.name())}: RESTORE read snapshot {self._from}, but "
+                f"lakerules: conflict on {names.table_name(self._transaction._table)}: RESTORE read snapshot {self._from}, but "
                 f"the table's current snapshot is now {head.snapshot_id if head else None} (a commit landed "
                 "meanwhile); nothing was committed. Run it again."
             )

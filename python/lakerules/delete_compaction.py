@@ -36,7 +36,7 @@ from pyiceberg.typedef import Record
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakerules import commit, jvm as J, progress
+from lakerules import commit, jvm as J, names, progress
 from lakerules.errors import ConflictError, LakeError, NotSupported
 from lakerules.optimize import _options, _partition_predicate
 from lakerules.plan import TableRef
@@ -100,7 +100,7 @@ def _live_position_deletes(table, snapshot) -> list:
         for e in m.fetch_manifest_entry(table.io, discard_deleted=True):
             f = e.data_file
             if f.file_format == FileFormat.PUFFIN:
-                raise NotSupported(f"lakerules: table {table.name()} has deletion vectors (Iceberg v3, {f.file_path}); "
+                raise NotSupported(f"lakerules: table {names.table_name(table)} has deletion vectors (Iceberg v3, {f.file_path}); "
                                    f"{PROCEDURE} does not rewrite them")
             if f.content == DataFileContent.POSITION_DELETES:
                 out.append(f)

@@ -785,8 +785,11 @@ def after_first_word(sql: str) -> str:
 
 
 def _parse_one(sql: str, kind: type, name: str):
+    from lakerules import nesting
+
     try:
-        tree = LakeSpark().parse(sql, error_level=ErrorLevel.IMMEDIATE)
+        with nesting.parsing(sql):
+            tree = LakeSpark().parse(sql, error_level=ErrorLevel.IMMEDIATE)
     except ParseError as e:
         raise _syntax_error(sql, e, name) from None
     statements = [t for t in tree if t is not None]

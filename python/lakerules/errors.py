@@ -33,6 +33,16 @@ class LakeSyntaxError(LakeError):
         self.sql, self.line, self.column, self.near, self.hint = sql, line, column, near, hint
 
 
+class TooComplex(LakeError):
+    """A statement lakerules parses nests deeper than it parses (``limit`` brackets); Spark reports
+    it as its own ParseException FAILED_TO_PARSE_TOO_COMPLEX, as for its own statements."""
+
+    def __init__(self, sql: str, limit: int):
+        super().__init__(f"lakerules: [FAILED_TO_PARSE_TOO_COMPLEX] the statement was too complex to parse (nested "
+                         f"more than {limit} deep); divide it into less complex parts")
+        self.sql, self.limit = sql, limit
+
+
 class CommitRejected(ConflictError):
     """The catalog refused the commit (pyiceberg's retries included): nothing was committed, and the
     statement's new files were deleted."""

@@ -44,7 +44,7 @@ def execute_stream_batch(ctx, node: P.StreamWriteToLake, df):
 
 
 def _run(ctx, node: P.Command):
-    with progress.statement(ctx, _title(node)):
+    with progress.statement(ctx, title(node)):
         match node:
             case P.WriteToLake():
                 return write.run_write(ctx, node, P.to_jvm(ctx, node.query))
@@ -73,7 +73,7 @@ def _run(ctx, node: P.Command):
                 raise TypeError(f"lakerules: no executor for plan node {type(node).__name__}")
 
 
-def _title(node: P.Command) -> str:
+def title(node: P.Command) -> str:
     if isinstance(node, P.CatalogCommand):
         return " ".join(node.describe().split())[:200]
     if isinstance(node, P.StatementCommand):

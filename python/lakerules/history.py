@@ -22,7 +22,7 @@ from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Operation, ancestors_of, latest_ancestor_before_timestamp
 
-from lakerules import commit, jvm as J
+from lakerules import commit, jvm as J, names
 from pyiceberg.exceptions import ValidationException
 
 from lakerules.errors import ConflictError, LakeError, NotSupported
@@ -45,7 +45,7 @@ SOURCE_SNAPSHOT_ID = "source-snapshot-id"
 
 
 def _name(table) -> str:
-    return ".".join(table.name())
+    return names.table_name(table)
 
 
 def _snapshot(table, snapshot_id: int, where: str):
@@ -363,10 +363,31 @@ def ref_command(stmt):
     return run_fn
 
 
+# Iceberg's SnapshotRef: each retention setting given is positive; the ages are milliseconds in a
+# long, the count an int (what Iceberg's readers of the metadata take)
+_RETENTION = (("retain_ms", "RETAIN", "max-ref-age-ms", 2**63 - 1),
+              ("max_snapshot_age_ms", "WITH SNAPSHOT RETENTION <n> DAYS|HOURS|MINUTES", "max-snapshot-age-ms", 2**63 - 1),
+              ("min_snapshots", "WITH SNAPSHOT RETENTION <n> SNAPSHOTS", "min-snapshots-to-keep", 2**31 - 1))
+
+
+def _check_retention(a: dict, where: str) -> None:
+    """Refuse a retention setting Iceberg refuses (before anything is committed)."""
+    for key, clause, prop, most in _RETENTION:
+        value = a.get(key)
+        if value is None:
+            continue
+        if value <= 0:
+            raise LakeError(f"lakerules: {where}: {clause} gives {prop}={value}; it must be greater than 0 "
+                            "(leave the clause out for the table's default). Nothing was changed")
+        if value > most:
+            raise LakeError(f"lakerules: {where}: {clause} gives {prop}={value}, more than the largest value Iceberg "
+                            f"stores ({most}). Nothing was changed")
+
+
 def _ref_ddl(table, op: str, kind: str, name: str, a: dict) -> None:
     metadata = table.metadata
     existing = metadata.refs.get(name)
-    where = f"ALTER TABLE {_name(table)} {op} {kind.upper()} {name!r}"
+    where = f"ALTER TABLE {_name(table)} {op} {kind.upper()} {names.shown_ref(name)}"
     if existing is not None and existing.snapshot_ref_type.value != kind:
         if op == "DROP" or op != "CREATE" or not a.get("if_exists"):
             raise LakeError(f"lakerules: {where}: {name!r} is a {existing.snapshot_ref_type.value} of the table, "
@@ -380,6 +401,9 @@ def _ref_ddl(table, op: str, kind: str, name: str, a: dict) -> None:
             raise LakeError(f"lakerules: {where}: the main branch cannot be dropped")
         commit.remove_ref(table, name, existing.snapshot_id)
         return
+    if existing is None:  # a new ref: its name follows lakerules.names' rule (existing ones still move)
+        names.check_ref_name(name, kind, where)
+    _check_retention(a, where)
     if op == "CREATE" and existing is not None:
         if a.get("if_exists"):
             return

@@ -220,6 +220,18 @@ def project_as(spark: SparkSession, plan, exprs, names):
     return spark._jvm.io.lakerules.Bridge.projectAs(plan, to_java_list(spark, exprs), to_java_list(spark, names))
 
 
+def cast_columns(spark: SparkSession, df: DataFrame, columns: list[tuple[str, Any, dict]]) -> DataFrame:
+    """df's first columns cast and renamed: ``columns`` (name, Spark DataType, metadata) for each,
+    the rest of df's columns kept as they are; built in the JVM (io.lakerules.Bridge.castProject)
+    so that the expressions carry no Python call site of lakerules as their origin."""
+    import json
+
+    plan = spark._jvm.io.lakerules.Bridge.castProject(
+        df._jdf.logicalPlan(), to_java_list(spark, [t.json() for _, t, _ in columns]),
+        to_java_list(spark, [n for n, _, _ in columns]), to_java_list(spark, [json.dumps(m) for _, _, m in columns]))
+    return dataframe(spark, plan)
+
+
 def align_assignments(spark: SparkSession, attributes, assignments, insert: bool) -> tuple:
     """A row-level command's (key, value) assignments as Spark aligns them for a table it
     rewrites itself: one (attribute, value) pair per column of ``attributes``, in order, nested

@@ -63,7 +63,7 @@ from pyiceberg.schema import Schema
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from lakerules import jvm as J, schema as schemas
+from lakerules import jvm as J, schema as schemas, settings
 from lakerules.errors import LakeError
 from lakerules.explain import remember
 from lakerules.plan import Filter, LakeScan, Node, SparkNode
@@ -252,7 +252,7 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     if not scan.split:
         return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}")
     files = list(scan.plan.files)
-    limit = int(ctx.conf(MAX_ROWS_KEY, str(MAX_ROWS_DEFAULT)))
+    limit = settings.count(MAX_ROWS_KEY, ctx.conf(MAX_ROWS_KEY, None), MAX_ROWS_DEFAULT, "rows")
     names = status_names(spark, [p.file.file_path for p in files])
     ids = _field_ids(scan, scan.needed_columns)
     rest, found = files, []

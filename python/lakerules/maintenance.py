@@ -13,7 +13,9 @@
                                         [, where => 'partition predicate'])
     CALL lake.system.rewrite_position_delete_files(table => 'db.t' [, options => map(...)]
                                                    [, where => 'partition predicate'])
+    CALL lake.system.remove_missing_files(table => 'db.t' [, dry_run => true] [, include_damaged => true])
 
+remove_missing_files (files gone from disk, or damaged) is lakerules.missing_files'.
 rewrite_data_files runs on OPTIMIZE's engine (lakerules.optimize, which statements dispatches it to):
 binpack is its compaction, ``zorder(...)`` its ZORDER BY, ``hilbert(...)`` its HILBERT BY.
 rewrite_position_delete_files is lakerules.delete_compaction (statements dispatches it there too).
@@ -46,7 +48,7 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.refs import SnapshotRefType
 from pyspark.sql import functions as F
 
-from lakerules import jvm as J, owners, paths
+from lakerules import jvm as J, names, owners, paths, settings
 from lakerules.errors import LakeError, NotSupported, UnreadableFile
 
 log = logging.getLogger("lakerules")
@@ -115,6 +117,12 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
         Param("options", "MAP<STRING, STRING>"),
         Param("where", "STRING"),
     ),
+    # files gone from disk (lakerules.missing_files)
+    "remove_missing_files": (
+        Param("table", "STRING", required=True),
+        Param("dry_run", "BOOLEAN"),
+        Param("include_damaged", "BOOLEAN"),
+    ),
     # a table's history (lakerules.history)
     "rollback_to_snapshot": (
         Param("table", "STRING", required=True),
@@ -167,6 +175,7 @@ RESULTS = {
         "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count long, "
         "added_bytes_count long"
     ),
+    "remove_missing_files": "file_path string, file_content string, problem string",
     "rollback_to_snapshot": "previous_snapshot_id long, current_snapshot_id long",
     "rollback_to_timestamp": "previous_snapshot_id long, current_snapshot_id long",
     "set_current_snapshot": "previous_snapshot_id long, current_snapshot_id long",
@@ -265,9 +274,9 @@ def _check_types(spark, where: str, args: dict) -> None:
 
 def command(procedure: str, values: dict):
     """fn(ctx, table) running the procedure on the table (a StatementCommand's function)."""
-    from lakerules import history, table_imports
+    from lakerules import history, missing_files, table_imports
 
-    run = {"add_files": table_imports.add_files, "remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
+    run = {"add_files": table_imports.add_files, "remove_missing_files": missing_files.remove_missing_files, "remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
            "rewrite_manifests": _rewrite_manifests, "rollback_to_snapshot": history.rollback_to_snapshot,
            "rollback_to_timestamp": history.rollback_to_timestamp,
            "set_current_snapshot": history.set_current_snapshot, "cherrypick_snapshot": history.cherrypick_snapshot,
@@ -370,11 +379,10 @@ def _remove_orphan_files(ctx, table, args: dict):
     spark = ctx.spark
     now_ms = int(time.time() * 1000)
     older_than_ms = args["older_than"] // 1000 if args["older_than"] is not None else now_ms - 3 * DAY_MS
-    min_age = spark._jvm.org.apache.spark.network.util.JavaUtils.timeStringAsMs(
-        spark.conf.get("spark.lakerules.removeOrphanFiles.minAge", "1d"))
+    min_age = settings.min_orphan_age_ms(spark.conf.get(settings.MIN_ORPHAN_AGE, None))
     if min_age > 0 and now_ms - older_than_ms < min_age:
         raise LakeError(
-            f"lakerules: remove_orphan_files on {table.name()}: older_than is less than "
+            f"lakerules: remove_orphan_files on {names.table_name(table)}: older_than is less than "
             f"spark.lakerules.removeOrphanFiles.minAge ({min_age} ms) ago. Files newer than that may belong "
             "to a statement still running, and removing them would corrupt its commit. Set that setting "
             "lower only when no statement is writing to the table."
@@ -401,9 +409,7 @@ def _is_version_hint(path: str) -> bool:
 
 
 def _shown(table) -> str:
-    """A table's full name (lake.db.t): its catalog's name, then its identifier."""
-    catalog = getattr(getattr(table, "catalog", None), "name", None)
-    return ".".join((catalog, *table.name()) if catalog else table.name())
+    return names.table_name(table)
 
 
 def _refuse_other_tables(confined: paths.Confinement, table, listed: list[str]) -> None:
@@ -594,7 +600,7 @@ def purge_plan(catalog, identifier) -> tuple:
         table = catalog.load_table(identifier)
     except UnreadableFile as e:
         return identifier, None, None, {}, [e]
-    confined = paths.Confinement.of(table, f"DROP TABLE {_shown(table)} PURGE")
+    confined = paths.Confinement.of(table, f"DROP TABLE {names.table_name(table)} PURGE")
     unread: list[UnreadableFile] = []
     try:
         borrowed = guard(catalog, table, confined)
@@ -637,7 +643,7 @@ def purge(catalog, plan: tuple) -> int:
         log.warning(
             "lakerules: DROP TABLE %s PURGE deleted %d files but not those named only by %s, which could not "
             "be read: they stay in %s (CALL <catalog>.system.remove_orphan_files cannot find them now that "
-            "the table is dropped; delete them by hand).", ".".join(table.name()), deleted,
+            "the table is dropped; delete them by hand).", names.table_name(table), deleted,
             "; ".join(_what_went_wrong(e) for e in {e.path: e for e in unread}.values()), table.location())
     return deleted
 

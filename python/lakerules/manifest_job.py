@@ -61,9 +61,9 @@ from pyiceberg.types import (
 from pyspark.sql import Column, DataFrame, functions as F
 from pyspark.sql import types as T
 
-from lakerules import jvm as J
+from lakerules import jvm as J, settings
 from lakerules.errors import LakeError
-from lakerules.manifests import Ops, count_setting, may_match
+from lakerules.manifests import Ops, may_match
 
 MODES = ("auto", "local", "distributed")
 DATA_MODE_CONF, DELETE_MODE_CONF = "spark.sql.iceberg.data-planning-mode", "spark.sql.iceberg.delete-planning-mode"
@@ -104,7 +104,7 @@ def planning_modes(conf, table) -> tuple[str, str]:
 
 
 def min_bytes(conf) -> int:
-    return count_setting(MIN_BYTES_KEY, conf(MIN_BYTES_KEY), MIN_BYTES_DEFAULT, "bytes")
+    return settings.count(MIN_BYTES_KEY, conf(MIN_BYTES_KEY), MIN_BYTES_DEFAULT, "bytes")
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from pyiceberg.types import (
     TimeType,
 )
 
-from lakerules.errors import LakeError
+from lakerules import settings
 
 CACHE_KEY = "spark.lakerules.planning.manifestCacheEntries"
 CACHE_DEFAULT = 500_000  # about 2.3 KB of driver memory each (measured with a 3-column table)
@@ -157,23 +157,9 @@ class ManifestCache:
 CACHE = ManifestCache()
 
 
-def count_setting(key: str, value: str | None, default: int, what: str) -> int:
-    """A session setting that is a count (0 or more) of ``what``: its default when unset, else a
-    LakeError naming the setting and the value."""
-    if value is None:
-        return default
-    try:
-        n = int(value)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise LakeError(f"lakerules: {key}={value!r} is not a number of {what} (0 or more)")
-    return n
-
-
 def configure(value: str | None) -> None:
     """Apply the session's CACHE_KEY setting (entries, 0 for no cache) to the process's cache."""
-    limit = count_setting(CACHE_KEY, value, CACHE_DEFAULT, "manifest entries")
+    limit = settings.count(CACHE_KEY, value, CACHE_DEFAULT, "manifest entries")
     if limit != CACHE.max_entries:
         CACHE.resize(limit)
 

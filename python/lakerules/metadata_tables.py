@@ -29,6 +29,7 @@ from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.types import ListType, MapType, NestedField, PrimitiveType, StructType as IStruct
 from pyspark.sql import types as T
 
+from lakerules import names
 from lakerules.errors import LakeError, NotSupported
 from lakerules.plan import Node
 
@@ -254,7 +255,7 @@ def _snapshot(table, snapshot_id):
     if snapshot_id is not None:
         s = table.snapshot_by_id(snapshot_id)
         if s is None:
-            raise LakeError(f"lakerules: table {'.'.join(table.name())} has no snapshot {snapshot_id}")
+            raise LakeError(f"lakerules: table {names.table_name(table)} has no snapshot {snapshot_id}")
         return s
     return table.current_snapshot()
 

@@ -53,7 +53,7 @@ from pyiceberg.types import StructType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, dialect, jvm as J, metrics as column_metrics, progress, schema as schemas, write_order, zorder
+from lakerules import commit, dialect, jvm as J, metrics as column_metrics, names, progress, schema as schemas, write_order, zorder
 from lakerules.errors import ConflictError, LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
@@ -166,8 +166,8 @@ class Settings:
                     ratio = float(raw)
                 except ValueError:
                     ratio = -1.0
-                if not ratio >= 0:
-                    raise LakeError(f"lakerules: {where}={raw!r}: expected a number >= 0")
+                if not 0 <= ratio < float("inf"):
+                    raise LakeError(f"lakerules: {where}={raw!r}: expected a finite number >= 0")
                 if name == "deleteRatioThreshold" and not 0 < ratio <= 1:
                     raise LakeError(f"lakerules: {where}={raw!r}: expected a number > 0 and <= 1")
                 return ratio
@@ -802,7 +802,7 @@ def _rewrite_statement(ctx, table, values: dict, procedure: str, result):
             sort, sort_order_id = write_order.table_sort_fields(table)
             if not sort:
                 raise LakeError(f"lakerules: {where}: strategy sort without a sort_order sorts by the table's sort "
-                                f"order, and {'.'.join(table.name())} has none: give sort_order => 'a ASC, b DESC' "
+                                f"order, and {names.table_name(table)} has none: give sort_order => 'a ASC, b DESC' "
                                 "(or 'zorder(a, b)'), or set one with ALTER TABLE ... WRITE ORDERED BY")
         elif _is_curve(sort_order):
             curve, columns = _sort_order(where, sort_order)

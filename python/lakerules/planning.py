@@ -42,7 +42,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.typedef import KeyDefaultDict
 
-from lakerules import manifests as cached
+from lakerules import manifests as cached, names
 from lakerules.errors import NotSupported
 
 MANIFEST_THREADS = 8
@@ -82,7 +82,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
         return ScanPlan()
     snapshot = table.snapshot_by_id(snapshot_id)
     if snapshot is None:
-        raise NotSupported(f"lakerules: table {table.name()} has no snapshot {snapshot_id}")
+        raise NotSupported(f"lakerules: table {names.table_name(table)} has no snapshot {snapshot_id}")
     metadata = table.metadata
     schema = table.schema()
     manifests = snapshot.manifests(table.io)
@@ -135,7 +135,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
         f = entry.data_file
         if f.file_format == FileFormat.PUFFIN:
             raise NotSupported(
-                f"lakerules: table {table.name()} has deletion vectors (Iceberg v3, {f.file_path}); "
+                f"lakerules: table {names.table_name(table)} has deletion vectors (Iceberg v3, {f.file_path}); "
                 "reading them is not supported yet"
             )
         if f.content == DataFileContent.DATA:

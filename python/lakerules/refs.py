@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pyiceberg.table import Table
 from pyiceberg.table.refs import MAIN_BRANCH
 
+from lakerules import names
 from lakerules.errors import LakeError, NotSupported
 
 BRANCH, TAG = "branch", "tag"
@@ -128,6 +129,8 @@ def write_target(table: Table, name, ref: tuple[str, str] | None, conf) -> Targe
                             f"spark.wap.id ({wap_id!r}) would stage it; unset one")
         return Target(ref_name)
     if wap_branch:
+        if wap_branch not in table.metadata.refs:  # the first write creates it
+            names.check_ref_name(wap_branch, BRANCH, f"{WAP_BRANCH}={names.shown_ref(wap_branch)} on {name}")
         return Target(wap_branch)
     if wap_id:
         return Target(None, wap_id)

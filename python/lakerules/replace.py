@@ -55,7 +55,7 @@ from pyiceberg.table.update import (
 )
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
-from lakerules.errors import LakeError, NotSupported
+from lakerules import format_version
 
 NAME_MAPPING = "schema.name-mapping.default"
 
@@ -79,15 +79,11 @@ def plan(base: Table, schema: Schema, partitioning: PartitionSpec, properties: d
     given, at ``location``. ``shown`` names the table in errors (lake.db.t)."""
     metadata = base.metadata
     updates: list = []
-    version = properties.get("format-version")
+    version = properties.get(format_version.PROPERTY)
     if version is not None:
-        if version not in ("1", "2"):
-            raise NotSupported(f"lakerules: replacing {shown}: format-version {version} is not supported (use 2)")
-        if int(version) < metadata.format_version:
-            raise LakeError(f"lakerules: replacing {shown}: format-version {version} would downgrade the table "
-                            f"from {metadata.format_version}; a table's format version only goes up")
-        if int(version) > metadata.format_version:
-            updates.append(UpgradeFormatVersionUpdate(format_version=int(version)))
+        version = format_version.checked(version, f"CREATE OR REPLACE TABLE {shown}", metadata.format_version)
+        if version > metadata.format_version:
+            updates.append(UpgradeFormatVersionUpdate(format_version=version))
     new_schema = _with_ids(schema, metadata.schema(), metadata.last_column_id)
     same = next((s for s in metadata.schemas if s.fields == new_schema.fields
                  and set(s.identifier_field_ids) == set(new_schema.identifier_field_ids)), None)
@@ -107,7 +103,7 @@ def plan(base: Table, schema: Schema, partitioning: PartitionSpec, properties: d
             updates += [AddSortOrderUpdate(sort_order=UNSORTED_SORT_ORDER), SetDefaultSortOrderUpdate(sort_order_id=-1)]
     if location is not None and location.rstrip("/") != metadata.location.rstrip("/"):
         updates.append(SetLocationUpdate(location=location.rstrip("/")))
-    props = {k: v for k, v in properties.items() if k != "format-version"}
+    props = {k: v for k, v in properties.items() if k != format_version.PROPERTY}
     props[NAME_MAPPING] = new_schema.name_mapping.model_dump_json()
     changed = {k: v for k, v in props.items() if metadata.properties.get(k) != v}
     if changed:

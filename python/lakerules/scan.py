@@ -33,7 +33,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F, types as T
 from pyspark.sql.types import StructField, StructType
 
-from lakerules import jvm as J
+from lakerules import jvm as J, settings
 from lakerules.errors import LakeError
 from lakerules.explain import remember
 from lakerules.plan import LakeScan
@@ -215,7 +215,7 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
     delete_files = [by_path[k] for k in sorted(by_path)]
     names = status_names(spark, sorted({p.file.file_path for p in files} | set(by_path)))
     rows = sum(f.record_count for f in delete_files)
-    if rows <= int(ctx.conf(POS_BROADCAST_KEY, str(POS_BROADCAST_DEFAULT))):
+    if rows <= settings.count(POS_BROADCAST_KEY, ctx.conf(POS_BROADCAST_KEY, None), POS_BROADCAST_DEFAULT, "rows"):
         pairs = sorted({(names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path])
                         for p in files for d in p.position_deletes})
         deleted = _position_set(spark, pairs, delete_files)
@@ -338,7 +338,8 @@ def _apply_equality_deletes(ctx, scan: LakeScan, data: DataFrame, delete_files) 
     for f in delete_files:
         ids, rows = _equality_rows(ctx, scan, f)
         sets[ids].update(rows)
-    threshold = int(ctx.conf(EQ_FILTER_THRESHOLD_KEY, str(EQ_FILTER_THRESHOLD_DEFAULT)))
+    threshold = settings.count(EQ_FILTER_THRESHOLD_KEY, ctx.conf(EQ_FILTER_THRESHOLD_KEY, None),
+                               EQ_FILTER_THRESHOLD_DEFAULT, "rows")
     single = {ids[0]: values for ids, values in sets.items() if len(ids) == 1}
     for ids, values in sorted(sets.items()):
         missing = [i for i in ids if i not in names]

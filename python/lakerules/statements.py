@@ -37,7 +37,7 @@ import re
 from typing import Callable
 
 
-from lakerules import dialect, explain as explain_mod, jvm as J, partitioning, pending
+from lakerules import dialect, explain as explain_mod, jvm as J, names, nesting, partitioning, pending
 from lakerules.errors import LakeError
 from lakerules.routes import ROUTES  # noqa: F401  (re-exported: lakerules.attach registers it)
 
@@ -45,7 +45,13 @@ _EXPLAIN_MODE = re.compile(r"(EXTENDED|FORMATTED|CODEGEN|COST)\b\s*(.*)$", re.IG
 
 
 def parse(ctx, sql_text: str):
-    """The plan for a routed statement: its target table under a command marker, or None."""
+    """The plan for a routed statement: its target table under a command marker, or None. A
+    statement nested too deep is refused as Spark refuses its own (lakerules.nesting)."""
+    with nesting.parsing(sql_text):
+        return _parse(ctx, sql_text)
+
+
+def _parse(ctx, sql_text: str):
     kind = dialect.statement_kind(sql_text)
     if kind == "EXPLAIN":
         inner, mode = dialect.after_first_word(sql_text), None
@@ -262,9 +268,9 @@ def _existing_field(table, spec) -> str:
     try:
         transform, column, _ = _field(spec, schema)
     except LakeError:
-        raise LakeError(f"lakerules: table {table.name()} has no partition field {_shown(spec)!r} in its current spec") from None
+        raise LakeError(f"lakerules: table {names.table_name(table)} has no partition field {_shown(spec)!r} in its current spec") from None
     source_id = schema.find_field(column).field_id
     for f in current.fields:
         if f.source_id == source_id and f.transform == transform:
             return f.name
-    raise LakeError(f"lakerules: table {table.name()} has no partition field {_shown(spec)!r} in its current spec")
+    raise LakeError(f"lakerules: table {names.table_name(table)} has no partition field {_shown(spec)!r} in its current spec")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-from lakerules import jvm as J
+from lakerules import jvm as J, names
 from lakerules.errors import LakeError, NotSupported
 
 ADD_FILES_RESULT = "added_files_count long, changed_partition_count long"
@@ -145,7 +145,7 @@ def add_files(ctx, table, args: dict):
         known_keys = {key(p) for p in known}
         dup = sorted(d.file_path for d in data_files if key(d.file_path) in known_keys)
         if dup:
-            raise LakeError(f"lakerules: add_files: {len(dup)} file(s) are already in table {'.'.join(table.name())}, "
+            raise LakeError(f"lakerules: add_files: {len(dup)} file(s) are already in table {names.table_name(table)}, "
                             f"e.g. {dup[0]}; set check_duplicate_files => false to add them again. Nothing was added")
     borrows = _borrowed_folders(table, [d.file_path for d in data_files], bool(args.get("shared")))
     if "schema.name-mapping.default" not in table.properties:  # readers match the files' columns by name

@@ -20,9 +20,10 @@ is changed), else the table's location.
 
 from __future__ import annotations
 
+import math
 import time
 
-from lakerules import jvm as J, paths
+from lakerules import jvm as J, names, paths, settings
 from lakerules.errors import LakeError
 
 CHECK_KEY = "spark.lakerules.vacuum.retentionDurationCheck.enabled"
@@ -44,10 +45,15 @@ def run(ctx, table, hours: float | None, dry_run: bool):
     from lakerules import maintenance as M
 
     spark = ctx.spark
-    name = ".".join(table.name())
+    name = names.table_name(table)
     retain = DEFAULT_HOURS if hours is None else hours
-    if retain < 0:
-        raise LakeError(f"lakerules: VACUUM {name}: RETAIN {retain:g} HOURS: the retention cannot be negative")
+    now_ms = int(time.time() * 1000)
+    if not math.isfinite(retain) or retain < 0:
+        raise LakeError(f"lakerules: VACUUM {name}: RETAIN {retain:g} HOURS: the retention must be a finite number of "
+                        "hours, 0 or more. Nothing was changed")
+    if retain * 3600 * 1000 > now_ms:
+        raise LakeError(f"lakerules: VACUUM {name}: RETAIN {retain:g} HOURS reaches back before 1970-01-01, before any "
+                        f"snapshot: the retention is at most {now_ms // 3_600_000} hours. Nothing was changed")
     check = (spark.conf.get(CHECK_KEY, "true") or "true").strip().lower()
     if check not in ("true", "false"):
         raise LakeError(f"lakerules: {CHECK_KEY} must be true or false, not {check!r}")
@@ -57,14 +63,12 @@ def run(ctx, table, hours: float | None, dry_run: bool):
             "files that readers of older snapshots or statements still writing need, and corrupt their results. "
             f"If you are certain no statement runs on the table longer than the retention, set {CHECK_KEY} = false "
             "(as Delta's spark.databricks.delta.retentionDurationCheck.enabled). Nothing was changed.")
-    min_age = spark._jvm.org.apache.spark.network.util.JavaUtils.timeStringAsMs(
-        spark.conf.get("spark.lakerules.removeOrphanFiles.minAge", "1d"))
+    min_age = settings.min_orphan_age_ms(spark.conf.get(settings.MIN_ORPHAN_AGE, None))
     if min_age > 0 and retain * 3600 * 1000 < min_age:
         raise LakeError(
             f"lakerules: VACUUM {name} RETAIN {retain:g} HOURS: the retention is below "
             f"spark.lakerules.removeOrphanFiles.minAge ({min_age} ms): files newer than that may belong to a statement "
             "still running. Set that setting lower only when no statement is writing to the table. Nothing was changed.")
-    now_ms = int(time.time() * 1000)
     older_than_us = (now_ms - int(retain * 3600 * 1000)) * 1000
     if dry_run:
         rows = _dry_run(ctx, table, now_ms, older_than_us)
@@ -87,7 +91,7 @@ def _dry_run(ctx, table, now_ms: int, older_than_us: int) -> list[str]:
     md = table.metadata
     expired = M.snapshots_to_expire(md, now_ms, older_than_us // 1000, None, None)
     doomed = M._doomed(md, md, set(expired), M._Manifests(table.io)) if expired else {}
-    confined = paths.Confinement.of(table, f"VACUUM {'.'.join(table.name())}")
+    confined = paths.Confinement.of(table, f"VACUUM {names.table_name(table)}")
     borrowed = M.guard(table.catalog, table, confined)
     inside = sorted(p for p in doomed if confined.inside(p) is not None and M.normalize(p) not in borrowed)
     orphans = M._remove_orphan_files(ctx, table, {"older_than": older_than_us, "location": None, "dry_run": True,

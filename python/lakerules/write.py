@@ -29,7 +29,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, jvm as J, metrics, options, parquet_props, partitioning, paths, progress, schema as schemas, write_order
+from lakerules import commit, jvm as J, metrics, names, options, parquet_props, partitioning, paths, progress, schema as schemas, write_order
 from lakerules.errors import LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.row_plans import every_row_matches, has_negation
@@ -188,16 +188,15 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     schema, spec = table.schema(), table.spec()
     fields = fields if fields is not None else schema.as_struct().fields
     if len(df.columns) != len(fields) + len(order_by):
-        raise LakeError(f"lakerules: writing {len(df.columns)} columns into {table.name()}, which has {len(fields)}")
-    columns = []
-    names = df.columns
-    for i, f in enumerate(fields):
-        spark_type = schemas.iceberg_type_to_spark(f.field_type, with_ids=True)
-        # df[i] would read df's i-th name as an attribute name (a`b is a syntax error there)
-        columns.append(df[J.quote(names[i])].cast(spark_type).alias(f.name, metadata={schemas.FIELD_ID: f.field_id}))
+        raise LakeError(f"lakerules: writing {len(df.columns)} columns into {names.table_name(table)}, which has {len(fields)}")
+    # df's columns by position as the table's (types, names, field ids), order_by's after them; built
+    # in the JVM, so that an error in the query's own expressions points at the query, not here
+    out = J.cast_columns(spark, df.select(*[df[J.quote(n)] for n in df.columns[:len(fields)]],
+                                          *[df[J.quote(c)] for c in order_by]),
+                         [(f.name, schemas.iceberg_type_to_spark(f.field_type, with_ids=True), {schemas.FIELD_ID: f.field_id})
+                          for f in fields])
     part_cols = partitioning.partition_columns(spec, schema, catalog_name, {f.name for f in fields} | set(order_by))
     # The partition columns read the source columns by their table names, so select those first.
-    out = df.select(*columns, *[df[J.quote(c)] for c in order_by])
     if part_cols:
         out = out.select("*", *[p.expr for p in part_cols])
     order = write_order.layout(table, catalog_name) if content == DataFileContent.DATA and not order_by else None
@@ -470,7 +469,7 @@ def delete_files(table: Table, files: list[DataFile]) -> None:
     if not files:
         return
     try:
-        confined = paths.Confinement.of(table, f"clean-up of a failed write to {'.'.join(table.name())}")
+        confined = paths.Confinement.of(table, f"clean-up of a failed write to {names.table_name(table)}")
         confined.delete(table.io, [f.file_path for f in files], strict=False)
     except Exception:  # noqa: BLE001 - best effort; orphan removal finds what is left
         log.warning("lakerules: could not delete the files of a failed write", exc_info=True)
@@ -497,7 +496,7 @@ def discard(table: Table, files: list[DataFile], error: BaseException) -> None:
 def _delete_dir(spark, table: Table, target: str) -> None:
     """Remove the folder a failed write made, through the table's confinement (best effort)."""
     try:
-        paths.Confinement.of(table, f"clean-up of a failed write to {'.'.join(table.name())}").remove_tree(spark, target)
+        paths.Confinement.of(table, f"clean-up of a failed write to {names.table_name(table)}").remove_tree(spark, target)
     except Exception:  # noqa: BLE001 - best effort cleanup after a failed write
         log.warning("lakerules: could not remove %s after a failed write", target, exc_info=True)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pyiceberg.table.sorting import NullOrder, SortDirection, UNSORTED_SORT_ORDER
 from pyiceberg.transforms import IdentityTransform
 
-from lakerules import commit, jvm as J, partitioning
+from lakerules import commit, jvm as J, names, partitioning
 from lakerules.errors import LakeError
 
 DISTRIBUTION_MODE = "write.distribution-mode"
@@ -89,30 +89,76 @@ def identifier_fields_command(stmt):
 
     def run_fn(ctx, table):
         schema = table.schema()
-        names = []
+        columns = []
         for name in fields:
             try:
-                names.append(schema.find_column_name(schema.find_field(name, case_sensitive=False).field_id))
+                columns.append(schema.find_column_name(schema.find_field(name, case_sensitive=False).field_id))
             except ValueError:
-                raise LakeError(f"lakerules: ALTER TABLE {'.'.join(table.name())} {op} IDENTIFIER FIELDS: no column "
+                raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} {op} IDENTIFIER FIELDS: no column "
                                 f"{name!r}") from None
         current = [schema.find_column_name(i) for i in schema.identifier_field_ids]
+        if op == "SET":
+            for column in columns:
+                problem = _identifier_problem(schema, column)
+                if problem:
+                    raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} SET IDENTIFIER FIELDS: column "
+                                    f"{column!r} {problem}. Nothing was changed")
         if op == "DROP":
-            missing = [n for n in names if n not in current]
+            missing = [n for n in columns if n not in current]
             if missing:
-                raise LakeError(f"lakerules: ALTER TABLE {'.'.join(table.name())} DROP IDENTIFIER FIELDS: {missing} "
+                raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} DROP IDENTIFIER FIELDS: {missing} "
                                 f"are not identifier fields (they are {current})")
-            names = [n for n in current if n not in names]
+            columns = [n for n in current if n not in columns]
         try:
             with commit._transaction(table) as tx:
                 with tx.update_schema() as update:
-                    update.set_identifier_fields(*names)
+                    update.set_identifier_fields(*columns)
         except ValueError as e:
-            raise LakeError(f"lakerules: ALTER TABLE {'.'.join(table.name())} {op} IDENTIFIER FIELDS: {e}") from None
+            raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} {op} IDENTIFIER FIELDS: {e}") from None
         return J.empty_result(ctx.spark)
 
     run_fn.description = f"ALTER TABLE {op} IDENTIFIER FIELDS {', '.join(fields)}"
     return run_fn
+
+
+def _identifier_problem(schema, column: str) -> str | None:
+    """Why a column cannot be an identifier field (Iceberg's rules), or None."""
+    from pyiceberg.types import DoubleType, FloatType
+
+    field = schema.find_field(column)
+    if not field.field_type.is_primitive:
+        kind = type(field.field_type).__name__.removesuffix("Type").lower()
+        return f"is a {kind}: identifier fields are primitive columns"
+    if not field.required:
+        return ("is nullable: identifier fields must be required (NOT NULL) columns, as Iceberg requires; declare "
+                "the column NOT NULL when the table is created, or choose NOT NULL columns")
+    if isinstance(field.field_type, (DoubleType, FloatType)):
+        return f"is {field.field_type}: identifier fields cannot be floating-point columns"
+    for parent in _parents(schema.as_struct(), field.field_id, ()) or ():
+        if not parent.field_type.is_struct:
+            return f"is inside {parent.name!r}, a list or map: identifier fields cannot be inside one"
+        if not parent.required:
+            return (f"is inside {parent.name!r}, a nullable struct: identifier fields and the structs holding them "
+                    "must be required (NOT NULL)")
+    return None
+
+
+def _parents(type_, field_id: int, path: tuple):
+    """The fields holding field ``field_id``, outermost first (a list's or map's own fields
+    included), or None when it is not below ``type_``."""
+    if type_.is_struct:
+        fields = type_.fields
+    elif type_.is_primitive:
+        fields = ()
+    else:  # a list's element, a map's key and value
+        fields = [getattr(type_, a) for a in ("element_field", "key_field", "value_field") if hasattr(type_, a)]
+    for f in fields:
+        if f.field_id == field_id:
+            return path
+        found = _parents(f.field_type, field_id, (*path, f))
+        if found is not None:
+            return found
+    return None
 
 
 # ---- honoring it ----------------------------------------------------------------------------------
@@ -134,7 +180,7 @@ def layout(table, catalog: str) -> Layout:
     table's top-level names); a LakeError for a distribution mode that is not Iceberg's."""
     mode = str(table.properties.get(DISTRIBUTION_MODE, "none")).strip().lower()
     if mode not in MODES:
-        raise LakeError(f"lakerules: table {'.'.join(table.name())} has {DISTRIBUTION_MODE}={mode!r}; "
+        raise LakeError(f"lakerules: table {names.table_name(table)} has {DISTRIBUTION_MODE}={mode!r}; "
                         f"it must be one of {list(MODES)}")
     order = table.sort_order()
     if order.is_unsorted:

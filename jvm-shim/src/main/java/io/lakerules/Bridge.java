@@ -187,6 +187,37 @@ public final class Bridge {
     return new Project(scala.jdk.javaapi.CollectionConverters.asScala(exprs).toList(), child);
   }
 
+  /**
+   * Project(CAST(child.output(i) AS types(i)) AS names(i) with metadata(i) (JSON) for each i, then
+   * the rest of child's columns as they are): how a write gives a query's columns the table's
+   * types, names and field ids. Built here, not with PySpark's Column API, which records the
+   * Python line that called it as the expressions' origin: an error in the user's own expression
+   * (a division by zero) would then point at lakerules' code instead of the user's query. The
+   * casts take the session's ANSI setting and time zone as Column.cast does.
+   */
+  public static LogicalPlan castProject(LogicalPlan child, java.util.List<String> typesJson,
+      java.util.List<String> names, java.util.List<String> metadataJson) {
+    scala.collection.immutable.Seq<Attribute> sources = child.output();
+    java.util.List<NamedExpression> exprs = new java.util.ArrayList<>();
+    scala.collection.immutable.Seq<String> none = scala.collection.immutable.List$.MODULE$.empty();
+    for (int i = 0; i < names.size(); i++) {
+      org.apache.spark.sql.types.DataType type =
+          org.apache.spark.sql.types.DataType$.MODULE$.fromJson(typesJson.get(i));
+      // no cast to the type a column has: the optimizer would drop it, and the error context of
+      // the expression under it with it (Spark's own error would name no query)
+      org.apache.spark.sql.catalyst.expressions.Expression cast = sources.apply(i).dataType().equals(type)
+          ? sources.apply(i)
+          : new org.apache.spark.sql.catalyst.expressions.Cast(sources.apply(i), type, scala.Option.empty());
+      exprs.add(new Alias(cast, names.get(i),
+          org.apache.spark.sql.catalyst.expressions.NamedExpression$.MODULE$.newExprId(), none,
+          scala.Option.apply(org.apache.spark.sql.types.Metadata$.MODULE$.fromJson(metadataJson.get(i))), none));
+    }
+    for (int i = names.size(); i < sources.size(); i++) {
+      exprs.add(sources.apply(i));
+    }
+    return new Project(scala.jdk.javaapi.CollectionConverters.asScala(exprs).toList(), child);
+  }
+
   /** Project(child's columns, then exprs(i) AS names(i)): columns added, the child's kept as they are. */
   public static LogicalPlan withColumns(LogicalPlan child,
       java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> exprs,
@@ -402,11 +433,17 @@ public final class Bridge {
     return result;
   }
 
-  /** An AnalysisException carrying a plain message, built without an error-class lookup. */
+  /**
+   * An AnalysisException carrying a plain message, built without an error-class lookup, and
+   * without a stack trace (LakeAnalysisException).
+   */
   public static AnalysisException analysisError(String message) {
-    scala.Option<Object> none = scala.Option.empty();
-    return new AnalysisException(message, none, none, scala.Option.empty(), scala.Option.empty(),
-        scala.collection.immutable.Map$.MODULE$.empty(), new org.apache.spark.QueryContext[0]);
+    return new LakeAnalysisException(message);
+  }
+
+  private static <T extends Throwable> T withoutStack(T t) {
+    t.setStackTrace(new StackTraceElement[0]);
+    return t;
   }
 
   /**
@@ -427,8 +464,23 @@ public final class Bridge {
     javaParams.put("hint", hint);
     scala.collection.immutable.Map<String, String> params = scala.collection.immutable.Map$.MODULE$
         .from(scala.jdk.javaapi.CollectionConverters.asScala(javaParams));
-    return new org.apache.spark.sql.catalyst.parser.ParseException(
-        scala.Option.apply(sql), origin, "PARSE_SYNTAX_ERROR", params);
+    return withoutStack(new org.apache.spark.sql.catalyst.parser.ParseException(
+        scala.Option.apply(sql), origin, "PARSE_SYNTAX_ERROR", params));
+  }
+
+  /**
+   * Spark's own FAILED_TO_PARSE_TOO_COMPLEX for a statement the Python parser finds nested too
+   * deep, as Spark's parser reports its own statements that overflow its stack.
+   */
+  public static org.apache.spark.sql.catalyst.parser.ParseException parseTooComplex(String sql) {
+    scala.Option<Object> none = scala.Option.empty();
+    org.apache.spark.sql.catalyst.trees.Origin origin = new org.apache.spark.sql.catalyst.trees.Origin(
+        scala.Option.apply((Object) 1), scala.Option.apply((Object) 0), none, none,
+        scala.Option.empty(), scala.Option.empty(), scala.Option.empty(), scala.Option.empty(),
+        scala.Option.empty(), scala.Option.empty());
+    return withoutStack(new org.apache.spark.sql.catalyst.parser.ParseException(
+        scala.Option.apply(sql), origin, "FAILED_TO_PARSE_TOO_COMPLEX",
+        scala.collection.immutable.Map$.MODULE$.<String, String>empty()));
   }
 
   @SuppressWarnings("unchecked")

@@ -1,0 +1,388 @@
+"""Bad input is a one-line lakerules error naming the problem, the table as lake.db.t and the fix,
+with the table unchanged (issue 30, Required 5 and 6): branch and tag names, format-version,
+VACUUM's retention, statements nested too deep, a branch's retention, spark.lakerules.* settings,
+identifier fields, the table's name in messages, data files missing or damaged on disk, errors in
+a statement's own expressions."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+import lakerules
+from errors_util import refused
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def t(spark, ns):
+    """lake.<ns>.t, two rows in one snapshot."""
+    name = f"lake.{ns}.t"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT NOT NULL, s STRING, d DOUBLE)")
+    spark.sql(f"INSERT INTO {name} VALUES (1, 'a', 0.5), (2, 'b', 1.5)")
+    return name
+
+
+def state(spark, catalog, name: str) -> tuple:
+    """What must not change: the catalog's metadata file (snapshots, refs, schema, properties)
+    and the rows."""
+    table = catalog.load_table(name.split(".", 1)[1])
+    rows = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {name}").collect())
+    return table.metadata_location, rows
+
+
+def refused_unchanged(spark, catalog, name: str, statement, *needles: str) -> str:
+    """The statement is refused with a one-line lakerules error naming each needle, and the table
+    is as it was."""
+    before = state(spark, catalog, name)
+    message = refused(spark, statement, *needles)
+    assert len(message.strip().splitlines()) == 1, message
+    assert not re.search(r"\('[^']*', '", message), message  # never a table named as a tuple
+    assert state(spark, catalog, name) == before
+    return message
+
+
+def error_class(statement) -> tuple[str | None, str]:
+    with pytest.raises(Exception) as info:
+        statement()
+    e = info.value
+    return (e.getCondition() if hasattr(e, "getCondition") else None), str(e)
+
+
+# ---- branch and tag names (Required 5) -----------------------------------------------------------
+
+BAD_NAMES = {
+    "": "it is empty",
+    "main ": "whitespace",
+    " x": "whitespace",
+    "../../x": "'.' or '..' segment",
+    "a/./b": "'.' or '..' segment",
+    "a//b": "an empty segment between '/'",
+    "/a": "an empty segment between '/'",
+    "a/": "an empty segment between '/'",
+    "x" * 256: "256 characters long; the limit is 255",
+    "x" * 5000: "5000 characters long",
+}
+
+
+def test_bad_branch_and_tag_names_are_refused(spark, iceberg_catalog, t):
+    for bad, problem in BAD_NAMES.items():
+        quoted = "`" + bad + "`"
+        for statement in (f"ALTER TABLE {t} CREATE BRANCH {quoted}", f"ALTER TABLE {t} CREATE TAG {quoted}",
+                          f"ALTER TABLE {t} CREATE OR REPLACE BRANCH {quoted}",
+                          f"ALTER TABLE {t} CREATE BRANCH IF NOT EXISTS {quoted} RETAIN 2 DAYS"):
+            refused_unchanged(spark, iceberg_catalog, t, statement, t, "name is not allowed", problem,
+                              "1 to 255 characters")
+    # names that follow the rule are taken as they are
+    for good in ("MAIN", "a/b", "feature/x-1", "x" * 255, "v1.0", "..x"):
+        spark.sql(f"ALTER TABLE {t} CREATE TAG `{good}`")
+    spark.sql(f"ALTER TABLE {t} CREATE BRANCH `Main`")
+    refs = {r.name for r in spark.sql(f"SELECT name FROM {t}.refs").collect()}
+    assert refs == {"main", "MAIN", "a/b", "feature/x-1", "x" * 255, "v1.0", "..x", "Main"}
+    assert spark.sql(f"SELECT count(*) FROM {t} VERSION AS OF 'a/b'").collect()[0][0] == 2
+    # main is the table's main branch: not created again, never a tag, never dropped
+    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} CREATE BRANCH main", "already has a branch 'main'")
+    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} CREATE TAG main", "is a branch of the table, not a tag")
+    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} DROP BRANCH main", "cannot be dropped")
+    # a ref named against the rule by another engine can still be moved and dropped
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    table.manage_snapshots().create_branch(table.current_snapshot().snapshot_id, "../x").commit()
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'c', 2.5)")
+    spark.sql(f"ALTER TABLE {t} REPLACE BRANCH `../x`")
+    assert spark.sql(f"SELECT count(*) FROM {t} VERSION AS OF '../x'").collect()[0][0] == 3
+    spark.sql(f"ALTER TABLE {t} DROP BRANCH `../x`")
+    assert "../x" not in iceberg_catalog.load_table(t.split(".", 1)[1]).metadata.refs
+
+
+def test_a_write_audit_publish_branch_follows_the_rule(spark, iceberg_catalog, t):
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.wap.enabled'='true')")
+    spark.conf.set("spark.wap.branch", "../../audit")
+    try:
+        refused_unchanged(spark, iceberg_catalog, t, f"INSERT INTO {t} VALUES (3, 'c', 2.5)",
+                          "spark.wap.branch='../../audit'", t, "'.' or '..' segment")
+    finally:
+        spark.conf.unset("spark.wap.branch")
+
+
+# ---- format-version (issue item 1) ---------------------------------------------------------------
+
+
+def test_format_version_3_is_not_supported_yet_and_downgrades_are_refused(spark, iceberg_catalog, t, ns):
+    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')",
+                      f"ALTER TABLE {t}", "format-version 3 is not supported yet")
+    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='1')",
+                      f"ALTER TABLE {t}", "would downgrade the table from format version 2",
+                      "never downgraded")
+    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='two')",
+                      "'two' is not an Iceberg format version")
+    before = state(spark, iceberg_catalog, t)
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='2')")  # the version it has: nothing changes
+    assert state(spark, iceberg_catalog, t) == before
+    refused(spark, f"CREATE TABLE lake.{ns}.v3 (id INT) TBLPROPERTIES ('format-version'='3')",
+            f"CREATE TABLE lake.{ns}.v3", "format-version 3 is not supported yet")
+    assert not spark.catalog.tableExists(f"lake.{ns}.v3")
+    # an upgrade from 1 to 2 still works
+    spark.sql(f"CREATE TABLE lake.{ns}.v1 (id INT) TBLPROPERTIES ('format-version'='1')")
+    spark.sql(f"ALTER TABLE lake.{ns}.v1 SET TBLPROPERTIES ('format-version'='2')")
+    assert iceberg_catalog.load_table(f"{ns}.v1").format_version == 2
+
+
+# ---- VACUUM's retention (issue item 2) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("hours, needle", [("1e400", "must be a finite number of hours"),
+                                           ("1e300", "reaches back before 1970-01-01")])
+def test_vacuum_retention_out_of_range_is_refused(spark, iceberg_catalog, t, hours, needle):
+    refused_unchanged(spark, iceberg_catalog, t, f"VACUUM {t} RETAIN {hours} HOURS", f"VACUUM {t}", needle)
+
+
+# ---- nesting (issue item 3) ----------------------------------------------------------------------
+
+
+def nested(n: int, inner: str) -> str:
+    return "(" * n + inner + ")" * n
+
+
+def test_statements_nested_too_deep_fail_as_spark_parser_does(spark, iceberg_catalog, t):
+    for statement in (f"OPTIMIZE {t} WHERE {nested(300, 'id = 1')}",
+                      f"CALL lake.system.expire_snapshots(table => '{t[5:]}', retain_last => {nested(300, '1')})",
+                      f"SELECT {nested(600, '1')}"):  # Spark's own statement, for comparison
+        before = state(spark, iceberg_catalog, t)
+        condition, message = error_class(lambda: spark.sql(statement).collect())
+        assert condition == "FAILED_TO_PARSE_TOO_COMPLEX", message
+        assert "Traceback" not in message and "RecursionError" not in message, message
+        assert state(spark, iceberg_catalog, t) == before
+    # nested less deep, as Spark's parser takes it, lakerules parses too (it failed from ~45 deep)
+    got = spark.sql(f"CALL lake.system.expire_snapshots(table => '{t[5:]}', retain_last => {nested(200, '1')})")
+    assert got.collect()[0].deleted_data_files_count == 0
+    refused(spark, f"OPTIMIZE {t} WHERE {nested(200, 'id = 1')}", "may name only partition columns")
+
+
+# ---- a branch's retention (issue item 4) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("clause, needle", [
+    ("WITH SNAPSHOT RETENTION 0 SNAPSHOTS", "min-snapshots-to-keep=0; it must be greater than 0"),
+    ("WITH SNAPSHOT RETENTION 0 DAYS", "max-snapshot-age-ms=0; it must be greater than 0"),
+    ("RETAIN 0 HOURS", "max-ref-age-ms=0; it must be greater than 0"),
+    ("WITH SNAPSHOT RETENTION 3000000000 SNAPSHOTS", "more than the largest value Iceberg stores"),
+])
+def test_branch_retention_must_be_positive(spark, iceberg_catalog, t, clause, needle):
+    message = refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} CREATE BRANCH b {clause}",
+                                f"ALTER TABLE {t} CREATE BRANCH 'b'", needle)
+    assert "does not say whether it landed" not in message
+
+
+# ---- spark.lakerules.* settings (issue item 5) ---------------------------------------------------
+
+
+@pytest.fixture
+def with_deletes(spark, ns):
+    """A table with position deletes and an equality delete (its reads use the delete settings)."""
+    name = f"lake.{ns}.dl"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT, k INT, a STRING)")
+    spark.sql(f"INSERT INTO {name} SELECT id, CAST(id % 3 AS INT), repeat('x', 50) FROM range(30)")
+    spark.sql(f"DELETE FROM {name} WHERE id = 4")  # position deletes
+    lakerules.delete_by_key(spark, name, spark.range(7, 8), on=["id"])  # an equality delete
+    return name
+
+
+SETTINGS = [  # (setting, bad value, what the error says, statement that reads it)
+    ("spark.lakerules.removeOrphanFiles.minAge", "garbage", "is not a duration", "orphans"),
+    ("spark.lakerules.removeOrphanFiles.minAge", "-5d", "a duration cannot be negative", "orphans"),
+    ("spark.lakerules.removeOrphanFiles.minAge", "-5d", "a duration cannot be negative", "vacuum"),
+    ("spark.lakerules.read.positionDeleteBroadcastRows", "many", "is not a number of rows", "select"),
+    ("spark.lakerules.read.equalityDeleteFilterThreshold", "-1", "is not a number of rows", "select"),
+    ("spark.lakerules.read.lateMaterialization.maxRows", "1e5", "is not a number of rows", "late"),
+    ("spark.lakerules.optimize.zorder.incrementalRatio", "inf", "expected a finite number >= 0", "optimize"),
+]
+
+
+def test_bad_settings_are_refused_by_name(spark, iceberg_catalog, with_deletes):
+    ident = with_deletes.split(".", 1)[1]
+    statements = {
+        "orphans": f"CALL lake.system.remove_orphan_files(table => '{ident}', dry_run => true)",
+        "vacuum": f"VACUUM {with_deletes} DRY RUN",
+        "select": f"SELECT * FROM {with_deletes} WHERE k = 1",
+        "late": f"SELECT * FROM {with_deletes} WHERE k = 1",
+        "optimize": f"OPTIMIZE {with_deletes} ZORDER BY (k)",
+    }
+    before = iceberg_catalog.load_table(ident).metadata_location
+    for key, value, needle, query in SETTINGS:
+        spark.conf.set(key, value)
+        if query == "late":
+            spark.conf.set("spark.lakerules.read.lateMaterialization", "on")
+        try:
+            message = refused(spark, statements[query], f"{key}={value!r}", needle)
+            assert len(message.strip().splitlines()) == 1, message
+        finally:
+            spark.conf.unset(key)
+            spark.conf.unset("spark.lakerules.read.lateMaterialization")
+    assert iceberg_catalog.load_table(ident).metadata_location == before
+    # 0 still turns the orphan floor off, as documented
+    now = f"CALL lake.system.remove_orphan_files(table => '{ident}', older_than => current_timestamp(), dry_run => true)"
+    refused(spark, now, "less than spark.lakerules.removeOrphanFiles.minAge")
+    spark.conf.set("spark.lakerules.removeOrphanFiles.minAge", "0")
+    try:
+        spark.sql(now).collect()
+    finally:
+        spark.conf.unset("spark.lakerules.removeOrphanFiles.minAge")
+
+
+# ---- identifier fields (issue item 6) ------------------------------------------------------------
+
+
+def test_identifier_fields_must_be_required_columns(spark, iceberg_catalog, t):
+    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} SET IDENTIFIER FIELDS s",
+                      f"ALTER TABLE {t} SET IDENTIFIER FIELDS", "column 's' is nullable", "required (NOT NULL)")
+    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} SET IDENTIFIER FIELDS id, d",
+                      "column 'd' is nullable")
+    spark.sql(f"ALTER TABLE {t} SET IDENTIFIER FIELDS id")
+    assert iceberg_catalog.load_table(t.split(".", 1)[1]).schema().identifier_field_names() == {"id"}
+
+
+# ---- the table's name in messages (issue item 7) -------------------------------------------------
+
+
+def test_messages_name_the_table_as_catalog_namespace_table(spark, iceberg_catalog, t):
+    refused_unchanged(spark, iceberg_catalog, t, f"SELECT * FROM {t} VERSION AS OF 'nope'",
+                      f"table {t} has no snapshot or reference 'nope'")
+    refused_unchanged(spark, iceberg_catalog, t, f"SELECT * FROM {t} TIMESTAMP AS OF '1999-01-01'",
+                      f"table {t} has no snapshot at or before")
+    refused_unchanged(spark, iceberg_catalog, t, f"CALL lake.system.rollback_to_snapshot(table => '{t[5:]}', "
+                                                 "snapshot_id => 1)", f"table {t} has no snapshot 1")
+
+
+def test_table_name_helper():
+    from types import SimpleNamespace
+
+    from lakerules.names import table_name
+
+    table = SimpleNamespace(name=lambda: ("db", "t"), catalog=SimpleNamespace(name="lake"))
+    assert table_name(table) == "lake.db.t"
+    assert table_name(SimpleNamespace(name=lambda: ("a", "b", "t"), catalog=None)) == "a.b.t"
+
+
+# ---- data files missing or damaged on disk (issue item 8) ----------------------------------------
+
+
+def _damage(path: str, how: str) -> None:
+    if how == "missing":
+        os.remove(path)
+        crc = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
+        if os.path.exists(crc):
+            os.remove(crc)
+    elif how == "truncated":
+        with open(path, "r+b") as f:
+            f.truncate(100)
+    else:  # overwritten, same size
+        size = os.path.getsize(path)
+        with open(path, "wb") as f:
+            f.write(b"x" * size)
+
+
+@pytest.fixture
+def two_files(spark, iceberg_catalog, ns):
+    """lake.<ns>.f: rows 1, 2 in one data file, row 3 in another; the first file's local path."""
+    name = f"lake.{ns}.f"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT, s STRING)")
+    spark.sql(f"INSERT INTO {name} SELECT /*+ COALESCE(1) */ * FROM VALUES (1, 'a'), (2, 'b')")
+    first = iceberg_catalog.load_table(f"{ns}.f").current_snapshot().snapshot_id
+    spark.sql(f"INSERT INTO {name} SELECT /*+ COALESCE(1) */ * FROM VALUES (3, 'c')")
+    table = iceberg_catalog.load_table(f"{ns}.f")
+    path = next(t.file.file_path for t in table.scan(snapshot_id=first).plan_files())
+    return name, re.sub(r"^file:/*", "/", path)
+
+
+@pytest.mark.parametrize("how", ["missing", "truncated", "overwritten"])
+def test_statements_over_a_missing_or_damaged_data_file_say_which_and_what_to_do(spark, iceberg_catalog, ns,
+                                                                                  two_files, how):
+    name, path = two_files
+    spark.sql(f"CREATE TABLE lake.{ns}.other (id BIGINT, s STRING)")
+    _damage(path, how)
+    before = iceberg_catalog.load_table(f"{ns}.f").metadata_location
+    problem = "is missing" if how == "missing" else "cannot be read: it is damaged"
+    fix = (f"CALL lake.system.remove_missing_files(table => '{ns}.f'"
+           + (")" if how == "missing" else ", include_damaged => true)"))
+    for statement in (f"UPDATE {name} SET s = 'z' WHERE id = 1",
+                      f"DELETE FROM {name} WHERE s = 'b'",
+                      f"MERGE INTO {name} t USING (SELECT 1 AS id) u ON t.id = u.id WHEN MATCHED THEN DELETE",
+                      f"OPTIMIZE {name}",
+                      f"INSERT INTO lake.{ns}.other SELECT * FROM {name}"):
+        message = refused(spark, statement, os.path.basename(path), f"of table {name} {problem}",
+                          "Nothing was changed", "Restore the file", fix)
+        assert len(message.strip().splitlines()) == 1, message
+        assert "REFRESH TABLE" not in message
+        assert iceberg_catalog.load_table(f"{ns}.f").metadata_location == before
+    assert spark.sql(f"SELECT count(*) FROM lake.{ns}.other").collect()[0][0] == 0
+
+
+def test_remove_missing_files(spark, iceberg_catalog, ns, two_files):
+    name, path = two_files
+    ident = name[5:]
+    assert spark.sql(f"CALL lake.system.remove_missing_files(table => '{ident}')").collect() == []  # nothing gone
+    _damage(path, "missing")
+    before = iceberg_catalog.load_table(ident).metadata_location
+    listed = spark.sql(f"CALL lake.system.remove_missing_files(table => '{ident}', dry_run => true)").collect()
+    assert [(re.sub(r"^file:/*", "/", r.file_path), r.file_content, r.problem) for r in listed] == \
+        [(path, "data", "missing")]
+    assert iceberg_catalog.load_table(ident).metadata_location == before  # a dry run changes nothing
+    removed = spark.sql(f"CALL lake.system.remove_missing_files(table => '{ident}')").collect()
+    assert [r.file_path for r in removed] == [listed[0].file_path]
+    table = iceberg_catalog.load_table(ident)
+    assert len(table.metadata.snapshots) == 3  # one commit
+    assert table.current_snapshot().summary["lakerules.operation"] == "remove_missing_files"
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {name}").collect()) == [(3, "c")]
+    spark.sql(f"UPDATE {name} SET s = 'z' WHERE id = 3")  # the table works again
+    assert spark.sql(f"SELECT s FROM {name}").collect()[0][0] == "z"
+
+
+def test_remove_missing_files_include_damaged(spark, iceberg_catalog, ns):
+    name = f"lake.{ns}.g"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT) TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+    for i in range(3):
+        spark.sql(f"INSERT INTO {name} SELECT /*+ COALESCE(1) */ * FROM VALUES ({i}), ({i + 10})")
+    spark.sql(f"DELETE FROM {name} WHERE id = 10")  # a position delete file on the first data file
+    table = iceberg_catalog.load_table(f"{ns}.g")
+    files = [t.file.file_path for t in table.scan().plan_files()]
+    by_rows = {}
+    for t in table.scan().plan_files():
+        ids = sorted(r["id"] for r in spark.read.parquet(t.file.file_path).collect())
+        by_rows[ids[0]] = re.sub(r"^file:/*", "/", t.file.file_path)
+    assert len(files) == 3
+    _damage(by_rows[0], "truncated")
+    _damage(by_rows[1], "overwritten")
+    assert spark.sql(f"CALL lake.system.remove_missing_files(table => '{ns}.g', dry_run => true)").collect() == []
+    rows = spark.sql(f"CALL lake.system.remove_missing_files(table => '{ns}.g', include_damaged => true)").collect()
+    problems = {(os.path.basename(re.sub(r"^file:/*", "/", r.file_path)), r.file_content): r.problem for r in rows}
+    assert problems[(os.path.basename(by_rows[0]), "data")].startswith("damaged: 100 bytes, the table recorded")
+    assert problems[(os.path.basename(by_rows[1]), "data")] == "damaged: not a Parquet file (no PAR1 at its start and end)"
+    assert [p for (_, kind), p in problems.items() if kind == "position deletes"] == \
+        ["applies only to removed data files"]
+    assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {name}").collect()) == [2, 12]
+    assert iceberg_catalog.load_table(f"{ns}.g").current_snapshot().summary["total-delete-files"] == "0"
+
+
+# ---- errors in the statement's own expressions (issue item 9) ------------------------------------
+
+
+def test_a_write_error_points_at_the_query_not_at_lakerules(spark, iceberg_catalog, t, ns):
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        for statement in (f"INSERT INTO {t} SELECT id DIV 0, 'x', 0.5 FROM range(3)",
+                          f"CREATE TABLE lake.{ns}.c AS SELECT id DIV 0 AS x FROM range(2)"):
+            before = state(spark, iceberg_catalog, t)
+            condition, message = error_class(lambda: spark.sql(statement).collect())
+            assert condition == "DIVIDE_BY_ZERO", message
+            assert "lakerules" not in message and ".py:" not in message, message
+            assert "== SQL" in message and "id DIV 0" in message, message  # Spark's own context: the query
+            assert state(spark, iceberg_catalog, t) == before
+        condition, message = error_class(
+            lambda: spark.range(3).selectExpr("id DIV 0 AS id", "'x' AS s", "0.5 AS d").writeTo(t).append())
+        assert condition == "DIVIDE_BY_ZERO" and "write.py" not in message, message
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
