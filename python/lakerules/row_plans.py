@@ -89,13 +89,15 @@ def delete_granularity(table) -> str:
 def resolve_assignments(spark, verb: str, table, relation, assignments, *, insert: bool = False) -> tuple:
     """An UPDATE's (or a MERGE action's) assignments resolved as Spark's own DML resolves them:
     one (column, value) pair per column of the relation, nested-field assignments folded into
-    their struct, each value cast under spark.sql.storeAssignmentPolicy, NOT NULL checked;
+    their struct, struct values matched to the column's fields by name (at every level), each
+    value cast under spark.sql.storeAssignmentPolicy, NOT NULL checked;
     Spark's errors for duplicate or conflicting assignments and for a MERGE INSERT that leaves a
     column without a value (lakerules.jvm.align_assignments). Values must be deterministic."""
     for key, value in assignments:
         if not value.deterministic():
             raise LakeError(f"lakerules: {verb} {table}: the value {value.sql()} for {key.sql()} is not deterministic")
-    return J.align_assignments(spark, [a.jvm for a in relation.output], assignments, insert)
+    parts = [table.catalog, *table.namespace, table.name]
+    return J.align_assignments(spark, parts, [a.jvm for a in relation.output], assignments, insert)
 
 
 def check_condition(verb: str, table, condition, what: str = "condition") -> None:
