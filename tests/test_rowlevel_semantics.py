@@ -270,19 +270,38 @@ def test_deleting_a_whole_partition_drops_its_delete_files(spark, ns, iceberg_ca
 # ---- item 11: subqueries in MERGE conditions -------------------------------------------------------
 
 
-def test_subqueries_in_merge_conditions(spark, ns, engines):
-    """Beyond Iceberg, which refuses them: a subquery in a WHEN condition is evaluated by Spark."""
+def test_subqueries_in_merge_conditions_are_refused(spark, ns, iceberg_catalog, engines):
+    """As Spark 4's own MERGE (and Iceberg's) refuses them (issue 30: lakerules ran them): a
+    subquery, an aggregate or a non-deterministic expression in the ON or a WHEN condition is
+    Spark's UNSUPPORTED_MERGE_CONDITION error, and nothing changes."""
     t, allow = f"lake.{ns}.subq", f"lake.{ns}.allow"
     spark.sql(f"CREATE TABLE {t} (id INT, v INT)")
     spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2), (3, 3)")
     spark.sql(f"CREATE TABLE {allow} (id INT)")
     spark.sql(f"INSERT INTO {allow} VALUES (2), (4)")
-    spark.sql(f"""MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10), (2, 20), (4, 40), (5, 50) AS s(id, v)) s
+    merge = f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10), (2, 20), (4, 40) AS s(id, v)) s ON {{}}"
+    for sql, kind, cond in [
+        (merge.format(f"t.id = s.id AND t.id IN (SELECT id FROM {allow}) WHEN MATCHED THEN DELETE"),
+         "SUBQUERY", "SEARCH"),
+        (merge.format(f"t.id = s.id WHEN MATCHED AND t.id IN (SELECT id FROM {allow}) THEN UPDATE SET v = s.v"),
+         "SUBQUERY", "UPDATE"),
+        (merge.format(f"t.id = s.id WHEN MATCHED AND EXISTS (SELECT 1 FROM {allow} a WHERE a.id - 1 = t.id) THEN DELETE"),
+         "SUBQUERY", "DELETE"),
+        (merge.format(f"t.id = s.id WHEN NOT MATCHED AND s.id IN (SELECT id FROM {allow}) THEN INSERT *"),
+         "SUBQUERY", "INSERT"),
+        (merge.format(f"t.id = s.id WHEN NOT MATCHED BY SOURCE AND t.v < (SELECT max(id) FROM {allow}) THEN DELETE"),
+         "SUBQUERY", "DELETE"),
+        (merge.format("t.id = s.id AND rand() < 2 WHEN MATCHED THEN DELETE"), "NON_DETERMINISTIC", "SEARCH"),
+    ]:
+        fails_unchanged(spark, iceberg_catalog, t, sql, rf"UNSUPPORTED_MERGE_CONDITION\.{kind}\] MERGE operation contains "
+                                                        rf"unsupported {cond} condition")
+    # the same through a join in the source
+    spark.sql(f"""MERGE INTO {t} t USING (SELECT s.*, a.id IS NOT NULL AS allowed
+                                          FROM VALUES (1, 10), (2, 20), (4, 40) AS s(id, v) LEFT JOIN {allow} a USING (id)) s
                   ON t.id = s.id
-                  WHEN MATCHED AND t.id IN (SELECT id FROM {allow}) THEN UPDATE SET v = s.v
-                  WHEN MATCHED AND EXISTS (SELECT 1 FROM {allow} a WHERE a.id - 1 = t.id) THEN DELETE
-                  WHEN NOT MATCHED AND s.id IN (SELECT id FROM {allow}) THEN INSERT *""").collect()
-    engines.assert_same(t, expected=[(2, 20), (3, 3), (4, 40)])
+                  WHEN MATCHED AND s.allowed THEN UPDATE SET v = s.v
+                  WHEN NOT MATCHED AND s.allowed THEN INSERT (id, v) VALUES (s.id, s.v)""").collect()
+    engines.assert_same(t, expected=[(1, 1), (2, 20), (3, 3), (4, 40)])
 
 
 # ---- item 8: delete files keep whole file_path bounds --------------------------------------------

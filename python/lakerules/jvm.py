@@ -233,6 +233,12 @@ def align_assignments(spark: SparkSession, table_parts: list[str], attributes, a
     return tuple(zip(attributes, list(values)))
 
 
+def check_merge_condition(spark: SparkSession, cond_name: str, condition) -> None:
+    """Spark's own checks of a MERGE condition (io.lakerules.LakeAssignments.checkMergeCondition):
+    deterministic, no subquery, no aggregate; Spark's UNSUPPORTED_MERGE_CONDITION errors."""
+    spark._jvm.io.lakerules.LakeAssignments.checkMergeCondition(cond_name, condition)
+
+
 def recache_table(spark: SparkSession, name_parts: list[str]) -> None:
     """After a write to a table: every cached plan that reads it (CACHE TABLE, df.cache()) is
     computed again, lazily, from the table as it now is, as Spark does after its own writes.

@@ -126,6 +126,31 @@ public final class LakeAssignments {
     return out;
   }
 
+  /**
+   * A MERGE condition as Spark 4 checks those of its own MERGE (RewriteMergeIntoTable): no
+   * non-deterministic expression, no subquery, no aggregate; Spark's errors
+   * (UNSUPPORTED_MERGE_CONDITION.*) otherwise. {@code condName}: SEARCH (the ON condition),
+   * UPDATE, DELETE or INSERT (a WHEN clause's).
+   */
+  public static void checkMergeCondition(String condName, Expression cond) {
+    org.apache.spark.sql.errors.QueryCompilationErrors$ errors =
+        org.apache.spark.sql.errors.QueryCompilationErrors$.MODULE$;
+    if (!cond.deterministic()) {
+      throw Bridge.sneakyThrow(errors.nonDeterministicMergeCondition(condName, cond));
+    }
+    if (org.apache.spark.sql.catalyst.expressions.SubqueryExpression$.MODULE$.hasSubquery(cond)) {
+      throw Bridge.sneakyThrow(errors.subqueryNotAllowedInMergeCondition(condName, cond));
+    }
+    if (cond.exists(new scala.runtime.AbstractFunction1<Expression, Object>() {
+          @Override
+          public Object apply(Expression e) {
+            return e instanceof org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+          }
+        })) {
+      throw Bridge.sneakyThrow(errors.aggregationNotAllowedInMergeCondition(condName, cond));
+    }
+  }
+
   /** Spark's error with its empty table name replaced by the statement's table. */
   private static AnalysisException named(AnalysisException e, java.util.List<String> table) {
     java.util.Map<String, String> params = new java.util.LinkedHashMap<>(e.getMessageParameters());
