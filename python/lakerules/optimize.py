@@ -417,7 +417,8 @@ def _unit_rows(ctx, table, ref: TableRef, snapshot_id: int, unit: _Unit, task=No
     if task is None:
         return _read(ctx, table, ref, snapshot_id, unit.files)
     names = [f.name for f in table.schema().fields]
-    rows = _read(ctx, table, ref, snapshot_id, unit.files, positions=True)
+    by_position = unit.num_files > 1 and not unit.by_partition  # a large file's pieces
+    rows = _read(ctx, table, ref, snapshot_id, unit.files, positions=by_position)
     return rows.select(*[J.column(n) for n in names], task(rows).alias(_BIN))
 
 

@@ -104,6 +104,8 @@ class _Range:
 
 def _exact(v) -> bool:
     return v is not _WILD and not isinstance(v, _Range)
+
+
 _TIME = {HourTransform: 0, DayTransform: 1, MonthTransform: 2, YearTransform: 3}
 _MONOTONIC = (IdentityTransform, TruncateTransform, YearTransform, MonthTransform, DayTransform, HourTransform)
 
