@@ -12,7 +12,7 @@ from pyiceberg.expressions import EqualTo
 from pyiceberg.typedef import Record
 from pyspark.errors import AnalysisException
 
-from lakerules import metrics, optimize
+from lakerules import metrics, optimize, optimize_select
 from lakerules.planning import plan_scan
 from deletes_util import commit_deletes, equality_delete_file, position_delete_file
 
@@ -572,7 +572,7 @@ def test_delete_ratio_and_delete_file_threshold_count_each_data_files_own_delete
               position_delete_file(t, [(a.file_path, 99), (c.file_path, 99)], Record(), path_bounds=True)]  # a span
     commit_deletes(iceberg_catalog, name, scoped)
     t = iceberg_catalog.load_table(name)
-    counted = {p.file.file_path: optimize._deletes(p) for p in plan_scan(t, t.current_snapshot().snapshot_id).files}
+    counted = {p.file.file_path: optimize_select.deletes(p) for p in plan_scan(t, t.current_snapshot().snapshot_id).files}
     low, high = sorted([a.file_path, c.file_path])
     assert counted == {a.file_path: 2, b.file_path: 2 + (low <= b.file_path <= high), c.file_path: 1}
     expected = [(i,) for i in range(300) if not (i < 40 or 100 <= i < 110 or i in (99, 299))]
@@ -599,3 +599,106 @@ def test_delete_ratio_and_delete_file_threshold_count_each_data_files_own_delete
         assert "spark.lakerules.optimize.deleteRatioThreshold='1.5': expected a number > 0 and <= 1" in error(spark, f"OPTIMIZE {table}")
     finally:
         spark.conf.unset("spark.lakerules.optimize.deleteRatioThreshold")
+
+
+# ---- a smaller target re-splits; one file group per partition of the current spec (issue 30) ----
+
+
+def test_a_smaller_target_resplits_cubes_and_large_files(spark, ns, iceberg_catalog, engines):
+    """As Delta's OPTIMIZE re-splits: a cube written for a larger target (files on average above
+    maxFileSize, 1.8 times the target) is z-ordered again into files of the new one; plain
+    OPTIMIZE splits a file above maxFileSize into round(size / target) runs of its rows, in order."""
+    table = f"lake.{ns}.resplit"
+    uniform_table(spark, table, 40_000, 2)
+    rows = engines.lakerules(table)
+    assert run(spark, f"OPTIMIZE {table} ZORDER BY (a, b)").numFilesAdded == 1
+    (cube,) = live_files(iceberg_catalog, table)
+    # the table's Iceberg target (write.target-file-size-bytes) is OPTIMIZE's when lakerules' is unset
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.target-file-size-bytes' = '{cube.file_size_in_bytes // 4}')")
+    m = run(spark, f"OPTIMIZE {table} ZORDER BY (a, b)")
+    files = live_files(iceberg_catalog, table)
+    assert (m.numFilesRemoved, m.numFilesAdded, len(files)) == (1, 4, 4)
+    assert all(0.6 < f.file_size_in_bytes / (cube.file_size_in_bytes / 4) < 1.4 for f in files)
+    assert run(spark, f"OPTIMIZE {table} ZORDER BY (a, b)").numFilesAdded == 0  # laid out for this target
+    assert engines.assert_same(table) == rows
+
+    plain = f"lake.{ns}.split"
+    spark.sql(f"CREATE TABLE {plain} (id BIGINT, s STRING)")
+    spark.sql(f"INSERT INTO {plain} SELECT /*+ COALESCE(1) */ id, concat('row-', id) FROM range(20000)")
+    (big,) = live_files(iceberg_catalog, plain)
+    spark.sql(f"ALTER TABLE {plain} SET TBLPROPERTIES ('lakerules.optimize.targetFileSize' = '{big.file_size_in_bytes // 3}')")
+    m = run(spark, f"OPTIMIZE {plain}")
+    files = live_files(iceberg_catalog, plain)
+    assert (m.numFilesRemoved, m.numFilesAdded) == (1, 3)
+    table = table_of(iceberg_catalog, plain)
+    runs = sorted((bound(f, 1), bound(f, 1, True), f.record_count) for f in files)
+    assert [(lo, hi) for lo, hi, _ in runs] == [(lo, lo + n - 1) for lo, _, n in runs]  # consecutive rows
+    assert runs[0][0] == 0 and runs[-1][1] == 19999 and sum(n for _, _, n in runs) == 20000
+    assert run(spark, f"OPTIMIZE {plain}").numFilesAdded == 0
+    engines.assert_same(plain, expected=[(i, f"row-{i}") for i in range(20000)])
+    # rewrite_data_files: Iceberg's max-file-size-bytes, which must be above the target
+    call = f"CALL lake.system.rewrite_data_files(table => '{ns}.split', options => map({{}}))"
+    sizes = [f.file_size_in_bytes for f in files]
+    target = min(sizes) // 2
+    (r,) = spark.sql(call.format(f"'target-file-size-bytes', '{target}', 'max-file-size-bytes', '{min(sizes) - 1}'")).collect()
+    assert (r.rewritten_data_files_count, r.added_data_files_count) == (3, sum(round(n / target) for n in sizes))
+    assert "max-file-size-bytes (10) must be greater than target-file-size-bytes (20)" in error(
+        spark, call.format("'target-file-size-bytes', '20', 'max-file-size-bytes', '10'"))
+    assert len(engines.assert_same(plain)) == 20000
+
+
+@pytest.mark.parametrize("clause", ["", " ZORDER BY (id, v)"])
+def test_one_file_group_per_partition_of_the_current_spec(spark, ns, iceberg_catalog, engines, clause):
+    """Files an earlier spec wrote are rewritten with the current spec's files of the partitions
+    their rows go to: by their partition values (days into months), by their bounds, or, when
+    they hold rows of several partitions, with the files of each of those (with or without WHERE)."""
+    table = f"lake.{ns}.specs"
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, k STRING, v BIGINT, ts DATE) PARTITIONED BY (days(ts))")
+    for day in (1, 2):  # two days of one month: a file each
+        spark.sql(f"INSERT INTO {table} VALUES ({day}, 'p', {day}, DATE'2026-01-0{day}')")
+    spark.sql(f"ALTER TABLE {table} REPLACE PARTITION FIELD days(ts) WITH months(ts)")
+    spark.sql(f"INSERT INTO {table} VALUES (3, 'p', 3, DATE'2026-01-20'), (4, 'q', 4, DATE'2026-02-01')")
+    spark.sql(f"INSERT INTO {table} VALUES (5, 'q', 5, DATE'2026-02-02')")
+    rows = engines.lakerules(table)
+    m = run(spark, f"OPTIMIZE {table} WHERE ts < DATE'2026-02-01'{clause}")
+    files = live_files(iceberg_catalog, table)
+    current = table_of(iceberg_catalog, table).spec().spec_id
+    assert {f.spec_id for f in files} == {current}
+    months = sorted(f.partition[0] for f in files)
+    assert months.count(672) == 1, months  # January 2026: the two day files and the month's file, one file
+    assert m.numFilesRemoved == 3
+    assert engines.assert_same(table) == rows
+
+    # unpartitioned files holding k = 'p' and 'q', then partitioned by k: each partition one file
+    other = f"lake.{ns}.spread"
+    spark.sql(f"DROP TABLE IF EXISTS {other}")
+    spark.sql(f"CREATE TABLE {other} (id BIGINT, k STRING, v BIGINT)")
+    spark.sql(f"INSERT INTO {other} SELECT /*+ COALESCE(1) */ id, IF(id % 2 = 0, 'p', 'q'), id FROM range(10)")
+    spark.sql(f"INSERT INTO {other} SELECT /*+ COALESCE(1) */ id, 'r', id FROM range(10, 15)")  # k = 'r' by its bounds
+    spark.sql(f"ALTER TABLE {other} ADD PARTITION FIELD k")
+    spark.sql(f"INSERT INTO {other} VALUES (100, 'p', 1), (101, 'q', 2), (102, 'r', 3), (103, 's', 4)")
+    spark.sql(f"INSERT INTO {other} VALUES (104, 's', 5)")
+    rows = engines.lakerules(other)
+    m = run(spark, f"OPTIMIZE {other} WHERE k = 'q'{clause}")
+    files = live_files(iceberg_catalog, other)
+    # q's rows and p's (the first file held both) in one file each; r (its old file too: its rows
+    # are all r, by its bounds) and s not rewritten
+    assert sorted(f.partition[0] if len(f.partition) else "-" for f in files) == ["-", "p", "q", "r", "s", "s"]
+    assert m.numFilesRemoved == 3
+    m = run(spark, f"OPTIMIZE {other}{clause}")
+    assert sorted(f.partition[0] for f in live_files(iceberg_catalog, other)) == ["p", "q", "r", "s"]
+    assert engines.assert_same(other) == rows
+
+    # no bounds of k (metrics mode counts): an old file may write into any partition
+    blind = f"lake.{ns}.blind"
+    spark.sql(f"DROP TABLE IF EXISTS {blind}")
+    spark.sql(f"CREATE TABLE {blind} (id BIGINT, k STRING, v BIGINT) TBLPROPERTIES ('write.metadata.metrics.column.k' = 'counts')")
+    spark.sql(f"INSERT INTO {blind} VALUES (1, 'p', 1)")
+    spark.sql(f"ALTER TABLE {blind} ADD PARTITION FIELD k")
+    spark.sql(f"INSERT INTO {blind} VALUES (2, 'p', 2), (3, 'q', 3)")
+    spark.sql(f"INSERT INTO {blind} VALUES (4, 'q', 4)")
+    m = run(spark, f"OPTIMIZE {blind} WHERE k = 'q'{clause}")
+    assert m.numFilesRemoved == 4
+    assert sorted(f.partition[0] for f in live_files(iceberg_catalog, blind)) == ["p", "q"]
+    engines.assert_same(blind, expected=[(1, "p", 1), (2, "p", 2), (3, "q", 3), (4, "q", 4)])

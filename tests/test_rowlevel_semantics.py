@@ -95,6 +95,49 @@ def test_update_and_merge_follow_the_store_assignment_policy(spark, ns, iceberg_
     engines.assert_same(t, expected=[(1, 8), (2, 6)])
 
 
+def test_strings_into_int_fields_of_structs_are_refused_while_planning(spark, ns, iceberg_catalog, policy):
+    """Issue 30: a string for an INT field of a struct (NOT NULL there) was cast per row and failed
+    with CAST_INVALID_INPUT; Spark and Iceberg refuse it before running, naming the table."""
+    t = f"lake.{ns}.sa_nested"
+    spark.sql(f"CREATE TABLE {t} (id INT NOT NULL, s STRUCT<n1: INT NOT NULL, n2: STRUCT<dn1: INT, dn2: INT>> NOT NULL)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('n1', 1, 'n2', named_struct('dn1', 1, 'dn2', 2)))")
+    merge = f"MERGE INTO {t} t USING (SELECT 1 AS c1, 'x' AS c2) src ON t.id = src.c1 WHEN MATCHED THEN UPDATE SET {{}}"
+    for value in ("ANSI", "STRICT"):
+        policy(value)
+        for sql in (f"UPDATE {t} t SET t.s.n1 = 'str'", merge.format("t.s.n1 = src.c2"),
+                    f"UPDATE {t} SET id = 'x'", merge.format("t.s.n2.dn2 = src.c2")):
+            fails_unchanged(spark, iceberg_catalog, t, sql,
+                            rf"CANNOT_SAFELY_CAST\] .* table `lake`\.`{ns}`\.`sa_nested`: Cannot safely cast .*\"STRING\" to \"INT\"")
+    assert sorted(tuple(r) for r in spark.table(t).collect())[0][0] == 1
+
+
+def test_struct_values_are_matched_by_field_name_at_every_level(spark, ns, iceberg_catalog, engines):
+    """Issue 30: a struct value whose fields (or those of a struct inside it) come in another
+    order failed with DATATYPE_MISMATCH; Spark resolves struct assignments by name."""
+    t = f"lake.{ns}.byname"
+    spark.sql(f"CREATE TABLE {t} (id INT, s STRUCT<c: STRUCT<d: STRING, e: STRING>, g: INT>)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('c', named_struct('d', 'a', 'e', 'b'), 'g', 1))")
+    spark.sql(f"UPDATE {t} SET s = named_struct('g', 20, 'c', named_struct('e', 'x', 'd', 'y'))").collect()
+    spark.sql(f"UPDATE {t} SET s.c = named_struct('e', 'x2', 'd', 'y2') WHERE s.g = 20").collect()
+    source = "(SELECT * FROM VALUES (1, 30), (2, 40) AS src(id, g)) src ON t.id = src.id"
+    spark.sql(f"""MERGE INTO {t} t USING {source}
+                  WHEN MATCHED THEN UPDATE SET s = named_struct('g', src.g, 'c', named_struct('e', 'm', 'd', 'n'))
+                  WHEN NOT MATCHED THEN INSERT (s, id) VALUES (named_struct('c', named_struct('e', 'i', 'd', 'j'), 'g', src.g), src.id)
+                  """).collect()
+    engines.assert_same(t, expected=[(1, {"c": {"d": "n", "e": "m"}, "g": 30}),
+                                     (2, {"c": {"d": "j", "e": "i"}, "g": 40})])
+    # a field missing or one too many: Spark's errors, nothing changed
+    fails_unchanged(spark, iceberg_catalog, t, f"UPDATE {t} SET s = named_struct('g', 1, 'c', named_struct('e', 'x'))",
+                    "CANNOT_FIND_DATA.*`s`.`c`.`d`")
+    fails_unchanged(spark, iceberg_catalog, t,
+                    f"UPDATE {t} SET s = named_struct('g', 1, 'c', named_struct('e', 'x', 'd', 'y', 'f', 'z'))",
+                    "EXTRA_STRUCT_FIELDS.*`f`")
+    fails_unchanged(spark, iceberg_catalog, t,
+                    f"MERGE INTO {t} t USING {source} WHEN NOT MATCHED THEN INSERT (id, s) "
+                    "VALUES (src.id, named_struct('g', 1, 'h', 2, 'c', named_struct('e', 'x', 'd', 'y')))",
+                    "EXTRA_STRUCT_FIELDS.*`h`")
+
+
 # ---- item 9: nested fields ------------------------------------------------------------------------
 
 
@@ -227,19 +270,38 @@ def test_deleting_a_whole_partition_drops_its_delete_files(spark, ns, iceberg_ca
 # ---- item 11: subqueries in MERGE conditions -------------------------------------------------------
 
 
-def test_subqueries_in_merge_conditions(spark, ns, engines):
-    """Beyond Iceberg, which refuses them: a subquery in a WHEN condition is evaluated by Spark."""
+def test_subqueries_in_merge_conditions_are_refused(spark, ns, iceberg_catalog, engines):
+    """As Spark 4's own MERGE (and Iceberg's) refuses them (issue 30: lakerules ran them): a
+    subquery, an aggregate or a non-deterministic expression in the ON or a WHEN condition is
+    Spark's UNSUPPORTED_MERGE_CONDITION error, and nothing changes."""
     t, allow = f"lake.{ns}.subq", f"lake.{ns}.allow"
     spark.sql(f"CREATE TABLE {t} (id INT, v INT)")
     spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2), (3, 3)")
     spark.sql(f"CREATE TABLE {allow} (id INT)")
     spark.sql(f"INSERT INTO {allow} VALUES (2), (4)")
-    spark.sql(f"""MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10), (2, 20), (4, 40), (5, 50) AS s(id, v)) s
+    merge = f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10), (2, 20), (4, 40) AS s(id, v)) s ON {{}}"
+    for sql, kind, cond in [
+        (merge.format(f"t.id = s.id AND t.id IN (SELECT id FROM {allow}) WHEN MATCHED THEN DELETE"),
+         "SUBQUERY", "SEARCH"),
+        (merge.format(f"t.id = s.id WHEN MATCHED AND t.id IN (SELECT id FROM {allow}) THEN UPDATE SET v = s.v"),
+         "SUBQUERY", "UPDATE"),
+        (merge.format(f"t.id = s.id WHEN MATCHED AND EXISTS (SELECT 1 FROM {allow} a WHERE a.id - 1 = t.id) THEN DELETE"),
+         "SUBQUERY", "DELETE"),
+        (merge.format(f"t.id = s.id WHEN NOT MATCHED AND s.id IN (SELECT id FROM {allow}) THEN INSERT *"),
+         "SUBQUERY", "INSERT"),
+        (merge.format(f"t.id = s.id WHEN NOT MATCHED BY SOURCE AND t.v < (SELECT max(id) FROM {allow}) THEN DELETE"),
+         "SUBQUERY", "DELETE"),
+        (merge.format("t.id = s.id AND rand() < 2 WHEN MATCHED THEN DELETE"), "NON_DETERMINISTIC", "SEARCH"),
+    ]:
+        fails_unchanged(spark, iceberg_catalog, t, sql, rf"UNSUPPORTED_MERGE_CONDITION\.{kind}\] MERGE operation contains "
+                                                        rf"unsupported {cond} condition")
+    # the same through a join in the source
+    spark.sql(f"""MERGE INTO {t} t USING (SELECT s.*, a.id IS NOT NULL AS allowed
+                                          FROM VALUES (1, 10), (2, 20), (4, 40) AS s(id, v) LEFT JOIN {allow} a USING (id)) s
                   ON t.id = s.id
-                  WHEN MATCHED AND t.id IN (SELECT id FROM {allow}) THEN UPDATE SET v = s.v
-                  WHEN MATCHED AND EXISTS (SELECT 1 FROM {allow} a WHERE a.id - 1 = t.id) THEN DELETE
-                  WHEN NOT MATCHED AND s.id IN (SELECT id FROM {allow}) THEN INSERT *""").collect()
-    engines.assert_same(t, expected=[(2, 20), (3, 3), (4, 40)])
+                  WHEN MATCHED AND s.allowed THEN UPDATE SET v = s.v
+                  WHEN NOT MATCHED AND s.allowed THEN INSERT (id, v) VALUES (s.id, s.v)""").collect()
+    engines.assert_same(t, expected=[(1, 1), (2, 20), (3, 3), (4, 40)])
 
 
 # ---- item 8: delete files keep whole file_path bounds --------------------------------------------

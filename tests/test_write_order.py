@@ -5,6 +5,7 @@ lakerules' writes: each data file sorted by the sort order and recording its id.
 from __future__ import annotations
 
 import pyarrow.parquet as pq
+import pytest
 from pyiceberg.table.sorting import NullOrder, SortDirection
 from pyiceberg.transforms import BucketTransform, IdentityTransform
 
@@ -64,6 +65,42 @@ def test_write_order(spark, ns, iceberg_catalog, engines):
     refused(spark, f"ALTER TABLE {t} DROP IDENTIFIER FIELDS v", "not identifier fields")
     spark.sql(f"ALTER TABLE {t} DROP IDENTIFIER FIELDS id")
     assert iceberg_catalog.load_table(t.split(".", 1)[1]).schema().identifier_field_ids == []
+
+
+def test_a_distribution_and_an_ordering_together(spark, ns, iceberg_catalog, engines):
+    """Issue 30: Iceberg's grammar takes DISTRIBUTED BY PARTITION with any ordering clause, in either
+    order; the mode is hash and the sort order the fields (or none), as Iceberg sets them."""
+    t = f"lake.{ns}.dist_order"
+    name = t.split(".", 1)[1]
+    spark.sql(f"CREATE TABLE {t} (id INT, p STRING) PARTITIONED BY (p)")
+
+    def state():
+        table = iceberg_catalog.load_table(name)
+        return ([(f.source_id, f.direction) for f in table.sort_order().fields],
+                table.properties.get("write.distribution-mode"))
+
+    spark.sql(f"ALTER TABLE {t} WRITE DISTRIBUTED BY PARTITION ORDERED BY id DESC")
+    assert state() == ([(1, SortDirection.DESC)], "hash")
+    spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(2) */ id, IF(id % 2 = 0, 'a', 'b') FROM range(10)")
+    written = files(iceberg_catalog, t)
+    assert len(written) == 2  # one file per partition: distributed by it
+    assert sorted(ids_in(iceberg_catalog, t, f) for f in written) == [[8, 6, 4, 2, 0], [9, 7, 5, 3, 1]]
+    spark.sql(f"ALTER TABLE {t} WRITE UNORDERED")
+    assert state() == ([], "none")
+    spark.sql(f"ALTER TABLE {t} WRITE ORDERED BY p DISTRIBUTED BY PARTITION")
+    assert state() == ([(2, SortDirection.ASC)], "hash")
+    spark.sql(f"ALTER TABLE {t} WRITE DISTRIBUTED BY PARTITION LOCALLY ORDERED BY id")
+    assert state() == ([(1, SortDirection.ASC)], "hash")
+    spark.sql(f"ALTER TABLE {t} WRITE DISTRIBUTED BY PARTITION UNORDERED")
+    assert state() == ([], "hash")
+    spark.sql(f"ALTER TABLE {t} WRITE ORDERED BY id")
+    assert state() == ([(1, SortDirection.ASC)], "range")
+    for twice in ("ORDERED BY id ORDERED BY p", "DISTRIBUTED BY PARTITION DISTRIBUTED BY PARTITION",
+                  "UNORDERED ORDERED BY id"):
+        with pytest.raises(Exception, match="PARSE_SYNTAX_ERROR.*each once"):
+            spark.sql(f"ALTER TABLE {t} WRITE {twice}")
+    assert state() == ([(1, SortDirection.ASC)], "range")
+    engines.assert_same(t, expected=[(i, "ab"[i % 2]) for i in range(10)])
 
 
 def test_parquet_writer_properties(spark, ns, iceberg_catalog, engines):

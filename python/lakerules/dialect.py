@@ -106,7 +106,8 @@ class RefStatement(exp.Expression):
 
 
 class WriteOrder(exp.Expression):
-    """Iceberg's ALTER TABLE t WRITE (DISTRIBUTED BY PARTITION | [LOCALLY] ORDERED BY fields | UNORDERED)...:
+    """Iceberg's ALTER TABLE t WRITE [DISTRIBUTED BY PARTITION] [[LOCALLY] ORDERED BY fields | UNORDERED],
+    the two clauses in either order, each at most once (at least one):
     ``this`` the table's name parts; ``distributed`` (DISTRIBUTED BY PARTITION given), ``locally``,
     ``unordered``, ``fields`` a list of :class:`SortFieldSpec` (None: no ORDERED BY)."""
 
@@ -394,9 +395,6 @@ class LakeSpark(Spark):
                 clauses += 1
             if not clauses:
                 self._error_at_end("expected DISTRIBUTED BY PARTITION, [LOCALLY] ORDERED BY or UNORDERED after WRITE")
-            if out.args.get("distributed") and out.args.get("fields") is not None and not out.args.get("locally"):
-                self.raise_error("DISTRIBUTED BY PARTITION goes with LOCALLY ORDERED BY (a global ORDERED BY "
-                                 "distributes by range)", self._prev)
             self._end_of_statement()
             return self.expression(out)
 

@@ -232,16 +232,23 @@ def cast_columns(spark: SparkSession, df: DataFrame, columns: list[tuple[str, An
     return dataframe(spark, plan)
 
 
-def align_assignments(spark: SparkSession, attributes, assignments, insert: bool) -> tuple:
+def align_assignments(spark: SparkSession, table_parts: list[str], attributes, assignments, insert: bool) -> tuple:
     """A row-level command's (key, value) assignments as Spark aligns them for a table it
     rewrites itself: one (attribute, value) pair per column of ``attributes``, in order, nested
-    fields folded into their struct, each value resolved under spark.sql.storeAssignmentPolicy;
-    Spark's own errors for what it refuses (io.lakerules.Bridge.alignAssignments). ``insert``:
-    a MERGE INSERT action (every column needs a value or a default)."""
-    values = spark._jvm.io.lakerules.Bridge.alignAssignments(
+    fields folded into their struct, struct values matched by field name, each value resolved
+    under spark.sql.storeAssignmentPolicy; Spark's own errors for what it refuses, naming the
+    table ``table_parts`` (io.lakerules.LakeAssignments.align). ``insert``: a MERGE INSERT
+    action (every column needs a value or a default)."""
+    values = spark._jvm.io.lakerules.LakeAssignments.align(
         to_java_list(spark, attributes), to_java_list(spark, [k for k, _ in assignments]),
-        to_java_list(spark, [v for _, v in assignments]), insert)
+        to_java_list(spark, [v for _, v in assignments]), insert, to_java_list(spark, list(table_parts)))
     return tuple(zip(attributes, list(values)))
+
+
+def check_merge_condition(spark: SparkSession, cond_name: str, condition) -> None:
+    """Spark's own checks of a MERGE condition (io.lakerules.LakeAssignments.checkMergeCondition):
+    deterministic, no subquery, no aggregate; Spark's UNSUPPORTED_MERGE_CONDITION errors."""
+    spark._jvm.io.lakerules.LakeAssignments.checkMergeCondition(cond_name, condition)
 
 
 def recache_table(spark: SparkSession, name_parts: list[str]) -> None:

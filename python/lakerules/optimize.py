@@ -11,10 +11,12 @@ does: the table's location and a struct of metrics.
    or map), is primitive, is not an identity partition column (constant within a partition) and
    has min/max metrics (lakerules.metrics: struct fields have them, as in Iceberg's Java writers).
 2. Plan the current snapshot's data files with their deletes (lakerules.planning); keep the
-   partitions the WHERE's inclusive projection selects (on each file's own spec: files of an
-   earlier partition spec are rewritten, whole, into the current spec, as Iceberg's rewrite does,
-   unless rewriteOtherSpecs is false).
-3. Choose what to rewrite, per partition:
+   partitions the WHERE's inclusive projection selects; group the files by the partition of the
+   current spec their rows go to (lakerules.optimize_select: files of an earlier partition spec
+   are rewritten, whole, into the current spec, as Iceberg's rewrite does, unless
+   rewriteOtherSpecs is false, together with the current files of their partitions).
+3. Choose what to rewrite, per partition (lakerules.optimize_select); files above maxFileSize
+   are split into files of the target:
    - without ZORDER BY, bin-packing: files smaller than minFileSize, or with deleteFileThreshold
      or more delete files, or whose deleted rows are at least deleteRatioThreshold (0.3, as
      Iceberg's delete-ratio-threshold: rows of the position delete files scoped to that one file)
@@ -53,24 +55,26 @@ from pyiceberg.types import StructType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules import commit, dialect, jvm as J, metrics as column_metrics, names, progress, schema as schemas, write_order, zorder
+from lakerules import commit, dialect, jvm as J, metrics as column_metrics, names, partitioning, progress
+from lakerules import schema as schemas, write_order, zorder
+from lakerules.optimize_select import CURVE, MAX_FILE_SIZE_RATIO, ZORDER_COLUMNS, Stats as _Stats, Unit as _Unit
+from lakerules import optimize_select as select
 from lakerules.errors import ConflictError, LakeError, NotSupported
 from lakerules.expressions import to_iceberg
 from lakerules.plan import LakeScan, TableRef
-from lakerules.planning import PATH_FIELD_ID, PlannedFile, ScanPlan, plan_scan
-from lakerules.scan import scan_dataframe
+from lakerules.planning import PlannedFile, ScanPlan, plan_scan
+from lakerules.scan import POS_COL, scan_dataframe
 from lakerules.write import delete_files, discard, write_files
 
-ZORDER_COLUMNS = "lakerules.zorder.columns"  # snapshot summary: the field ids a cube is z-ordered by
-CURVE = "lakerules.zorder.curve"  # snapshot summary: "hilbert" for HILBERT BY cubes (absent: z-order)
 _BIN = "__lakerules_bin"
 
 # Settings: spark.lakerules.optimize.<name> for the session, lakerules.optimize.<name> as a table
 # property (which wins). Defaults as Delta's (files) and Iceberg's (deletes); minCubeSize as
 # Databricks' ZCube merge strategy.
 SETTINGS = {
-    "targetFileSize": 1 << 30,
+    "targetFileSize": 1 << 30,  # unless the table's write.target-file-size-bytes says otherwise
     "minFileSize": 1 << 30,
+    "maxFileSize": None,  # MAX_FILE_SIZE_RATIO times the target
     "deleteFileThreshold": 2**31 - 1,
     "deleteRatioThreshold": 0.3,
     "zorder.numRanges": 1000,
@@ -144,6 +148,7 @@ class Settings:
     min_input_files: int = 2  # a bin of fewer files is rewritten only for its deletes
     rewrite_all: bool = False  # every selected file, cubes too (rewrite_data_files' rewrite-all)
     delete_ratio_threshold: float = 0.3  # a file whose deleted rows are this share of its rows is rewritten
+    max_file_size: int | None = None  # larger files are split (None: MAX_FILE_SIZE_RATIO times the target)
 
     @classmethod
     def of(cls, ctx, table, overrides: tuple = ()) -> "Settings":
@@ -154,6 +159,10 @@ class Settings:
             if raw is None:
                 raw = ctx.conf(f"spark.lakerules.optimize.{name}", None)
                 where = f"spark.lakerules.optimize.{name}"
+            if raw is None and name == "targetFileSize":
+                # the table's Iceberg target, as Iceberg's rewrite_data_files takes it
+                raw = table.properties.get("write.target-file-size-bytes")
+                where = "table property write.target-file-size-bytes"
             if raw is None:
                 return default
             raw = str(raw).strip()
@@ -181,30 +190,21 @@ class Settings:
 
         s = cls(get("targetFileSize"), get("minFileSize"), get("deleteFileThreshold"), get("zorder.numRanges"),
                 get("zorder.addNoise"), get("zorder.minCubeSize"), get("zorder.incrementalRatio"),
-                get("rewriteOtherSpecs"), delete_ratio_threshold=get("deleteRatioThreshold"))
+                get("rewriteOtherSpecs"), delete_ratio_threshold=get("deleteRatioThreshold"),
+                max_file_size=get("maxFileSize"))
         if not 2 <= s.num_ranges <= zorder.MAX_RANGES:
             raise LakeError(f"lakerules: spark.lakerules.optimize.zorder.numRanges must be between 2 and {zorder.MAX_RANGES}")
-        return dataclasses.replace(s, **dict(overrides)) if overrides else s
-
-
-@dataclass
-class _Unit:
-    """Files rewritten together: a bin (one output file) or a partition's z-order cube."""
-
-    files: list[PlannedFile]
-    num_files: int
-    merged_cubes: int = 0
-
-
-@dataclass
-class _Stats:
-    considered: int = 0
-    skipped_to_reduce_write: list = field(default_factory=list)  # DataFiles left alone
-    other_spec: int = 0
-    cube_files: list = field(default_factory=list)
-    other_files: list = field(default_factory=list)
-    cubes: int = 0
-    heavy: int = 0  # files past deleteFileThreshold or deleteRatioThreshold
+        if overrides:
+            s = dataclasses.replace(s, **dict(overrides))
+        if s.max_file_size is None:
+            return dataclasses.replace(s, max_file_size=int(s.target_file_size * MAX_FILE_SIZE_RATIO))
+        if s.max_file_size <= s.target_file_size:
+            # rewrite_data_files (the only caller with overrides) names them as Iceberg does
+            what, target = (("CALL system.rewrite_data_files: max-file-size-bytes", "target-file-size-bytes")
+                            if overrides else ("maxFileSize", "targetFileSize"))
+            raise LakeError(f"lakerules: {what} ({s.max_file_size}) must be greater than {target} "
+                            f"({s.target_file_size}): files above it are split into files of the target")
+        return s
 
 
 # ---- the statement ------------------------------------------------------------------------------
@@ -223,6 +223,7 @@ class Plan:
     scan: object = None  # planning.ScanPlan of every live data file
     units: list = field(default_factory=list)  # _Unit: the bins (or cubes) rewritten
     stats: _Stats = field(default_factory=_Stats)
+    spec_id: int = 0  # the table's current partition spec
 
     def describe(self) -> list[str]:
         if self.snapshot_id is None:
@@ -245,7 +246,11 @@ class Plan:
             return lines
         per_partition = defaultdict(lambda: [0, 0, 0])
         for u in self.units:
-            key = _partition_text(u.files[0].file.partition) if u.files else ""
+            if u.by_partition:
+                key = "(files of an earlier spec, with every partition they write into)"
+            else:
+                current = [p for p in u.files if p.file.spec_id == self.spec_id] or u.files
+                key = _partition_text(current[0].file.partition) if current else ""
             entry = per_partition[key]
             entry[0] += 1
             entry[1] += len(u.files)
@@ -278,42 +283,40 @@ def plan(ctx, table, statement: Statement) -> Plan:
     scan = plan_scan(table, snapshot.snapshot_id)
     selectors = {}
 
-    def selected(p) -> bool:
-        """The WHERE's inclusive projection on the file's own spec: a file of an earlier spec is
-        selected when it may hold matching rows (then rewritten whole, into the current spec)."""
-        if p.file.spec_id not in selectors:
-            file_spec = table.specs()[p.file.spec_id]
+    def selected(spec_id: int, partition) -> bool:
+        """The WHERE's inclusive projection on a spec, for a partition of it: a file of an earlier
+        spec is selected when it may hold matching rows (then rewritten whole, into the current
+        spec), by the partition of the current spec its rows go to when that is known."""
+        if spec_id not in selectors:
+            file_spec = table.specs()[spec_id]
             # the WHERE's names as Spark resolved them: case-insensitively, as Spark does
             projected = inclusive_projection(schema, file_spec, case_sensitive=False)(predicate)
-            selectors[p.file.spec_id] = expression_evaluator(Schema(*file_spec.partition_type(schema).fields), projected, True)
-        return selectors[p.file.spec_id](p.file.partition)
+            selectors[spec_id] = expression_evaluator(Schema(*file_spec.partition_type(schema).fields), projected, True)
+        return selectors[spec_id](partition)
 
-    partitions: dict[tuple, list[PlannedFile]] = defaultdict(list)
     stats = _Stats()
-    for p in scan.files:
-        if p.file.spec_id != spec.spec_id and not settings.rewrite_other_specs:
-            stats.other_spec += 1  # written under an earlier partition spec: left alone by the setting
-        elif selected(p):
-            partitions[(p.file.spec_id, tuple(p.file.partition))].append(p)
-    stats.considered = sum(len(files) for files in partitions.values())
-    stats.heavy = sum(1 for files in partitions.values() for p in files if _heavy(p, settings))
+    stats.other_spec = 0 if settings.rewrite_other_specs else sum(1 for p in scan.files if p.file.spec_id != spec.spec_id)
+    # by the partition of the current spec their rows go to (lakerules.optimize_select)
+    groups = select.groups(table, scan.files, selected, settings.rewrite_other_specs)
+    stats.considered = sum(len(g.files) for g in groups)
+    stats.heavy = sum(1 for g in groups for p in g.files if select.heavy(p, settings))
     # 3. choose
-    cubes_of = _cube_columns(table)
-    if columns:
-        ids = _cube_id(statement, columns)
-        units = [u for files in partitions.values()
-                 for u in _zorder_units(files, ids, cubes_of, settings, stats, spec.spec_id)]
-    elif statement.sort:
-        # the files bin-packing would rewrite in a partition, sorted together into files of the target size
-        units = []
-        for files in partitions.values():
-            chosen = [p for u in _compaction_units(files, cubes_of, settings, stats, spec.spec_id) for p in u.files]
+    cubes_of = select.cube_columns(table)
+    ids = select.cube_id(statement.curve, columns) if columns else None
+    units = []
+    for g in groups:
+        if g.spanning:
+            units += select.spanning_unit(g.files, cubes_of, settings, stats, spec.spec_id, ids)
+        elif columns:
+            units += select.zorder_units(g.files, ids, cubes_of, settings, stats, spec.spec_id)
+        elif statement.sort:
+            # the files bin-packing would rewrite in a partition, sorted together into files of the target size
+            chosen = [p for u in select.compaction_units(g.files, cubes_of, settings, stats, spec.spec_id) for p in u.files]
             if chosen:
-                units.append(_Unit(chosen, max(1, round(_size(chosen) / settings.target_file_size))))
-    else:
-        units = [u for files in partitions.values()
-                 for u in _compaction_units(files, cubes_of, settings, stats, spec.spec_id)]
-    return Plan(statement, settings, ref, columns, snapshot.snapshot_id, scan, units, stats)
+                units.append(_Unit(chosen, max(1, round(select.size(chosen) / settings.target_file_size))))
+        else:
+            units += select.compaction_units(g.files, cubes_of, settings, stats, spec.spec_id)
+    return Plan(statement, settings, ref, columns, snapshot.snapshot_id, scan, units, stats, spec.spec_id)
 
 
 def run(ctx, table, statement: Statement, planned: Plan | None = None):
@@ -331,19 +334,21 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
             return statement.result(ctx, table, settings, [], [], [])
         return _result(ctx, table, settings, statement, units, [], [], [], stats, started, columns)
     # 4. rewrite
+    read = functools.partial(_unit_rows, ctx, table, ref, snapshot.snapshot_id)
     if columns:
         progress.step(spark, f"sample z-order ranges of {len(units)} bins")
-        groups = [zorder.Group(_read(ctx, table, ref, snapshot.snapshot_id, u.files),
-                               sum(p.file.record_count for p in u.files), u.num_files) for u in units]
+        groups = [zorder.Group(read(u), sum(p.file.record_count for p in u.files), u.num_files,
+                               _partition_hash(table, ref) if u.by_partition else None) for u in units]
         df = zorder.cluster(spark, ref.catalog, groups, [(path, f.field_type) for path, f in columns],
                             settings.num_ranges, settings.add_noise, statement.curve)
         order_by = (zorder.ZKEY,)
     elif statement.sort:
         # a range-partitioned sort of each partition's files: its rows cut into num_files ranges of
-        # the sort order (one task, one file each), each sorted
+        # the sort order (one task, one file each), each sorted; rows of several partitions (files
+        # of an earlier spec) one task a partition
         sort = write_order.sort_columns(table, ref.catalog, statement.sort)
-        frames = [_read(ctx, table, ref, snapshot.snapshot_id, u.files).repartitionByRange(u.num_files, *sort)
-                  for u in units]
+        frames = [read(u).repartition(u.num_files, _partition_hash(table, ref)) if u.by_partition
+                  else read(u).repartitionByRange(u.num_files, *sort) for u in units]
         df = functools.reduce(DataFrame.unionByName, frames)
         progress.step(spark, f"sort {len(units)} partitions")
         written = write_files(spark, ref.catalog, table, df, distribute=False, sort=sort,
@@ -351,9 +356,11 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
     else:
         # one task (one file) a bin; not coalesce(1) a bin: Spark would run a union of
         # single-partition children as one task
-        frames = [_read(ctx, table, ref, snapshot.snapshot_id, u.files).select("*", F.lit(i).alias(_BIN))
-                  for i, u in enumerate(units)]
-        df = functools.reduce(DataFrame.unionByName, frames).repartitionById(len(units), F.col(_BIN)).drop(_BIN)
+        frames, tasks = [], 0
+        for u in units:
+            frames.append(read(u, task=_task_of(table, ref, u, tasks)))
+            tasks += u.num_files
+        df = functools.reduce(DataFrame.unionByName, frames).repartitionById(tasks, F.col(_BIN)).drop(_BIN)
         order_by = ()
     if not statement.sort:
         progress.step(spark, f"rewrite {len(units)} bins")
@@ -396,11 +403,44 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
     return _result(ctx, table, settings, statement, units, removed, written, dropped, stats, started, columns)
 
 
-def _read(ctx, table, ref: TableRef, snapshot_id: int, files: list[PlannedFile]) -> DataFrame:
-    """The rows of these files, their deletes applied (the table's current schema)."""
+def _read(ctx, table, ref: TableRef, snapshot_id: int, files: list[PlannedFile], positions: bool = False) -> DataFrame:
+    """The rows of these files, their deletes applied (the table's current schema); with their
+    position in their file (POS_COL) if asked."""
     plan = ScanPlan(files=tuple(files), total_data_files=len(files))
     scan = LakeScan(table=ref, snapshot_id=snapshot_id, output=(), iceberg=table, schema=table.schema(), plan=plan)
-    return scan_dataframe(ctx, scan)
+    return scan_dataframe(ctx, scan, positions=positions)
+
+
+def _unit_rows(ctx, table, ref: TableRef, snapshot_id: int, unit: _Unit, task=None) -> DataFrame:
+    """A unit's rows; with ``task`` (a function of the rows with positions -> Column), also the
+    task each row is written by, as _BIN."""
+    if task is None:
+        return _read(ctx, table, ref, snapshot_id, unit.files)
+    names = [f.name for f in table.schema().fields]
+    by_position = unit.num_files > 1 and not unit.by_partition  # a large file's pieces
+    rows = _read(ctx, table, ref, snapshot_id, unit.files, positions=by_position)
+    return rows.select(*[J.column(n) for n in names], task(rows).alias(_BIN))
+
+
+def _task_of(table, ref: TableRef, unit: _Unit, first: int):
+    """A bin's rows -> its task: the bin's one task; a large file's pieces by position (its rows
+    in order, cut into num_files runs, as Iceberg's writer rolls files over); rows of several
+    partitions by partition (one task each)."""
+    n = unit.num_files
+    if unit.by_partition:
+        return lambda rows: F.lit(first) + F.pmod(_partition_hash(table, ref), F.lit(n))
+    if n == 1:
+        return lambda rows: F.lit(first)
+    (only,) = unit.files  # only a bin of one file passes the target
+    count = max(1, only.file.record_count)
+    return lambda rows: F.lit(first) + F.least(F.floor(F.col(POS_COL) * n / count).cast("int"), F.lit(n - 1))
+
+
+def _partition_hash(table, ref: TableRef):
+    """A hash of a row's partition values in the current spec (the table's column names)."""
+    names = {f.name for f in table.schema().fields}
+    cols = partitioning.partition_columns(table.spec(), table.schema(), ref.catalog, set(names))
+    return F.hash(*[c.expr for c in cols]) if cols else F.lit(0)
 
 
 # ---- validation ---------------------------------------------------------------------------------
@@ -526,122 +566,6 @@ def _sql_name(ref: TableRef) -> str:
     return ".".join("`" + p.replace("`", "``") + "`" for p in (ref.catalog, *ref.namespace, ref.name))
 
 
-# ---- choosing files -----------------------------------------------------------------------------
-
-
-def _cube_columns(table) -> dict[int, str]:
-    """snapshot id -> the clustering of the files it added, for OPTIMIZE ZORDER|HILBERT BY's: the
-    columns (field ids), prefixed by the curve when not z-order ("hilbert:1,2")."""
-    out = {}
-    for s in table.metadata.snapshots:
-        columns = s.summary.get(ZORDER_COLUMNS) if s.summary is not None else None
-        if columns:
-            curve = s.summary.get(CURVE)
-            out[s.snapshot_id] = f"{curve}:{columns}" if curve else columns
-    return out
-
-
-def _cube_id(statement: Statement, columns) -> str:
-    ids = ",".join(str(f.field_id) for _, f in columns)
-    return ids if statement.curve == "zorder" else f"{statement.curve}:{ids}"
-
-
-def _deletes(p: PlannedFile) -> int:
-    """The delete files that apply to the data file, as the planner matched them: position deletes
-    naming it (equal file_path bounds) or whose file_path bounds hold its path, equality deletes
-    of its partition with a later sequence number."""
-    return len(p.position_deletes) + len(p.equality_deletes)
-
-
-def _deleted_ratio(p: PlannedFile) -> float:
-    """The share of the file's rows known deleted, as Iceberg's delete-ratio-threshold counts it:
-    the rows of the position delete files scoped to this one file (equal file_path bounds; every
-    row of such a file deletes a row of it), at most the file's rows. Equality deletes and
-    position deletes of several files are not counted (their rows here are not known without
-    reading them)."""
-    if not p.position_deletes or not p.file.record_count:
-        return 0.0
-    known = 0
-    for d in p.position_deletes:
-        lower = (d.lower_bounds or {}).get(PATH_FIELD_ID)
-        if lower is not None and lower == (d.upper_bounds or {}).get(PATH_FIELD_ID):
-            known += d.record_count
-    return min(known, p.file.record_count) / p.file.record_count
-
-
-def _heavy(p: PlannedFile, settings: Settings) -> bool:
-    """Rewritten for its deletes: deleteFileThreshold or more delete files, or deleted rows at
-    least deleteRatioThreshold of its rows."""
-    return _deletes(p) >= settings.delete_file_threshold or _deleted_ratio(p) >= settings.delete_ratio_threshold
-
-
-def _size(files) -> int:
-    return sum(p.file.file_size_in_bytes for p in files)
-
-
-def _zorder_units(files: list[PlannedFile], ids: str, cubes_of: dict, settings: Settings, stats: _Stats,
-                  spec_id: int = 0) -> list[_Unit]:
-    """One partition's z-order: its new files and unstable cubes into one new cube, or nothing.
-
-    A cube of at least minCubeSize stays. So does the largest smaller one when all that would be
-    merged into it (new files, other small cubes) is at most incrementalRatio of its size: at
-    most about that share of the partition's files then lie outside its layout, so skipping
-    stays near its own, and the new rows are clustered on their own instead of rewriting it.
-    When what is left to rewrite is one cube or nothing, the partition is already clustered.
-    """
-    cubes: dict[int, list[PlannedFile]] = defaultdict(list)
-    new = []
-    for p in files:
-        if settings.rewrite_all or p.file.spec_id != spec_id:
-            new.append(p)
-        elif cubes_of.get(p.snapshot_id) == ids and not _heavy(p, settings):
-            cubes[p.snapshot_id].append(p)
-        else:
-            new.append(p)
-    stats.cube_files += [p.file for c in cubes.values() for p in c]
-    stats.other_files += [p.file for p in new]
-    stats.cubes += len(cubes)
-    kept = [c for c in cubes.values() if _size(c) >= settings.min_cube_size]
-    merged = sorted((c for c in cubes.values() if _size(c) < settings.min_cube_size), key=_size)
-    if merged and _size(new) + sum(_size(c) for c in merged[:-1]) <= settings.incremental_ratio * _size(merged[-1]):
-        kept.append(merged.pop())  # the largest small cube: the rest is small beside it
-    if not new and len(merged) <= 1:
-        return []  # already clustered by these columns
-    stats.skipped_to_reduce_write += [p.file for c in kept for p in c]
-    rewrite = new + [p for c in merged for p in c]
-    return [_Unit(rewrite, max(1, round(_size(rewrite) / settings.target_file_size)), len(merged))]
-
-
-def _compaction_units(files: list[PlannedFile], cubes_of: dict, settings: Settings, stats: _Stats,
-                      spec_id: int = 0) -> list[_Unit]:
-    """One partition's bin-packing: small files and files with many deletes, into target-size bins."""
-    candidates = []
-    for p in files:
-        heavy = _heavy(p, settings)
-        if settings.rewrite_all or p.file.spec_id != spec_id:
-            candidates.append(p)  # every file, or one of an earlier partition spec
-        elif p.snapshot_id in cubes_of and not heavy:
-            stats.skipped_to_reduce_write.append(p.file)  # a z-order cube keeps its layout
-        elif heavy or p.file.file_size_in_bytes < settings.min_file_size:
-            candidates.append(p)
-    bins, current, size = [], [], 0
-    for p in sorted(candidates, key=lambda p: (p.file.file_size_in_bytes, p.file.file_path)):
-        if current and size + p.file.file_size_in_bytes > settings.target_file_size:
-            bins.append(current)
-            current, size = [], 0
-        current.append(p)
-        size += p.file.file_size_in_bytes
-    if current:
-        bins.append(current)
-    # a bin of one file gains nothing (nor, by min_input_files, of a few), unless the rewrite drops
-    # deletes; rewrite_all rewrites every bin
-    return [
-        _Unit(b, 1) for b in bins
-        if settings.rewrite_all or len(b) >= max(2, settings.min_input_files)
-        or any(_heavy(p, settings) or p.file.spec_id != spec_id for p in b)
-    ]
-
-
 # ---- the result row -----------------------------------------------------------------------------
 
 _SIZES = "STRUCT<min: BIGINT, max: BIGINT, avg: DOUBLE, totalFiles: BIGINT, totalSize: BIGINT>"
@@ -710,6 +634,7 @@ _REWRITE_OPTIONS = {
     "delete-file-threshold": ("delete_file_threshold", "count"),
     "delete-ratio-threshold": ("delete_ratio_threshold", "ratio"),
     "rewrite-all": ("rewrite_all", "bool"),
+    "max-file-size-bytes": ("max_file_size", "size"),
     "partial-progress.enabled": (None, "false"),  # one atomic commit: partial progress off
     "use-starting-sequence-number": (None, "true"),  # rewritten rows keep the starting sequence number
 }
@@ -718,7 +643,6 @@ _REFUSED_OPTIONS = {
     "partial-progress.max-failed-commits": "lakerules commits a rewrite once, atomically",
     "max-file-group-size-bytes": "lakerules rewrites a partition's selected files as one group",
     "max-concurrent-file-group-rewrites": "lakerules rewrites all file groups in one Spark job",
-    "max-file-size-bytes": "lakerules selects files by min-file-size-bytes and deletes only",
     "output-spec-id": "lakerules writes the table's current partition spec",
     "remove-dangling-deletes": "lakerules always drops delete files no live data file needs",
     "shuffle-partitions-per-file": "lakerules writes each file from one task",

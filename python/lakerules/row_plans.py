@@ -11,7 +11,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, Not, NotEqualTo, NotIn, NotStartsWith
-from pyiceberg.expressions.visitors import _StrictMetricsEvaluator, expression_evaluator, strict_projection
+from pyiceberg.expressions.visitors import (
+    _StrictMetricsEvaluator,
+    bind,
+    expression_evaluator,
+    extract_field_ids,
+    strict_projection,
+)
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import IsolationLevel
@@ -83,13 +89,15 @@ def delete_granularity(table) -> str:
 def resolve_assignments(spark, verb: str, table, relation, assignments, *, insert: bool = False) -> tuple:
     """An UPDATE's (or a MERGE action's) assignments resolved as Spark's own DML resolves them:
     one (column, value) pair per column of the relation, nested-field assignments folded into
-    their struct, each value cast under spark.sql.storeAssignmentPolicy, NOT NULL checked;
+    their struct, struct values matched to the column's fields by name (at every level), each
+    value cast under spark.sql.storeAssignmentPolicy, NOT NULL checked;
     Spark's errors for duplicate or conflicting assignments and for a MERGE INSERT that leaves a
     column without a value (lakerules.jvm.align_assignments). Values must be deterministic."""
     for key, value in assignments:
         if not value.deterministic():
             raise LakeError(f"lakerules: {verb} {table}: the value {value.sql()} for {key.sql()} is not deterministic")
-    return J.align_assignments(spark, [a.jvm for a in relation.output], assignments, insert)
+    parts = [table.catalog, *table.namespace, table.name]
+    return J.align_assignments(spark, parts, [a.jvm for a in relation.output], assignments, insert)
 
 
 def check_condition(verb: str, table, condition, what: str = "condition") -> None:
@@ -113,9 +121,12 @@ def has_negation(expr: BooleanExpression) -> bool:
 def every_row_matches(table: Table, expr: BooleanExpression):
     """A test that proves, in Iceberg's expression semantics, that every row of a data file
     matches expr: from its partition (the strict projection of expr holds on it) or from its
-    column metrics."""
+    column metrics. Metrics prove nothing for a field inside a struct (pyiceberg's strict
+    evaluator reads top-level columns only): such a file is read, never dropped unread."""
     schema = table.schema()
-    metrics = _StrictMetricsEvaluator(schema, expr)
+    top_level = {f.field_id for f in schema.fields}
+    bound = bind(schema, expr, case_sensitive=True)
+    metrics = _StrictMetricsEvaluator(schema, expr) if extract_field_ids(bound) <= top_level else None
 
     def partition_test(spec_id: int):
         spec = table.specs()[spec_id]
@@ -123,7 +134,7 @@ def every_row_matches(table: Table, expr: BooleanExpression):
         return expression_evaluator(Schema(*spec.partition_type(schema).fields), projected, True)
 
     tests = KeyDefaultDict(partition_test)
-    return lambda f: bool(tests[f.spec_id](f.partition)) or metrics.eval(f) is True
+    return lambda f: bool(tests[f.spec_id](f.partition)) or (metrics is not None and metrics.eval(f) is True)
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,16 @@
 
     ALTER TABLE t WRITE ORDERED BY a, days(ts) DESC NULLS FIRST     sort order (a, days(ts)), write.distribution-mode=range
     ALTER TABLE t WRITE LOCALLY ORDERED BY a                        sort order (a), distribution mode unchanged
-    ALTER TABLE t WRITE DISTRIBUTED BY PARTITION [LOCALLY ORDERED BY a]   write.distribution-mode=hash; sort order (a) or none
+    ALTER TABLE t WRITE DISTRIBUTED BY PARTITION [[LOCALLY] ORDERED BY a | UNORDERED]
+                                                                    write.distribution-mode=hash; sort order (a) or none
     ALTER TABLE t WRITE UNORDERED                                   no sort order, write.distribution-mode=none
     ALTER TABLE t SET IDENTIFIER FIELDS id, s.k | DROP IDENTIFIER FIELDS id
 
 The sort order is the table's default sort order (Iceberg metadata: pyiceberg's ``sort_order()``),
 the distribution mode the table property ``write.distribution-mode``; each statement is one
-commit. Sort fields are columns or Iceberg transforms (``bucket(n, c)``, ``truncate(w, c)``,
+commit. As in Iceberg's extensions, DISTRIBUTED BY PARTITION decides the mode (hash) whichever
+ordering clause goes with it, and every statement replaces the sort order (with none when it
+has no ORDERED BY). Sort fields are columns or Iceberg transforms (``bucket(n, c)``, ``truncate(w, c)``,
 ``years``, ``months``, ``days``, ``hours``); ASC is the default, with nulls first for ASC and last
 for DESC, as Iceberg.
 

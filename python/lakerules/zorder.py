@@ -62,7 +62,7 @@ from lakerules.errors import NotSupported
 
 ZKEY = "__lakerules_zkey"
 _GROUP, _FILE, _OFFSET, _ZBOUNDS = "__lakerules_group", "__lakerules_file", "__lakerules_offset", "__lakerules_zbounds"
-_TREE = "__lakerules_tree"
+_TREE, _PART = "__lakerules_tree", "__lakerules_part"
 CURVES = ("zorder", "hilbert")
 SAMPLE_ROWS_PER_RANGE = 100  # Spark's spark.sql.execution.rangeExchange.sampleSizePerPartition
 MAX_SAMPLE_ROWS = 1_000_000  # per group, as Spark's RangePartitioner caps its sample
@@ -80,6 +80,9 @@ class Group:
     rows: DataFrame  # the table's columns
     num_rows: int  # an estimate, for the sample's size
     num_files: int
+    # rows of several partitions: each partition's rows in one of the num_files tasks (by this
+    # hash of its partition values), one file sorted by the curve, instead of the k-d files
+    partition_hash: Column | None = None
 
 
 def cluster(spark, catalog: str, groups: list[Group], columns: list[tuple[tuple[str, ...], it.IcebergType]],
@@ -109,14 +112,18 @@ def cluster(spark, catalog: str, groups: list[Group], columns: list[tuple[tuple[
 
     # 3. and 4. the rows: curve key, then file, then the shuffle that gives each file its own task
     data = reduce(DataFrame.unionByName,
-                  [g.rows.select("*", F.lit(gid).alias(_GROUP)) for gid, g in enumerate(groups)])
+                  [g.rows.select("*", F.lit(gid).alias(_GROUP),
+                                 (F.pmod(g.partition_hash, F.lit(g.num_files)) if g.partition_hash is not None
+                                  else F.lit(None).cast("int")).alias(_PART))
+                   for gid, g in enumerate(groups)])
     data = data.join(F.broadcast(plan), _GROUP)
     bounds = [F.col(f"__b{j}") for j in range(len(keys))]
     values = [k for k, _ in keys]
     zkey = _zkey(fn, values, bounds, bits, ranges, add_noise, SEED + len(groups), curve)
     kd_keys = _kd_keys(fn, values, bounds, shift, SEED + len(groups) + 1)
     cell = F.call_function(f"{fn}.kd_cell", kd_keys, F.col(_TREE), F.col(_ZBOUNDS))
-    data = data.select(*[J.column(n) for n in names], zkey.alias(ZKEY), (F.col(_OFFSET) + cell).alias(_FILE))
+    data = data.select(*[J.column(n) for n in names], zkey.alias(ZKEY),
+                       (F.col(_OFFSET) + F.coalesce(F.col(_PART), cell)).alias(_FILE))
     return data.repartitionById(offset, F.col(_FILE)).drop(_FILE)
 
 

@@ -9,7 +9,9 @@ becomes
 or, when the table says ``write.merge.mode=copy-on-write`` (or is format v1), a rewrite of the
 target files that hold an updated or deleted row. Each action's assignments are resolved here as
 Spark's own MERGE resolves them (row_plans.resolve_assignments): UPDATE SET as UPDATE's, INSERT
-with a value or default for every column. MERGE reads its own write.merge.* properties (mode,
+with a value or default for every column. Its ON and WHEN conditions are checked as Spark 4 checks
+those of its own MERGE (no subquery, aggregate or non-deterministic expression: Spark's
+UNSUPPORTED_MERGE_CONDITION errors). MERGE reads its own write.merge.* properties (mode,
 isolation level; never write.update.* or write.delete.mode) and write.delete.granularity here,
 so a bad value fails before anything is written. What runs is in lakerules.rowlevel.
 """
@@ -19,14 +21,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lakerules.plan import MergeIntoLake, Node, WriteMerge
-from lakerules.row_plans import check_condition, plan_files, resolve_assignments, statement_properties
+from lakerules import jvm as J
+from lakerules.row_plans import plan_files, resolve_assignments, statement_properties
 
 
 def rewrite_merge(plan: Node, ctx) -> Node:
     match plan:
         case MergeIntoLake():
             t = plan.table
-            check_condition("MERGE INTO", t, plan.condition, "ON condition")
+            J.check_merge_condition(ctx.spark, "SEARCH", plan.condition)
             matched, not_matched, by_source = (tuple(_resolved(ctx, plan, a) for a in actions) for actions in
                                                (plan.matched, plan.not_matched, plan.not_matched_by_source))
             table = ctx.catalogs.load_for_write(t, ctx.conf)
@@ -42,7 +45,8 @@ def rewrite_merge(plan: Node, ctx) -> Node:
 
 
 def _resolved(ctx, plan: MergeIntoLake, action):
-    check_condition("MERGE INTO", plan.table, action.condition)
+    if action.condition is not None:
+        J.check_merge_condition(ctx.spark, action.kind.upper(), action.condition)
     if action.kind == "delete":
         return action
     return replace(action, assignments=resolve_assignments(ctx.spark, "MERGE INTO", plan.table, plan.relation,

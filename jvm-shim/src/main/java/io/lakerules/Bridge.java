@@ -243,67 +243,6 @@ public final class Bridge {
     }
   }
 
-  /**
-   * A row-level command's assignments as Spark aligns them for a table that supports row-level
-   * operations (ResolveRowLevelCommandAssignments on the rewritable path): one value per column
-   * of {@code attrs}, in order; nested-field assignments ({@code SET s.a = 1}) folded into their
-   * struct; each value resolved for the column by Spark's table output resolution under
-   * spark.sql.storeAssignmentPolicy (ANSI or STRICT casts, NOT NULL checks); duplicate and
-   * conflicting assignments, and an INSERT that leaves a column without a value or default,
-   * are Spark's own errors. A lake table is not one Spark rewrites itself, so its analyzer gave
-   * each value only an ANSI cast to the key's type (and a runtime NOT NULL assertion): those are
-   * taken off first, so the value is resolved once, by the policy.
-   */
-  public static java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> alignAssignments(
-      java.util.List<Attribute> attrs,
-      java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> keys,
-      java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> values,
-      boolean insert) {
-    org.apache.spark.sql.internal.SQLConf conf = org.apache.spark.sql.internal.SQLConf.get();
-    if (conf.storeAssignmentPolicy()
-        == org.apache.spark.sql.internal.SQLConf.StoreAssignmentPolicy$.MODULE$.LEGACY()) {
-      // SPARK-28730: data source v2 tables refuse the LEGACY policy (Spark's own error)
-      throw Bridge.<RuntimeException>unchecked(
-          org.apache.spark.sql.errors.QueryCompilationErrors.legacyStoreAssignmentPolicyError());
-    }
-    java.util.List<org.apache.spark.sql.catalyst.plans.logical.Assignment> given = new java.util.ArrayList<>();
-    for (int i = 0; i < keys.size(); i++) {
-      given.add(new org.apache.spark.sql.catalyst.plans.logical.Assignment(keys.get(i), unresolved(values.get(i))));
-    }
-    scala.collection.immutable.Seq<Attribute> columns =
-        scala.jdk.javaapi.CollectionConverters.asScala(attrs).toList();
-    scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.plans.logical.Assignment> assignments =
-        scala.jdk.javaapi.CollectionConverters.asScala(given).toList();
-    scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.plans.logical.Assignment> aligned = insert
-        ? org.apache.spark.sql.catalyst.analysis.AssignmentUtils.alignInsertAssignments(columns, assignments, false)
-        : org.apache.spark.sql.catalyst.analysis.AssignmentUtils.alignUpdateAssignments(columns, assignments, false, false);
-    java.util.List<org.apache.spark.sql.catalyst.expressions.Expression> out = new java.util.ArrayList<>();
-    scala.collection.Iterator<org.apache.spark.sql.catalyst.plans.logical.Assignment> it = aligned.iterator();
-    while (it.hasNext()) {
-      out.add(it.next().value());
-    }
-    return out;
-  }
-
-  /** Throws a Scala-thrown (so undeclared) checked exception, such as Spark's AnalysisException. */
-  @SuppressWarnings("unchecked")
-  private static <T extends Throwable> T unchecked(Throwable t) throws T {
-    throw (T) t;
-  }
-
-  /** A value without the cast and NOT NULL assertion Spark's analyzer put over it for its key. */
-  private static org.apache.spark.sql.catalyst.expressions.Expression unresolved(
-      org.apache.spark.sql.catalyst.expressions.Expression value) {
-    if (value instanceof org.apache.spark.sql.catalyst.expressions.Cast
-        && value.getTagValue(org.apache.spark.sql.catalyst.expressions.Cast$.MODULE$.BY_TABLE_INSERTION()).isDefined()) {
-      value = ((org.apache.spark.sql.catalyst.expressions.Cast) value).child();
-    }
-    if (value instanceof org.apache.spark.sql.catalyst.expressions.objects.AssertNotNull) {
-      value = ((org.apache.spark.sql.catalyst.expressions.objects.AssertNotNull) value).child();
-    }
-    return value;
-  }
-
   /** Join(left, right, joinType ("inner", "leftouter", "rightouter", "fullouter"), condition). */
   public static LogicalPlan join(LogicalPlan left, LogicalPlan right, String joinType,
       org.apache.spark.sql.catalyst.expressions.Expression condition) {

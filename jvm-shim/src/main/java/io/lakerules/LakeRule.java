@@ -30,11 +30,14 @@ final class LakeRule extends Rule<LogicalPlan> {
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
     refuseTruncatePartition(plan);
-    if (!plan.resolved() || !Bridge.touchesLake(plan)) {
+    // An UPDATE or MERGE of a lake table resolves with its assignments' values as written: the
+    // registry aligns them as Spark does for tables it rewrites (LakeAssignments).
+    LogicalPlan given = optimizer ? plan : LakeAssignments.unwrapped(plan);
+    if (!given.resolved() || !Bridge.touchesLake(given)) {
       return plan;
     }
     String phase = optimizer ? "optimizer" : "analysis";
-    Object out = Bridge.unwrap(Bridge.backend(session).rewrite(session, plan, phase));
+    Object out = Bridge.unwrap(Bridge.backend(session).rewrite(session, given, phase));
     return out == null ? plan : (LogicalPlan) out;
   }
 
