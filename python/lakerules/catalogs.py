@@ -133,6 +133,11 @@ class Catalogs:
             raise LakeError(f"lakerules: {what}: {t} names a {t.ref.partition(':')[0]}; name the table itself")
         return self.load(t.catalog, t.namespace, t.name)
 
+    def plan_replace(self, catalog: str, args: dict, default_provider: str | None = None):
+        """The replace (lakerules.replace) of an existing table of ``catalog`` by the table the
+        shim's ``args`` describe (CREATE OR REPLACE ... AS SELECT plans it before writing)."""
+        return plan_replace(catalog, self.get(catalog), args, default_provider)
+
     # ---- dispatch from the shim ------------------------------------------------------------
 
     def handle(self, catalog: str, op: str, args: dict) -> dict:

@@ -49,7 +49,7 @@ from pyiceberg.types import BooleanType, DateType, DecimalType, DoubleType, Floa
 
 from lakerules import jvm as J
 from lakerules.errors import LakeError
-from lakerules.plan import Command, TableRef
+from lakerules.plan import DescribeLakeColumn
 
 # The properties Iceberg's Spark table (SparkTable.properties) computes; a table property of the
 # same name is not shown.
@@ -118,46 +118,6 @@ def total_records(snapshot) -> int | None:
 
 
 # ---- DESCRIBE [TABLE] EXTENDED t col ----------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class DescribeLakeColumn(Command):
-    """DESCRIBE EXTENDED of one column of a lake table: Spark's column rows, then statistics read
-    from the manifests of ``snapshot_id`` (None: the table has no snapshot)."""
-
-    result_schema = "info_name string, info_value string"
-    changes_table = False
-
-    table: TableRef
-    column: str
-    data_type: str
-    comment: str | None
-    snapshot_id: int | None
-    metadata_table: str | None = None
-    jvm: Any = field(default=None, repr=False)
-
-    def describe(self) -> str:
-        source = "no snapshot" if self.snapshot_id is None else f"the manifests of snapshot {self.snapshot_id}"
-        return f"DescribeLakeColumn {self.table} {self.column}: statistics from {source}"
-
-
-def from_jvm(plan, table_ref: TableRef) -> DescribeLakeColumn | None:
-    """Spark's DescribeColumn EXTENDED over a lake table, or None (another column form: Spark's)."""
-    column = plan.column()
-    if not plan.isExtended() or J.simple_name(column) != "AttributeReference":
-        return None
-    lake_table = plan.relation().table()
-    metadata = column.metadata()
-    snapshot = lake_table.snapshotId()
-    return DescribeLakeColumn(
-        table=table_ref,
-        column=column.name(),
-        data_type=column.dataType().catalogString(),
-        comment=metadata.getString("comment") if metadata.contains("comment") else None,
-        snapshot_id=None if snapshot < 0 else snapshot,
-        metadata_table=lake_table.properties().get("lakerules.metadata-table"),
-        jvm=plan,
-    )
 
 
 def column_rows(ctx, node: DescribeLakeColumn):

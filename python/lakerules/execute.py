@@ -18,7 +18,7 @@ _VERBS = {
     P.CreateTableAsSelect: "CREATE TABLE AS SELECT",
     P.WriteDeletes: "DELETE",
     P.TruncateLake: "TRUNCATE TABLE",
-    describe.DescribeLakeColumn: "DESCRIBE",
+    P.DescribeLakeColumn: "DESCRIBE",
     P.WriteUpdate: "UPDATE",
     P.WriteMerge: "MERGE",
 }
@@ -55,7 +55,7 @@ def _run(ctx, node: P.Command):
                 return None  # TRUNCATE TABLE shows no rows
             case P.WriteDeletes():
                 return rowlevel.run_delete(ctx, node)
-            case describe.DescribeLakeColumn():
+            case P.DescribeLakeColumn():
                 return describe.column_rows(ctx, node)
             case P.WriteUpdate():
                 return rowlevel.run_update(ctx, node)

@@ -27,12 +27,11 @@ _limit_before: int | None = None
 def depth(sql: str) -> int:
     """How deep the statement's brackets ((), [], {}) nest, strings and comments aside; 0 when
     it does not tokenize (the parser then says why)."""
+    from sqlglot.dialects.spark import Spark
     from sqlglot.tokens import TokenType
 
-    from lakerules.dialect import LakeSpark
-
     try:
-        tokens = LakeSpark().tokenize(sql)
+        tokens = Spark().tokenize(sql)  # brackets, strings and comments as lakerules' dialect reads them
     except Exception:  # noqa: BLE001 - not tokenizable: the parser reports it
         return 0
     opening = (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE)

@@ -257,6 +257,27 @@ class CreateTableAsSelect(Command):
 
 
 @dataclass(frozen=True, eq=False)
+class DescribeLakeColumn(Command):
+    """DESCRIBE EXTENDED of one column of a lake table: Spark's column rows, then statistics read
+    from the manifests of ``snapshot_id`` (None: the table has no snapshot)."""
+
+    result_schema = "info_name string, info_value string"
+    changes_table = False
+
+    table: TableRef
+    column: str
+    data_type: str
+    comment: str | None
+    snapshot_id: int | None
+    metadata_table: str | None = None
+    jvm: Any = field(default=None, repr=False)
+
+    def describe(self) -> str:
+        source = "no snapshot" if self.snapshot_id is None else f"the manifests of snapshot {self.snapshot_id}"
+        return f"DescribeLakeColumn {self.table} {self.column}: statistics from {source}"
+
+
+@dataclass(frozen=True, eq=False)
 class DeleteFromLake(Node):
     """DELETE FROM a lake table, as Spark resolved it. Not runnable: the row-level batch
     rewrites it (rules/rewrite_delete.py); left alone it fails to lower."""
@@ -550,16 +571,33 @@ def from_jvm(spark, plan) -> Node:
         rel = _writable(_relation(bridge.relationOf(plan.table())))
         return DeleteFromLake(table=rel.table, relation=rel, condition=None, jvm=plan, truncate=True)
     if name == "DescribeColumn" and _is_resolved_lake_table(plan.relation()):
-        from lakerules import describe
-
         rel = _relation(bridge.relationOf(plan.relation()))
-        node = describe.from_jvm(plan, rel.table)
+        node = _describe_column(plan, rel.table)
         if node is not None:
             return node
     if name in ("CreateTableAsSelect", "ReplaceTableAsSelect") and _is_lake_catalog(plan.name()):
         return _ctas(spark, plan, name == "ReplaceTableAsSelect")
     kids = tuple(from_jvm(spark, c) for c in J.from_seq(plan.children()))
     return SparkNode(plan, kids)
+
+
+def _describe_column(plan, table_ref: TableRef) -> DescribeLakeColumn | None:
+    """Spark's DescribeColumn EXTENDED over a lake table, or None (another column form: Spark's)."""
+    column = plan.column()
+    if not plan.isExtended() or J.simple_name(column) != "AttributeReference":
+        return None
+    lake_table = plan.relation().table()
+    metadata = column.metadata()
+    snapshot = lake_table.snapshotId()
+    return DescribeLakeColumn(
+        table=table_ref,
+        column=column.name(),
+        data_type=column.dataType().catalogString(),
+        comment=metadata.getString("comment") if metadata.contains("comment") else None,
+        snapshot_id=None if snapshot < 0 else snapshot,
+        metadata_table=lake_table.properties().get("lakerules.metadata-table"),
+        jvm=plan,
+    )
 
 
 def _statement(alias_plan) -> StatementCommand | None:

@@ -196,7 +196,7 @@ def register_table(ctx, catalog: str, identifier: tuple, args: dict):
     from lakerules import owners
 
     location, properties = owners.read_metadata(cat, metadata_file)
-    if location is not None:  # a folder belongs to one table (a missing file is pyiceberg's error below)
+    if location is not None and not cat.table_exists(identifier):  # a taken name is pyiceberg's error below  # a folder belongs to one table (a missing file is pyiceberg's error below)
         owners.check_folders(cat, f"CALL register_table {catalog}.{'.'.join(identifier)}", location, properties)
     try:
         table = cat.register_table(identifier, metadata_file)

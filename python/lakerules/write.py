@@ -134,9 +134,7 @@ def run_ctas(ctx, node, query_plan):
     # DataFrameWriter.saveAsTable without format() names the session's default source
     default_provider = ctx.spark.conf.get("spark.sql.sources.default", "parquet")
     if exists:
-        from lakerules.catalogs import plan_replace
-
-        replacement = plan_replace(t.catalog, catalog, args, default_provider)
+        replacement = ctx.catalogs.plan_replace(t.catalog, args, default_provider)
         table = replacement.staged
         written = write_data_files(ctx, t.catalog, table, df)
         try:
