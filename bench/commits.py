@@ -1,4 +1,4 @@
-"""Commit cost against table size: N single-row appends through lakerules.commit.append.
+"""Commit cost against table size: N single-row appends through lakerules.write.commit.append.
 
     PYTHONPATH=python .venv/bin/python bench/commits.py [--commits 1000] [--property k=v ...]
 
@@ -59,7 +59,7 @@ def run(commits: int, properties: dict[str, str], label: str, keep: int | None =
     from pyiceberg.types import IntegerType, LongType, NestedField
 
     import lakerules
-    from lakerules import commit
+    from lakerules.write import commit
 
     warehouse = OUT / label
     shutil.rmtree(warehouse, ignore_errors=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 
 import lakerules
-from lakerules.latemat import SETTING
+from lakerules.scan.latemat import SETTING
 
 from common import Report, side_by_side, verdict
 

@@ -38,7 +38,7 @@ def main(argv=None) -> int:
 
     def draw(table: str, name: str, what: str):
         h = lakerules.inspect(table, ["a", "b"])
-        from lakerules.health import plot
+        from lakerules.metadata.health import plot
 
         plot(h, out / name, title=f"{what}: {h.data_files} files, {rows}")
         print(f"{what}: {h.data_files} files; a point predicate reads {h.columns[0].share:.2f} of files on a, "

@@ -380,7 +380,7 @@ PLAN_COMMITS = 200
 
 
 def planning(spark, args, report: Report) -> None:
-    from lakerules import manifest_job
+    from lakerules.scan import manifest_job
 
     files = args.plan_files
     info = generate(files, BIG_ROWS, PLAN_COMMITS, args.reuse)

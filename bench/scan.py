@@ -11,8 +11,8 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.types import LongType, NestedField, StringType
 
 import lakerules
-from lakerules import commit
-from lakerules.write import write_files
+from lakerules.write import commit
+from lakerules.write.files import write_files
 
 from common import Report, side_by_side, timed, verdict
 
@@ -66,9 +66,9 @@ def position_deletes(spark, runs, report):
             .where("id % 100 = 42")
             .selectExpr("_metadata.file_path AS file_path", "_metadata.row_index AS pos"))
     # the manifest's path form, as other writers do
-    paths = {lakerules.scan.normal_path(p): p for p in _files(spark, "bench.pos")}
+    paths = {lakerules.scan.read.normal_path(p): p for p in _files(spark, "bench.pos")}
     mapping = spark.createDataFrame(list(paths.items()), "n string, manifest_path string")
-    rows = (rows.withColumn("n", lakerules.scan.spark_file_path("file_path"))
+    rows = (rows.withColumn("n", lakerules.scan.read.spark_file_path("file_path"))
             .join(mapping, "n").selectExpr("manifest_path AS file_path", "pos")
             .repartition(10).sortWithinPartitions("file_path", "pos"))
     written = write_files(spark, "lake", table, rows, fields=fields, content=DataFileContent.POSITION_DELETES)
@@ -78,8 +78,8 @@ def position_deletes(spark, runs, report):
     assert spark.table("lake.bench.pos").count() == base - deleted
     def cold():
         # the deleted positions are collected and broadcast again, as in a new process
-        with lakerules.scan._cache_lock:
-            lakerules.scan._position_sets.clear()
+        with lakerules.scan.read._cache_lock:
+            lakerules.scan.read._position_sets.clear()
         return _agg(spark, "lake.bench.pos")
 
     t = side_by_side(runs, deletes=lambda: _agg(spark, "lake.bench.pos"), none=lambda: _agg(spark, "lake.bench.t"),
@@ -104,7 +104,7 @@ def equality_deletes(spark, runs, report, rows):
     n = min(100_000, rows // 10)
     keys = spark.range(n).selectExpr(f"id * {max(rows // n, 1)} AS id")
     lakerules.delete_by_key(spark, "lake.bench.eq100k", keys, on=["id"])
-    key = lakerules.scan.EQ_FILTER_THRESHOLD_KEY
+    key = lakerules.scan.read.EQ_FILTER_THRESHOLD_KEY
 
     def with_threshold(value):
         def run():
@@ -118,10 +118,10 @@ def equality_deletes(spark, runs, report, rows):
     assert with_threshold(n + 1)() == with_threshold(0)()
     t = side_by_side(runs, filter=with_threshold(n + 1), antijoin=with_threshold(0), default=lambda: _agg(spark, "lake.bench.eq100k"))
     faster = "filter" if t["filter"] < t["antijoin"] else "anti-join"
-    default_path = "filter" if n <= lakerules.scan.EQ_FILTER_THRESHOLD_DEFAULT else "anti-join"
+    default_path = "filter" if n <= lakerules.scan.read.EQ_FILTER_THRESHOLD_DEFAULT else "anti-join"
     report.add(f"one equality delete file of {n:,} ids: NOT IN filter vs broadcast anti-join",
                f"filter {t['filter']:.2f} s, anti-join {t['antijoin']:.2f} s; default threshold "
-               f"{lakerules.scan.EQ_FILTER_THRESHOLD_DEFAULT:,} takes the {default_path} ({t['default']:.2f} s)",
+               f"{lakerules.scan.read.EQ_FILTER_THRESHOLD_DEFAULT:,} takes the {default_path} ({t['default']:.2f} s)",
                "threshold picks the faster", verdict(default_path == faster))
 
 
@@ -132,7 +132,7 @@ def point_query(spark, rows, report):
     seen = []
 
     def record(plan, ctx):
-        if isinstance(plan, lakerules.plan.LakeScan):
+        if isinstance(plan, lakerules.plan.nodes.LakeScan):
             seen.append(plan)
         return plan
 

@@ -1,5 +1,5 @@
 """Builds the shim jar: javac against a pyspark's jars, plus the routes the parser hands to
-Python (lakerules/routes.py). The jar is reproducible: sorted entries, fixed timestamps.
+Python (lakerules/sql/routes.py). The jar is reproducible: sorted entries, fixed timestamps.
 
     python jvm-shim/shim_build.py OUT_JAR [--pyspark-jars DIR]
 
@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "src" / "main" / "java"
 RESOURCES = HERE / "src" / "main" / "resources"
-ROUTES_FILE = HERE.parent / "python" / "lakerules" / "routes.py"
+ROUTES_FILE = HERE.parent / "python" / "lakerules" / "sql" / "routes.py"
 # 1980-01-01, zip's epoch: the same bytes from the same sources on every build.
 _STAMP = (1980, 1, 1, 0, 0, 0)
 

@@ -10,7 +10,7 @@ from pyiceberg.io.pyarrow import compute_statistics_plan, data_file_statistics_f
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 
-from lakerules import commit
+from lakerules.write import commit
 
 
 def _field(name, type_, field_id, nullable=True):

@@ -12,7 +12,7 @@ import sys
 def main() -> None:
     from pyiceberg.io import load_file_io
 
-    from lakerules import catalogs
+    from lakerules.iceberg import catalogs
 
     hive = catalogs.build("hms", {"type": "hive", "uri": "thrift://127.0.0.1:9"})
     glue = catalogs.build("glue", {"type": "glue", "glue.region": "eu-west-1",

@@ -8,7 +8,7 @@ LAKERULES_TEST_CLASSES). Table NAMESPACE.TABLE, named <path>_<point>, gets write
 (faults_util.run):
   <path>_retry:   run one after another, to their commit; then prints RETRIED.
   <path>_before:  then all of these and the next run at once, each stopping where its files are
-                  written and its commit would start (lakerules.commit.before_commit);
+                  written and its commit would start (lakerules.write.commit.before_commit);
   <path>_commit:  inside the catalog's commit (manifests and manifest list written);
 once all have stopped, prints READY and waits to be killed.
 """
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import faults_util  # noqa: E402
 import lakerules  # noqa: E402
-from lakerules import commit  # noqa: E402
+from lakerules.write import commit
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ def create(spark, table: str) -> list[tuple]:
 
     import lakerules
     from deletes_util import position_delete_file
-    from lakerules import commit
+    from lakerules.write import commit
 
     spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING, p INT) PARTITIONED BY (p) "
               f"TBLPROPERTIES ({TABLE_PROPERTIES})")

@@ -14,7 +14,7 @@ import sys
 import threading
 
 import lakerules
-from lakerules import streaming
+from lakerules.streaming import sink as streaming
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Branches, tags and write-audit-publish (lakerules.refs, lakerules.history.ref_command): refs
+"""Branches, tags and write-audit-publish (lakerules.iceberg.refs, lakerules.procedures.history.ref_command): refs
 DDL, reads and writes on `lake.db.t.branch_b` / `tag_v`, and WAP, with the rows of main and of
 each branch checked against pyiceberg (and DuckDB) after the statements."""
 
@@ -158,7 +158,8 @@ def test_write_audit_publish(spark, ns, iceberg_catalog, duck):
 def test_a_branch_write_is_validated_against_the_branch_head(spark, ns, iceberg_catalog, monkeypatch):
     """A DELETE on a branch conflicts with a commit that removed its file on that branch meanwhile;
     a commit on main meanwhile is no conflict (the branch's head did not move)."""
-    from lakerules import commit, rowlevel
+    from lakerules.write import commit
+    from lakerules.rowlevel import run as rowlevel
 
     t = f"lake.{ns}.brc"
     name = t.split(".", 1)[1]

@@ -260,7 +260,7 @@ def test_messages_name_the_table_as_catalog_namespace_table(spark, iceberg_catal
 def test_table_name_helper():
     from types import SimpleNamespace
 
-    from lakerules.names import table_name
+    from lakerules.iceberg.names import table_name
 
     table = SimpleNamespace(name=lambda: ("db", "t"), catalog=SimpleNamespace(name="lake"))
     assert table_name(table) == "lake.db.t"

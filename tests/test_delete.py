@@ -9,7 +9,8 @@ import pytest
 from pyiceberg.expressions import EqualTo
 from pyiceberg.manifest import DataFileContent
 
-from lakerules import commit, rowlevel
+from lakerules.write import commit
+from lakerules.rowlevel import run as rowlevel
 
 
 def files(catalog, name, content=None):

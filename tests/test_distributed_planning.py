@@ -1,4 +1,4 @@
-"""Distributed scan planning (lakerules.manifest_job): manifests read by a Spark job give the same
+"""Distributed scan planning (lakerules.scan.manifest_job): manifests read by a Spark job give the same
 entries, field for field, as pyiceberg's reader on the driver, and the same scans and rows."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThanOrEqual, In, LessThan
 from pyiceberg.manifest import ManifestContent
 
-from lakerules import manifest_job, manifests
-from lakerules.planning import plan_scan
+from lakerules.scan import manifest_job, manifests
+from lakerules.scan.planning import plan_scan
 
 from deletes_util import commit_deletes, equality_delete_file
 from errors_util import refused

@@ -40,7 +40,8 @@ def forget_cached_metadata() -> None:
     process would: a file damaged after it was read stays readable from the caches."""
     from pyiceberg.manifest import clear_manifest_cache
 
-    from lakerules import manifests, metadata_cache, scan
+    from lakerules.scan import manifests, read as scan
+    from lakerules.iceberg import metadata_cache
 
     metadata_cache._metadata.clear()
     clear_manifest_cache()
@@ -240,7 +241,7 @@ def catalog_swapped(catalog):
 def read_only_catalog(warehouse):
     """The session's catalog database opened read-only: SQLite refuses every write as it does for a
     file or folder this process may not write ('attempt to write a readonly database')."""
-    from lakerules import catalogs
+    from lakerules.iceberg import catalogs
 
     props = {**lakerules.embedded_catalog(warehouse), "uri": f"sqlite:///file:{warehouse}/catalog.db?mode=ro&uri=true"}
     return catalogs.build("lake", props)
@@ -288,7 +289,7 @@ def test_a_database_error_around_a_commit_is_read_back(spark, ns, warehouse, ice
     from pyiceberg.catalog import load_catalog
     from sqlalchemy.exc import OperationalError
 
-    from lakerules import catalogs
+    from lakerules.iceberg import catalogs
 
     full, name, rows, t = table
     props = lakerules.embedded_catalog(warehouse)

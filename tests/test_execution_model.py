@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakerules.jvm import from_seq
+from lakerules.spark.jvm import from_seq
 
 
 def state(iceberg_catalog, ns: str, name: str = "t") -> tuple[int, list]:

@@ -27,7 +27,7 @@ from pyiceberg.manifest import DataFileContent
 
 import faults_util as fu
 import lakerules
-from lakerules import commit
+from lakerules.write import commit
 
 HERE = Path(__file__).parent
 FUTURE = "TIMESTAMP '2999-01-01 00:00:00'"
@@ -271,7 +271,7 @@ def test_killed_before_and_during_commit(spark, iceberg_catalog, engines, recent
 def test_files_of_abandoned_task_attempts_are_never_committed(spark, tmp_path):
     """A write lists its files with every hidden part of their path skipped: files a task attempt
     Spark abandoned leaves under _temporary/ (after the job committed) would be rows twice."""
-    from lakerules import write
+    from lakerules.write import files as write
 
     for rel in ["p=1/part-0.parquet", "__lakerules_part=2/part-1.parquet", "_SUCCESS", "p=1/.part-0.parquet.crc",
                 "_temporary/0/_temporary/attempt_1/p=1/part-0.parquet", ".staging/p=1/part-2.parquet"]:

@@ -13,7 +13,7 @@ import pytest
 from pyspark.errors import AnalysisException
 
 import lakerules
-from lakerules.plan import LakeScan, Node
+from lakerules.plan.nodes import LakeScan, Node
 
 
 def snapshot_id(catalog, table: str):
@@ -433,7 +433,7 @@ def test_snapshot_properties_from_session_settings(spark, ns, iceberg_catalog):
 def test_commit_retries_running_out_is_a_conflict(spark, ns, iceberg_catalog, monkeypatch):
     """Another writer commits between this INSERT's write and its commit, and the table allows no
     retry: a clear conflict, nothing committed, the written files removed."""
-    from lakerules import commit, write
+    from lakerules.write import commit, files as write
 
     table = f"lake.{ns}.retry"
     spark.sql(f"CREATE TABLE {table} (id BIGINT) TBLPROPERTIES ('commit.retry.num-retries'='0')")

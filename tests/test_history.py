@@ -388,7 +388,7 @@ def test_describe_of_a_table_named_history_is_sparks(spark, ns):
 def commit_meanwhile(iceberg_catalog):
     """commit_meanwhile(ident): just before the next lakerules commit, another writer appends a
     row (id 900) to main; its snapshot id is in the returned list once it ran."""
-    from lakerules import commit
+    from lakerules.write import commit
 
     landed = []
 

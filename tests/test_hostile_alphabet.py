@@ -52,7 +52,7 @@ _tables = itertools.count()
 PIECES = ["'", '"', "`", "\\", "%", "#", "?", "/", ".", "..", " ", "\n", "\t", "\0", "\U0001F600", "\u200f",
           "\u202e", "é", "日本", "%20", "%2F", "''", "``", "\\'", "\\n", "${x}", "--", "/*", "=", ":", "*",
           "a", "b", "Z", "0", "_"]
-# lakerules.paths refuses these in table and namespace names: path separators, NUL, what pyiceberg's
+# lakerules.iceberg.paths refuses these in table and namespace names: path separators, NUL, what pyiceberg's
 # file IO reads as a URL's fragment or query, and what Python's URL parsing drops
 UNSAFE_IN_NAMES = ("/", "\\", "\0", "#", "?", "\t", "\n", "\r")
 
@@ -376,7 +376,7 @@ def test_a_written_file_a_listing_would_hide_fails_the_write(spark, tmp_path):
     """The net under the fix above: a Parquet file hidden only by a partition folder (a name with
     '=' starting with '.') fails the write instead of being skipped with its rows; hidden staging
     and _temporary/ folders of abandoned task attempts are still skipped."""
-    from lakerules import write
+    from lakerules.write import files as write
     from lakerules.errors import LakeError
 
     (tmp_path / "p=1").mkdir()

@@ -80,7 +80,7 @@ def _coverage_max(fig) -> int:
 
 
 def test_plot_of_a_string_column_by_its_bounds(table, warehouse, capsys, tmp_path):
-    from lakerules import health
+    from lakerules.metadata import health
 
     out = tmp_path / "kind_id.png"
     assert main(["inspect", table, "--warehouse", str(warehouse), "--column", "kind", "--column", "id",
@@ -105,7 +105,7 @@ def test_plot_of_a_string_column_by_its_bounds(table, warehouse, capsys, tmp_pat
 
 
 def test_plot_shows_where_files_overlap(spark, ns, tmp_path):
-    from lakerules import health
+    from lakerules.metadata import health
 
     t = f"lake.{ns}.ov"
     spark.sql(f"CREATE TABLE {t} (a BIGINT, b DATE)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import lakerules
-from lakerules.latemat import SETTING
+from lakerules.scan.latemat import SETTING
 
 # id 112 is the only row with k1 = 0 AND c % 1000 = 232 (c = 11 * id, ids 0..599)
 NEEDLE = "k1 = 0 AND c % 1000 = 232"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
-from lakerules import zorder
+from lakerules.optimize import curves as zorder
 from test_optimize import error, live_files, may_hold, run, table_of, uniform_table
 
 

@@ -1,4 +1,4 @@
-"""The bulk pre-filter over cached manifest entries (lakerules.manifests) never drops an entry
+"""The bulk pre-filter over cached manifest entries (lakerules.scan.manifests) never drops an entry
 pyiceberg's exact evaluators keep, and does drop what bounds clearly exclude."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.typedef import Record
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
-from lakerules import manifests
+from lakerules.scan import manifests
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

@@ -1,7 +1,7 @@
 """Manifests stay few: commits merge small manifests (Iceberg's commit.manifest-merge.* and
 commit.manifest.* properties), and CALL lake.system.rewrite_manifests clusters them by partition.
 
-Most tests commit tiny one-row files through lakerules.commit on a catalog of their own (no
+Most tests commit tiny one-row files through lakerules.write.commit on a catalog of their own (no
 Spark); the rows are read back by pyiceberg and DuckDB, and which deletes apply to which files
 by lakerules' planner."""
 
@@ -25,8 +25,8 @@ from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 
 import lakerules
 from deletes_util import equality_delete_file, position_delete_file
-from lakerules import commit
-from lakerules.planning import plan_scan
+from lakerules.write import commit
+from lakerules.scan.planning import plan_scan
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "v", StringType(), required=False),
                 NestedField(3, "p", IntegerType(), required=False))

@@ -114,7 +114,8 @@ def test_explain_merge_does_not_run(spark, stock, iceberg_catalog):
 
 def test_merge_conflict_leaves_the_table_alone(spark, stock, iceberg_catalog, monkeypatch):
     """A data file the MERGE deletes from is rewritten by another writer before the commit."""
-    from lakerules import commit, rowlevel
+    from lakerules.write import commit
+    from lakerules.rowlevel import run as rowlevel
 
     name = stock.split(".", 1)[1]
     real = commit.row_delta

@@ -1,4 +1,4 @@
-"""Iceberg's metadata tables (lakerules.metadata_tables), compared with pyiceberg's ``inspect``
+"""Iceberg's metadata tables (lakerules.metadata.tables), compared with pyiceberg's ``inspect``
 and with the manifests and delete files read directly, after one short history built once:
 append, position delete, equality delete, update, OPTIMIZE, schema and partition evolution."""
 

@@ -12,8 +12,9 @@ from pyiceberg.expressions import EqualTo
 from pyiceberg.typedef import Record
 from pyspark.errors import AnalysisException
 
-from lakerules import metrics, optimize, optimize_select
-from lakerules.planning import plan_scan
+from lakerules.write import metrics
+from lakerules.optimize import rewrite as optimize, select as optimize_select
+from lakerules.scan.planning import plan_scan
 from deletes_util import commit_deletes, equality_delete_file, position_delete_file
 
 
@@ -103,7 +104,7 @@ def test_driver_z_keys_match_the_jvm(spark):
     import pyarrow as pa
     from pyspark.sql.types import DoubleType, StringType
 
-    from lakerules import zorder
+    from lakerules.optimize import curves as zorder
 
     def driver_zkeys(columns, bounds, bits, ranges):
         ids = [zorder.range_ids(column, b, t) * (1 << bits) // (ranges + 1) for (column, t), b in zip(columns, bounds)]

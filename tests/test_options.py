@@ -1,5 +1,5 @@
 """Read and write options: each is honored (checked against pyiceberg and DuckDB) or refused
-with an error naming it, never ignored (lakerules.options)."""
+with an error naming it, never ignored (lakerules.iceberg.options)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from errors_util import refused
-from lakerules import options
+from lakerules.iceberg import options
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """A folder belongs to one table, and no table's cleanup deletes another's files (issue #30 items
-2-4, lakerules.owners): the cases that lost files, each checked with every file on disk listed
+2-4, lakerules.iceberg.owners): the cases that lost files, each checked with every file on disk listed
 before and after."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import lakerules
-from lakerules.routes import ROUTES
+from lakerules.sql.routes import ROUTES
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = Path(__file__).resolve().parent / "packaging_smoke.py"
@@ -34,7 +34,7 @@ PACKAGING = bool(os.environ.get("LAKERULES_PACKAGING"))
 def test_the_jar_routes_what_the_sources_route():
     with zipfile.ZipFile(lakerules.jar_path()) as jar:
         assert jar.read("io/lakerules/routes.regex").decode() == ROUTES, \
-            "the shim jar is older than lakerules/routes.py: rebuild it (make shim)"
+            "the shim jar is older than lakerules/sql/routes.py: rebuild it (make shim)"
 
 
 def _run(cmd, **kw):

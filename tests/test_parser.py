@@ -1,4 +1,4 @@
-"""The one parser for what Spark's grammar lacks (lakerules.dialect): OPTIMIZE, CALL, partition
+"""The one parser for what Spark's grammar lacks (lakerules.sql.dialect): OPTIMIZE, CALL, partition
 evolution and EXPLAIN routing, through comments, quoted names and string literals; a statement
 is parsed whole, or fails with Spark's ParseException naming the problem."""
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from lakerules import dialect, statements
+from lakerules.sql import dialect, statements
 from lakerules.errors import LakeSyntaxError
 
 ROUTES = re.compile(statements.ROUTES, re.IGNORECASE | re.DOTALL)

@@ -1,4 +1,4 @@
-"""File deletion is confined to the table's own folder (issue #16 item 1, lakerules.paths).
+"""File deletion is confined to the table's own folder (issue #16 item 1, lakerules.iceberg.paths).
 
 Each case builds the situation in the session's throwaway warehouse next to canary files, made
 old enough for remove_orphan_files' cutoff: the files of a sibling table, a file in the warehouse
@@ -99,7 +99,7 @@ def make_table(spark, iceberg_catalog, ns: str, name: str, ids: list[int], locat
                elsewhere: bool = False):
     """lake.<ns>.<name> (id BIGINT) with the ids appended, in one snapshot per id (pyiceberg
     appends: much quicker than Spark jobs). ``elsewhere``: created by pyiceberg, as another tool
-    would, at a location lakerules' CREATE TABLE refuses (lakerules.owners)."""
+    would, at a location lakerules' CREATE TABLE refuses (lakerules.iceberg.owners)."""
     if elsewhere:
         import pyiceberg.schema
         import pyiceberg.types as T
@@ -186,7 +186,7 @@ def test_nul_in_a_name_is_refused(spark, ns):
     import lakerules
     from lakerules.errors import LakeError
 
-    catalogs = lakerules._backend.catalogs
+    catalogs = lakerules._backend.catalog_ops
     with pytest.raises(LakeError, match="contains a NUL character"):
         catalogs.handle("lake", "create_table", {"namespace": [ns], "name": "a\0b", "schema": "{}"})
     with pytest.raises(LakeError, match="contains a NUL character"):
@@ -194,7 +194,7 @@ def test_nul_in_a_name_is_refused(spark, ns):
 
 
 def test_names_that_are_safe_keep_working(spark, ns, iceberg_catalog, canaries):
-    from lakerules import paths
+    from lakerules.iceberg import paths
 
     for name in ["a b", "it's", "100%", "a%2Fb", "ü表"]:
         paths.check_name("table", name)  # not refused ('#' and '?' are: tests/test_escaped_paths.py)
@@ -404,7 +404,7 @@ def test_files_the_metadata_names_outside_the_table_are_never_deleted(spark, ns,
 
 
 def test_the_clean_up_after_a_failed_write_stays_in_the_table(spark, ns, iceberg_catalog, canaries):
-    from lakerules import write
+    from lakerules.write import files as write
 
     a = make_table(spark, iceberg_catalog, ns, "a", [1])
     root = fu.local(a.location())

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from pyiceberg.manifest import DataFileContent, ManifestContent
 
 from deletes_util import position_delete_file
-from lakerules import commit
+from lakerules.write import commit
 
 
 def live(t, content):

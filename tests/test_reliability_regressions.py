@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakerules import commit, rowlevel
+from lakerules.write import commit
+from lakerules.rowlevel import run as rowlevel
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Replacing a table is one commit on it (issue #30 item 1, lakerules.replace): CREATE OR REPLACE
+"""Replacing a table is one commit on it (issue #30 item 1, lakerules.write.replace): CREATE OR REPLACE
 TABLE [AS SELECT], REPLACE TABLE, writeTo(...).createOrReplace()/replace(), saveAsTable in
 overwrite mode. Every path is failed during its query, during its write and at its commit: the
 table and its history stay exactly as they were and no file of the attempt remains. When it
@@ -57,7 +57,7 @@ def _replace(spark, path: str, name: str, query: str) -> None:
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_failed_replace_leaves_the_table_as_it_was(spark, ns, iceberg_catalog, monkeypatch, path):
-    from lakerules import commit, write
+    from lakerules.write import commit, files as write
 
     name, ident = f"lake.{ns}.r", f"{ns}.r"
     _make(spark, name)
@@ -124,7 +124,7 @@ def test_replace_without_select_is_one_commit(spark, ns, iceberg_catalog, engine
     refused(spark, f"REPLACE TABLE {name} (a STRING) USING parquet", "USING parquet is not supported")
     assert _state(iceberg_catalog, ident) == before
     # failed at its commit
-    from lakerules import commit
+    from lakerules.write import commit
 
     def fail(table):
         raise RuntimeError("commit refused by the test")
@@ -154,7 +154,7 @@ def test_replace_without_select_is_one_commit(spark, ns, iceberg_catalog, engine
 def test_a_commit_meanwhile_makes_the_replace_a_conflict(spark, ns, iceberg_catalog, monkeypatch):
     import pyarrow as pa
 
-    from lakerules import commit
+    from lakerules.write import commit
 
     name, ident = f"lake.{ns}.r", f"{ns}.r"
     _make(spark, name, partitioned=False)  # pyiceberg appends to it meanwhile

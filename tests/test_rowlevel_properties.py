@@ -9,7 +9,8 @@ import pytest
 from pyiceberg.manifest import DataFileContent, ManifestContent
 
 from errors_util import refused
-from lakerules import commit, rowlevel
+from lakerules.write import commit
+from lakerules.rowlevel import run as rowlevel
 from test_delete import files, orphans, snapshot_id
 from test_merge import base, make_stock, merged, rows
 

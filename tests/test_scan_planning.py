@@ -8,9 +8,9 @@ import pytest
 from pyiceberg.typedef import Record
 from pyspark.errors import AnalysisException
 
-from lakerules.plan import LakeScan
+from lakerules.plan.nodes import LakeScan
 import lakerules
-from lakerules.planning import plan_scan
+from lakerules.scan.planning import plan_scan
 
 from deletes_util import commit_deletes, equality_delete_file, position_delete_file
 

@@ -1,4 +1,4 @@
-"""Structured Streaming into lake tables (lakerules.streaming): each micro-batch one snapshot with
+"""Structured Streaming into lake tables (lakerules.streaming.sink): each micro-batch one snapshot with
 the query id and batch id in its summary, append and complete modes, and exactly once across a
 driver killed between a batch's commit and its checkpoint."""
 

@@ -37,7 +37,7 @@ from pyiceberg.transforms import (
 )
 from pyiceberg.utils.decimal import decimal_to_unscaled, unscaled_to_decimal
 
-from lakerules import partitioning
+from lakerules.iceberg import partitioning
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1

@@ -1,4 +1,4 @@
-"""Write order and distribution (lakerules.write_order): Iceberg's ALTER TABLE ... WRITE and
+"""Write order and distribution (lakerules.write.order): Iceberg's ALTER TABLE ... WRITE and
 SET/DROP IDENTIFIER FIELDS stored as Iceberg stores them (pyiceberg reads them), and honored by
 lakerules' writes: each data file sorted by the sort order and recording its id."""
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from lakerules.errors import CatalogError, LakeError, NotSupported
-from lakerules.registry import register_rule, unregister_rule
+from lakerules.rules.registry import register_rule, unregister_rule
 
 __version__ = "0.1.0"
 __all__ = [
@@ -36,18 +36,18 @@ _backend = None
 
 
 def delete_by_key(spark, table: str, keys, on: list[str]) -> int:
-    """Delete rows by key with equality delete files (see lakerules.cdc)."""
-    from lakerules.cdc import delete_by_key as run
+    """Delete rows by key with equality delete files (see lakerules.rowlevel.delete_by_key)."""
+    from lakerules.rowlevel.delete_by_key import delete_by_key as run
 
     return run(spark, table, keys, on)
 
 
 def inspect(table, columns=(), plot=None, catalog_properties: dict[str, str] | None = None):
-    """A table's layout and health from its metadata (lakerules.health): ``table`` is a
+    """A table's layout and health from its metadata (lakerules.metadata.health): ``table`` is a
     pyiceberg Table or a name ``catalog.namespace.table`` (through the attached session's
     catalogs, or a pyiceberg catalog of ``catalog_properties``); ``plot`` a PNG path for the
     first two ``columns``' per-file [min, max] boxes. ``print()`` the result."""
-    from lakerules import health
+    from lakerules.metadata import health
 
     name = None
     if isinstance(table, str):
@@ -160,8 +160,8 @@ def attach(spark):
     from py4j.java_gateway import JavaClass
     from pyspark.java_gateway import ensure_callback_server_started
 
-    from lakerules import statements
-    from lakerules.bridge import Backend
+    from lakerules.sql import statements
+    from lakerules.backend.bridge import Backend
 
     global _backend
     bridge = spark._jvm.io.lakerules.Bridge
@@ -179,7 +179,7 @@ def attach(spark):
     for k, v in SESSION_CONF.items():
         spark.conf.set(k, v)
     ensure_callback_server_started(spark.sparkContext._gateway)
-    from lakerules.explain import install_dataframe_explain
+    from lakerules.scan.explain import install_dataframe_explain
 
     install_dataframe_explain()
     _backend = Backend(spark)

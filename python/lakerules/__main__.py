@@ -64,7 +64,7 @@ def _inspect(args) -> int:
     h = lakerules.inspect(args.table, args.column, catalog_properties=props)
     print(h)  # the layout stands on its own: printed whether or not the plot can be drawn
     if args.plot:
-        from lakerules import health
+        from lakerules.metadata import health
 
         health.plot(h, args.plot)
         print(f"plot: {args.plot}")

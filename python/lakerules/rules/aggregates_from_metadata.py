@@ -31,33 +31,18 @@ import json
 from decimal import Decimal
 from functools import reduce
 
-from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import AlwaysFalse, AlwaysTrue, And
 from pyiceberg.expressions.visitors import residual_evaluator_of
-from pyiceberg.types import (
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    TimestampType,
-    TimestamptzType,
-)
+from pyiceberg.types import DateType, DecimalType, TimestampType, TimestamptzType
 
-from lakerules import explain, jvm as J
-from lakerules.expressions import to_iceberg
-from lakerules.plan import Filter, LakeScan, Node, SparkNode
+from lakerules.scan import explain
+from lakerules.spark import jvm as J
+from lakerules.plan.expressions import to_iceberg
+from lakerules.plan.nodes import Filter, LakeScan, Node, SparkNode
+from lakerules.scan.bounds import NotExact, bound
 
 ENABLED_KEY = "spark.sql.iceberg.aggregate-push-down.enabled"
-_BOUNDED = (IntegerType, LongType, FloatType, DoubleType, DateType, TimestampType, TimestamptzType, DecimalType,
-            BooleanType)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-
-
-class NotExact(Exception):
-    """The metadata does not hold the exact answer: why, for EXPLAIN."""
 
 
 def aggregates_from_metadata(plan: Node, ctx) -> Node:
@@ -167,32 +152,6 @@ def _aggregate(e, files, schema, columns: dict):
         raise NotExact(f"{kind.lower()} is not answered from metadata")
     field = _field(args[0], schema, columns, e)
     return _python(field.field_type, bound([p.file for p in files], field, kind, e.sql()))
-
-
-def bound(files, field, kind: str, what: str):
-    """The exact minimum (``kind`` "Min") or maximum ("Max") of ``field`` over the data files'
-    metrics, as the bound's Python value (None when every file holds only nulls); NotExact,
-    naming ``what``, when the metrics do not hold it."""
-    if not isinstance(field.field_type, _BOUNDED):
-        raise NotExact(f"{what}: bounds of {field.field_type} columns may be truncated")
-    best = None
-    for f in files:
-        values, nulls = f.value_counts or {}, f.null_value_counts or {}
-        fid = field.field_id
-        if fid in values and fid in nulls and values[fid] == nulls[fid]:
-            continue  # only nulls: nothing to take
-        if isinstance(field.field_type, (FloatType, DoubleType)) and (f.nan_value_counts or {}).get(fid) != 0:
-            raise NotExact(f"{what}: a file may hold NaN values")
-        bounds = (f.lower_bounds if kind == "Min" else f.upper_bounds) or {}
-        if fid not in bounds:
-            raise NotExact(f"{what}: a file has no {'lower' if kind == 'Min' else 'upper'} bound of {field.name}")
-        try:
-            v = from_bytes(field.field_type, bounds[fid])
-        except Exception:  # noqa: BLE001 - a bound written for another type (before a promotion)
-            raise NotExact(f"{what}: a file's bound of {field.name} is of another type") from None
-        if best is None or (v < best if kind == "Min" else v > best):
-            best = v
-    return best
 
 
 def _field(attr, schema, columns: dict, e):

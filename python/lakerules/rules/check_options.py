@@ -3,8 +3,8 @@
     LakeRelation lake.db.t options=(snapshot-id=42)        checked: a known read option, alone
     WriteToLake append lake.db.t options=(snapshot-property.k=v)   checked: a known write option
 
-An option lakerules does not honor is an error naming it (lakerules.options), before anything
-runs; so is a write whose target contradicts itself (lakerules.refs): to a tag, to a branch the
+An option lakerules does not honor is an error naming it (lakerules.iceberg.options), before anything
+runs; so is a write whose target contradicts itself (lakerules.iceberg.refs): to a tag, to a branch the
 table lacks, or to a branch while write-audit-publish settings name another. Which snapshot a
 read option chooses is decided when the scan is planned (rules/resolve_scans.py); what a write
 option sets, when the write commits.
@@ -12,8 +12,8 @@ option sets, when the write commits.
 
 from __future__ import annotations
 
-from lakerules import options, refs
-from lakerules.plan import CreateTableAsSelect, LakeRelation, Node, WriteDeletes, WriteMerge, WriteToLake, WriteUpdate
+from lakerules.iceberg import options, refs
+from lakerules.plan.nodes import CreateTableAsSelect, LakeRelation, Node, WriteDeletes, WriteMerge, WriteToLake, WriteUpdate
 
 
 def check_options(plan: Node, ctx) -> Node:

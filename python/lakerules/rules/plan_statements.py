@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lakerules.plan import Node, StatementCommand
+from lakerules.plan.nodes import Node, StatementCommand
 
 
 def plan_statements(plan: Node, ctx) -> Node:

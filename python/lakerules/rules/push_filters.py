@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lakerules import jvm as J
-from lakerules.plan import Filter, LakeRelation, Node, SparkNode
+from lakerules.spark import jvm as J
+from lakerules.plan.nodes import Filter, LakeRelation, Node, SparkNode
 
 
 def push_filters(plan: Node, ctx) -> Node:

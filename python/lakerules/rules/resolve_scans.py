@@ -6,8 +6,8 @@ becomes
 
 The snapshot is the one Spark resolved the table at (the current one, or the one named by
 VERSION AS OF / TIMESTAMP AS OF), or the one its read options choose (``snapshot-id``,
-``as-of-timestamp``, ``branch``, ``tag``; lakerules.options), or, for a plain read of a table with
-write-audit-publish on, the head of ``spark.wap.branch`` (lakerules.refs). Time travel reads with the schema of that snapshot; a plain
+``as-of-timestamp``, ``branch``, ``tag``; lakerules.iceberg.options), or, for a plain read of a table with
+write-audit-publish on, the head of ``spark.wap.branch`` (lakerules.iceberg.refs). Time travel reads with the schema of that snapshot; a plain
 read uses the table's current schema, as Iceberg does. The relation's filters become one
 pyiceberg expression; a part that cannot be translated becomes AlwaysTrue (read more, never
 less).
@@ -19,17 +19,19 @@ from functools import reduce
 
 from pyiceberg.expressions import AlwaysTrue, And
 
-from lakerules import manifest_job, manifests, metadata_tables, options, refs
+from lakerules.scan import manifest_job, manifests
+from lakerules.metadata import tables as metadata_tables
+from lakerules.iceberg import options, refs
 from lakerules.errors import LakeError
-from lakerules.expressions import to_iceberg
-from lakerules.planning import plan_scan
-from lakerules.metadata_tables import MetadataScan
-from lakerules.plan import LakeRelation, LakeScan, Node
+from lakerules.plan.expressions import to_iceberg
+from lakerules.scan.planning import plan_scan
+from lakerules.metadata.tables import MetadataScan
+from lakerules.plan.nodes import LakeRelation, LakeScan, Node
 
 
 def resolve_scans(plan: Node, ctx) -> Node:
     match plan:
-        # a metadata table: its rows are built when the plan is lowered (lakerules.metadata_tables)
+        # a metadata table: its rows are built when the plan is lowered (lakerules.metadata.tables)
         case LakeRelation(metadata_table=str()):
             return _metadata_scan(plan, ctx)
         # a lake relation: plan its files at the relation's snapshot, pruned by its filters
@@ -49,7 +51,7 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
                         f"read option {next(iter(opts))!r} a snapshot; give one")
     snapshot_id = options.read_snapshot(table, rel.table, opts, rel.time_travel)
     if snapshot_id is None and not rel.time_travel and not rel.table.ref:
-        # write-audit-publish: a plain read reads spark.wap.branch when it exists (lakerules.refs)
+        # write-audit-publish: a plain read reads spark.wap.branch when it exists (lakerules.iceberg.refs)
         snapshot_id = refs.wap_read_snapshot_id(table, rel.table, ctx.conf)
     if snapshot_id is None:
         snapshot_id = rel.snapshot_id

@@ -10,14 +10,14 @@ files that hold matched rows. ``TRUNCATE TABLE lake.db.t`` is DELETE without WHE
 one snapshot that removes every data and delete file), with no result rows. The table's write.delete.* properties (mode, isolation level,
 granularity) are read here, so a bad value fails before anything is written. The files are
 planned here (row_plans.plan_files: which may hold matching rows, which are dropped whole), so
-EXPLAIN shows them; what runs is in lakerules.rowlevel, which plans again only if the table
+EXPLAIN shows them; what runs is in lakerules.rowlevel.run, which plans again only if the table
 moved since.
 """
 
 from __future__ import annotations
 
-from lakerules.plan import DeleteFromLake, Node, TruncateLake, WriteDeletes
-from lakerules.row_plans import check_condition, plan_files, statement_properties
+from lakerules.plan.nodes import DeleteFromLake, Node, TruncateLake, WriteDeletes
+from lakerules.scan.row_files import check_condition, plan_files, statement_properties
 
 
 def rewrite_delete(plan: Node, ctx) -> Node:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lakerules.plan import MergeIntoLake, Node, WriteMerge
-from lakerules import jvm as J
-from lakerules.row_plans import plan_files, resolve_assignments, statement_properties
+from lakerules.plan.nodes import MergeIntoLake, Node, WriteMerge
+from lakerules.spark import jvm as J
+from lakerules.scan.row_files import plan_files, resolve_assignments, statement_properties
 
 
 def rewrite_merge(plan: Node, ctx) -> Node:

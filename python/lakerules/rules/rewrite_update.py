@@ -15,8 +15,8 @@ so a bad value fails before anything is written. What runs is in lakerules.rowle
 
 from __future__ import annotations
 
-from lakerules.plan import Node, UpdateLake, WriteUpdate
-from lakerules.row_plans import check_condition, plan_files, resolve_assignments, statement_properties
+from lakerules.plan.nodes import Node, UpdateLake, WriteUpdate
+from lakerules.scan.row_files import check_condition, plan_files, resolve_assignments, statement_properties
 
 
 def rewrite_update(plan: Node, ctx) -> Node:

@@ -1,7 +1,7 @@
 package io.lakerules;
 
 /**
- * A lake command the Python registry planned (lakerules.bridge.PlannedCommand, through Py4J):
+ * A lake command the Python registry planned (lakerules.backend.bridge.PlannedCommand, through Py4J):
  * what {@link LakeCommand} runs when Spark executes the statement. Planning made it and ran
  * nothing; {@code run} writes and commits, once per execution.
  */

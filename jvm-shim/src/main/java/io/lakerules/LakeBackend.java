@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 
 /**
  * What the Python side answers. Implemented by a Python object through Py4J callbacks
- * (lakerules.bridge.Backend). Every planning decision is made there; the shim only routes.
+ * (lakerules.backend.bridge.Backend). Every planning decision is made there; the shim only routes.
  *
  * <p>Methods return either their result or a {@link Throwable}, which the caller rethrows
  * unchanged, so that Spark's own exception types reach the user as they are.

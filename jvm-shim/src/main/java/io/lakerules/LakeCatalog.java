@@ -213,8 +213,8 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
   // ---- staged: REPLACE TABLE and CREATE OR REPLACE TABLE in one commit ---------------------
   // Spark plans these as AtomicReplaceTableExec for a staging catalog (else as a drop, then a
   // create: a create that fails would leave no table). The staged table holds the arguments;
-  // its commit is one Python call (lakerules.replace); nothing happens before it. AS SELECT
-  // forms never get here: the rules plan them as lake commands (lakerules.write.run_ctas).
+  // its commit is one Python call (lakerules.write.replace); nothing happens before it. AS SELECT
+  // forms never get here: the rules plan them as lake commands (lakerules.write.files.run_ctas).
 
   @Override
   public StagedTable stageCreate(Identifier ident, Column[] columns, Transform[] partitions,
@@ -506,7 +506,7 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
     boolean system = ident.namespace().length == 0 || Arrays.equals(ident.namespace(), SYSTEM);
     if (system && ident.name().equalsIgnoreCase("bucket")) return new BucketFunction();
     if (system && ident.name().equalsIgnoreCase("truncate")) return new TruncateFunction();
-    // OPTIMIZE ... ZORDER BY: sampled-range ids and their z-value (lakerules.zorder)
+    // OPTIMIZE ... ZORDER BY: sampled-range ids and their z-value (lakerules.optimize.curves)
     if (system && ident.name().equalsIgnoreCase("range_id")) return new RangeIdFunction();
     if (system && ident.name().equalsIgnoreCase("interleave_bits")) return new InterleaveBitsFunction();
     // ... HILBERT BY: the Hilbert-curve index; both: the file of a row in a k-d layout

@@ -22,7 +22,7 @@ import scala.Option;
 
 /**
  * A lake table read as a stream (readStream.table / format("iceberg").load): the files each
- * appended snapshot added, in order. Every decision is Python's (lakerules.stream_source): which
+ * appended snapshot added, in order. Every decision is Python's (lakerules.streaming.source): which
  * offset comes next (with the per-batch limits), and the read of the files between two offsets;
  * this class only routes, and marks the read as a stream's.
  */

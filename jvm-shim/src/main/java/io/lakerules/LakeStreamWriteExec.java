@@ -17,7 +17,7 @@ import scala.reflect.ClassTag$;
 /**
  * The physical side of {@link LakeStreamWrite}: when Spark executes the micro-batch, the child's
  * rows (computed once, with the batch's state, as Spark's own sinks get them) become a batch
- * DataFrame, and the planned Python action writes and commits them (lakerules.streaming): data
+ * DataFrame, and the planned Python action writes and commits them (lakerules.streaming.sink): data
  * files written by Spark executors, one commit on the driver.
  */
 public final class LakeStreamWriteExec extends SparkPlan {

@@ -24,7 +24,7 @@ final class LakeStreamingWriteBuilder implements WriteBuilder, SupportsTruncate 
 
   @Override
   public WriteBuilder truncate() {
-    return this;  // complete mode: lakerules.streaming replaces the table's rows per batch
+    return this;  // complete mode: lakerules.streaming.sink replaces the table's rows per batch
   }
 
   @Override

@@ -23,7 +23,7 @@ import org.apache.spark.sql.types.StructType;
  * snapshot it was loaded at. It reads and writes nothing itself; the Python rules replace every
  * relation over it before Spark plans execution. It is SupportsWrite with STREAMING_WRITE so that
  * DataStreamWriter.toTable accepts it; each micro-batch's write is then replaced by the registry
- * (lakerules.streaming).
+ * (lakerules.streaming.sink).
  */
 public final class LakeTable implements Table, SupportsWrite, SupportsRead, V2TableWithV1Fallback {
   private final String catalogName;

@@ -26,7 +26,7 @@ import org.apache.spark.sql.types.StructType;
  * but an array's element and a map's key and value are no StructFields, so their Parquet fields
  * get none; Iceberg's readers resolve columns by id (DuckDB reads such a list as NULLs and fails on
  * such a map). The option {@code lakerules.nestedids} gives those ids as a tree over the columns
- * (lakerules.schema.nested_ids): {"f": {name: node}} for a struct, {"e": id, "t": node} for a
+ * (lakerules.iceberg.schema.nested_ids): {"f": {name: node}} for a struct, {"e": id, "t": node} for a
  * list, {"k": id, "v": id, "kt": node, "vt": node} for a map. The write support adds them to the
  * schema Spark derives, which is otherwise unchanged (the writers Spark built for it still fit).
  * Lists and maps are written in the standard three-level form the Iceberg spec asks for, whatever

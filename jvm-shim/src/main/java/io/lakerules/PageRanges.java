@@ -22,7 +22,7 @@ import org.apache.parquet.schema.MessageType;
 import org.apache.parquet.schema.Type;
 
 /**
- * Late materialization at page granularity (lakerules.latemat, phase two).
+ * Late materialization at page granularity (lakerules.scan.latemat, phase two).
  *
  * <p>{@link #plan} runs on the driver, once per query for every file with matches: from each
  * file's footer and the offset indexes of the row groups holding matches, it writes the spans

@@ -19,7 +19,7 @@ import scala.runtime.AbstractFunction1;
 
 /**
  * Spark's Parquet reader, reading only some row groups of some files: late materialization's
- * phase two (lakerules.latemat). The option {@code lakerules.rowGroups} lists, one file a line,
+ * phase two (lakerules.scan.latemat). The option {@code lakerules.rowGroups} lists, one file a line,
  * {@code <file name as _metadata.file_path shows it>\t<start>:<end>,<start>:<end>...}: the byte
  * spans of the row groups to read. A split of a listed file reads each listed row group whose
  * span's middle falls in the split (so each is read once, by one split) through Spark's own reader,

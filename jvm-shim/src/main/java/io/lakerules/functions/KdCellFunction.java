@@ -17,7 +17,7 @@ import org.apache.spark.sql.types.StructType;
  * the point (one BIGINT a dimension, NULL counts as Long.MIN_VALUE); {@code tree} holds three INTs
  * a node, [dim, left, right], node 0 the root; a child below 0 is the leaf -(child + 1); {@code
  * cuts} one BIGINT a node: keys[dim] <= cut goes left. An empty tree is one leaf: 0.
- * lakerules.zorder lays files out with it (the tree and cuts come from a sample of the rows).
+ * lakerules.optimize.curves lays files out with it (the tree and cuts come from a sample of the rows).
  */
 public final class KdCellFunction implements UnboundFunction {
   @Override

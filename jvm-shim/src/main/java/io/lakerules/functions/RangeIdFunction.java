@@ -21,7 +21,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * 1 + the number of boundaries strictly below the value, so 1 .. size(bounds) + 1; NULL for NULL.
  *
  * <p>This is Delta's range_partition_id(col, N) with the boundaries passed in: lakerules samples
- * them (see lakerules.zorder) instead of sorting the data. Values are BIGINT, DOUBLE (compared as
+ * them (see lakerules.optimize.curves) instead of sorting the data. Values are BIGINT, DOUBLE (compared as
  * Double.compare: NaN above everything), STRING (UTF-8 bytes) or BINARY (unsigned bytes); bounds
  * is an array of the same type, sorted ascending.
  */

@@ -1,0 +1,285 @@
+"""Which folders each table owns, and which files a table borrows from another.
+
+A folder belongs to one table. A table owns its location, its ``write.data.path`` and
+``write.metadata.path`` when set, and the folders lakerules moved it away from
+(``paths.table_folders``). Creating, registering, replacing or moving a table (LOCATION, a
+namespace's location, the two path properties, ``register_table``, ALTER TABLE ... SET LOCATION)
+so that one of its folders is, is inside, or contains a folder of another live table is refused
+(:func:`check_folders`); so is a namespace location inside a table's folder. A table created
+without LOCATION whose default folder is taken (by a live table, or on disk by the files of a
+dropped or renamed one) gets a fresh folder beside it (:func:`default_location`).
+
+Cleanup (remove_orphan_files, expire_snapshots, VACUUM, DROP TABLE ... PURGE) checks once that
+the table's folders are its own (``paths.Confinement.check_root`` with :func:`holdings`), and
+never deletes a file another table borrows: ``add_files(..., shared => true)`` may add files below
+another table's folders, and records that folder in the borrower's property ``lakerules.borrows``;
+before the owner deletes anything, the files of every table that borrows from its folders are read
+from that table's metadata and kept (:func:`borrowers`). A table that borrows nothing costs one
+property lookup: nothing is read beyond the metadata JSON of each table, which the folder checks
+read anyway (each file once per process: metadata files never change).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import uuid
+import urllib.parse
+
+from lakerules.iceberg import paths
+from lakerules.errors import LakeError
+from lakerules.iceberg.paths import Holdings, Loc
+
+log = logging.getLogger("lakerules")
+
+BORROWS = "lakerules.borrows"
+_CACHE_LIMIT = 4096
+_cache: dict[str, tuple[str, dict]] = {}  # metadata file -> (location, properties)
+_cache_lock = threading.Lock()
+
+
+class OtherTable:
+    """Another table of the catalog's database: its name, folders and what it borrows."""
+
+    def __init__(self, name: str, location: str, properties: dict, metadata_location: str):
+        self.name, self.location, self.properties = name, location, properties
+        self.metadata_location = metadata_location
+        self.folders = tuple(_resolved(paths.table_folders(location, properties)))
+        self.borrows = tuple(_resolved(_json_list(properties.get(BORROWS))))
+
+
+def _resolved(folders) -> list[Loc]:
+    out = []
+    for f in folders:
+        try:
+            out.append(paths.resolve(f))
+        except LakeError:
+            continue
+    return out
+
+
+def _json_list(text: str | None) -> list[str]:
+    try:
+        value = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+# ---- what the catalog holds ---------------------------------------------------------------------
+
+
+def catalog_files(catalog) -> tuple[Loc | None, Loc | None]:
+    """The catalog's warehouse root and its database file (SQLite), where it has them."""
+    warehouse = None
+    if getattr(catalog, "properties", None) and catalog.properties.get("warehouse"):
+        try:
+            warehouse = paths.resolve(catalog.properties["warehouse"])
+        except LakeError:
+            warehouse = None
+    database = None
+    engine = getattr(catalog, "engine", None)
+    if engine is not None and engine.dialect.name == "sqlite":
+        db = engine.url.database
+        if db and db != ":memory:" and not db.startswith("file:"):
+            database = paths.resolve(os.path.abspath(db))
+    return warehouse, database
+
+
+def other_tables(catalog, own: tuple | None = None) -> list[OtherTable]:
+    """Every table the catalog's database holds but ``own`` (an identifier of this catalog). The
+    SQL catalog answers in one query, for every catalog in its database, and each table's location
+    and properties are read from its metadata file (raw JSON, cached per file); other catalogs load
+    each table."""
+    own = tuple(own) if own is not None else None
+    engine = getattr(catalog, "engine", None)
+    if engine is not None:
+        return _sql_tables(catalog, engine, own)
+    out: list[OtherTable] = []
+
+    def walk(namespace: tuple):
+        for ident in catalog.list_tables(namespace):
+            if own is not None and tuple(ident) == own:
+                continue
+            try:
+                t = catalog.load_table(ident)
+                out.append(OtherTable(".".join(ident), t.location(), dict(t.properties), t.metadata_location))
+            except Exception:  # noqa: BLE001 - a table that cannot be loaded has no folders to protect
+                log.warning("lakerules: cannot load table %s to check its folders", ident)
+        for child in catalog.list_namespaces(namespace):
+            walk(tuple(child))
+
+    walk(())
+    return out
+
+
+def _sql_tables(catalog, engine, own) -> list[OtherTable]:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.catalog.sql import IcebergTables
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    own_row = (catalog.name, Catalog.namespace_to_string(own[:-1]), own[-1]) if own else None
+    with Session(engine) as session:
+        rows = session.execute(select(IcebergTables.catalog_name, IcebergTables.table_namespace,
+                                      IcebergTables.table_name, IcebergTables.metadata_location)).all()
+    out = []
+    for cat, ns, name, metadata_location in rows:
+        if (cat, ns, name) == own_row or not metadata_location:
+            continue
+        location, properties = _read(catalog, metadata_location)
+        out.append(OtherTable(f"{cat}.{ns}.{name}", location, properties, metadata_location))
+    return out
+
+
+def _read(catalog, metadata_location: str) -> tuple[str, dict]:
+    """(location, properties) of a table metadata file; a file that cannot be read stands for
+    the folder it is in (its table is damaged, and its folder is still its own)."""
+    found = read_metadata(catalog, metadata_location)
+    if found[0] is not None:
+        return found
+    folder = metadata_location.rsplit("/", 1)[0]
+    return (folder[: -len("/metadata")] if folder.endswith("/metadata") else folder), {}
+
+
+def read_metadata(catalog, metadata_file: str) -> tuple[str | None, dict]:
+    """(location, properties) a metadata file names, read as raw JSON (cached per file: metadata
+    files never change); (None, {}) when it cannot be read."""
+    with _cache_lock:
+        hit = _cache.get(metadata_file)
+    if hit is not None:
+        return hit
+    try:
+        from pyiceberg.io import load_file_io
+
+        io = load_file_io(dict(getattr(catalog, "properties", {}) or {}), metadata_file)
+        with io.new_input(metadata_file).open() as f:
+            raw = f.read()
+        if metadata_file.endswith(".gz.metadata.json"):
+            import gzip
+
+            raw = gzip.decompress(raw)
+        doc = json.loads(raw)
+        value = (str(doc["location"]), {str(k): str(v) for k, v in (doc.get("properties") or {}).items()})
+    except Exception:  # noqa: BLE001 - missing or damaged
+        return None, {}
+    with _cache_lock:
+        if len(_cache) >= _CACHE_LIMIT:
+            _cache.clear()
+        _cache[metadata_file] = value
+    return value
+
+
+def holdings(catalog, own: tuple | None = None, tables: list[OtherTable] | None = None) -> Holdings:
+    """What ``own``'s folders must stay clear of (paths.Holdings)."""
+    warehouse, database = catalog_files(catalog) if catalog is not None else (None, None)
+    if catalog is None:
+        return Holdings(warehouse, database, ())
+    tables = other_tables(catalog, own) if tables is None else tables
+    return Holdings(warehouse, database, tuple((t.name, t.folders) for t in tables if t.folders))
+
+
+# ---- new and moved tables -------------------------------------------------------------------------
+
+
+def check_folders(catalog, what: str, location: str, properties: dict, own: tuple | None = None,
+                  tables: list[OtherTable] | None = None) -> None:
+    """Refuse a table at ``location`` with ``properties`` whose folders are not its alone: a folder
+    that is, is inside or contains another live table's folder; the warehouse root or a folder that
+    holds it or the catalog's database; a file system's root. ``what`` names the statement."""
+    held = holdings(catalog, own, tables)
+    for folder in _resolved(paths.table_folders(location, properties)):
+        kind = "location" if paths.key(folder.text) == paths.key(location) else "folder"
+        text = paths.shown(folder)
+        if not folder.parts:
+            _refuse(what, f"its {kind} {text} is the root of a file system or bucket")
+        if held.warehouse is not None and paths.relation(folder, held.warehouse) in ("is also", "contains"):
+            _refuse(what, f"its {kind} {text} is the warehouse root or contains it, where every table of the "
+                          "catalog has its folder")
+        if held.database is not None and paths.relation(folder, held.database) in ("is also", "contains"):
+            _refuse(what, f"its {kind} {text} contains the catalog's database {held.database.path!r}")
+        for name, folders in held.tables:
+            for other in folders:
+                how = paths.relation(folder, other)
+                if how is not None:
+                    whose = "location" if other is folders[0] else "folder"
+                    _refuse(what, f"its {kind} {text} {how} the {whose} of table {name} ({other.text}); a folder "
+                                  "belongs to one table, whose cleanup would delete the other's files")
+
+
+def check_namespace_location(catalog, what: str, location: str) -> None:
+    """A namespace's location must not be (or be inside) a table's folder: its tables' default
+    folders would be inside that table's."""
+    try:
+        loc = paths.resolve(location)
+    except LakeError as e:
+        _refuse(what, str(e).removeprefix("lakerules: "))
+    for t in other_tables(catalog):
+        for other in t.folders:
+            if paths.relation(loc, other) in ("is also", "is inside"):
+                _refuse(what, f"its location {paths.shown(loc)} {paths.relation(loc, other)} the folder of table "
+                              f"{t.name} ({other.text}); tables created in the namespace would live in that table's "
+                              "folder")
+
+
+def default_location(catalog, namespace: tuple, name: str, namespace_location: str | None,
+                     tables: list[OtherTable] | None = None) -> str:
+    """Where a table created without LOCATION goes: ``<namespace location or warehouse/<ns>>/<name>``,
+    or, when that folder is taken (by a live table, or on disk: a dropped or renamed table's files
+    are still there), or when the name reads as another path once percent-decoded,
+    ``<name>-<random>`` beside it."""
+    if namespace_location:
+        base = namespace_location.rstrip("/")
+    else:
+        warehouse = (getattr(catalog, "properties", {}) or {}).get("warehouse")
+        if not warehouse:
+            raise LakeError(f"lakerules: CREATE TABLE {'.'.join((*namespace, name))}: the catalog has no warehouse "
+                            "and the namespace no location; give the table a LOCATION")
+        base = f"{warehouse.rstrip('/')}/{'.'.join(namespace)}"
+    candidate = f"{base}/{name}"
+    tables = other_tables(catalog) if tables is None else tables
+    if urllib.parse.unquote(name) == name and not _taken(candidate, tables):
+        return candidate
+    safe = name.replace("%", "_")
+    return f"{base}/{safe}-{uuid.uuid4().hex[:8]}"
+
+
+def _taken(location: str, tables: list[OtherTable]) -> bool:
+    try:
+        loc = paths.resolve(location)
+    except LakeError:
+        return False
+    if loc.local and os.path.isdir(loc.path) and any(os.scandir(loc.path)):
+        return True
+    return any(paths.relation(loc, other) is not None for t in tables for other in t.folders)
+
+
+def _refuse(what: str, problem: str):
+    raise LakeError(f"lakerules: {what}: {problem}. Choose another location; nothing was changed")
+
+
+# ---- borrowed files -------------------------------------------------------------------------------
+
+
+def borrowers(confined: paths.Confinement, tables: list[OtherTable]) -> list[OtherTable]:
+    """Those of ``tables`` that borrow files from below ``confined``'s folders (their property
+    ``lakerules.borrows`` names one): the owner's cleanup keeps every file their metadata names."""
+    return [t for t in tables if any(paths.relation(b, r) is not None for b in t.borrows for r in confined.roots)]
+
+
+def owners_of(catalog, file_paths, own: tuple | None) -> list[tuple[str, str]]:
+    """(table, folder) of the other tables whose folders ``file_paths`` lie in (add_files' check)."""
+    tables = other_tables(catalog, own)
+    out: list[tuple[str, str]] = []
+    for p in file_paths:
+        try:
+            loc = paths.resolve(p)
+        except LakeError:
+            continue
+        for t in tables:
+            for folder in t.folders:
+                if paths.relation(loc, folder) in ("is inside", "is also") and (t.name, folder.text) not in out:
+                    out.append((t.name, folder.text))
+    return out

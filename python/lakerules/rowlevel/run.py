@@ -1,0 +1,590 @@
+"""Row-level commands run as writes (seed 002): DELETE FROM.
+
+DELETE FROM t WHERE c, merge-on-read (the default), is the seed's
+
+    INSERT INTO t.DELETE (file_path, pos) SELECT <file>, <position> FROM t WHERE c
+
+1. The statement's read is planned on the table's current snapshot, pruned by c (a part of c
+   that cannot be translated reads more, never less). Where c is a plain comparison of columns
+   with constants, files whose partition or column metrics prove that every row matches are
+   dropped whole without being read.
+2. The other files are read with their deletes applied (rows already deleted are not matched
+   again), each row with its file and position, and filtered by c, whatever Spark SQL c is
+   (subqueries, correlated EXISTS): Spark evaluates it, Python only plans.
+3. The matched (file, position) rows are counted per data file. A file whose every row matched
+   (and that had no deletes) is dropped whole; the rest become position delete files, shuffled
+   in one write job by the data file they point at (``write.delete.granularity=file``, the
+   default: one delete file per data file, its file_path bounds naming that file only) or by
+   its partition (``partition``: one delete file per partition), sorted by path then position.
+   The path written is the data file's path in the manifest.
+4. One snapshot commits the delete files and the dropped files, validated against what was
+   committed since the read (commit.Validation): a data file removed meanwhile (say by a
+   concurrent OPTIMIZE) is a conflict, never deleted rows coming back.
+
+With ``write.delete.mode=copy-on-write`` (or a v1 table) the files with matched rows are
+rewritten without them instead. No WHERE removes every data and delete file.
+
+UPDATE and MERGE INTO run here too (sections below), each by its own table properties:
+``write.update.mode`` / ``write.merge.mode`` choose merge-on-read (position deletes + new rows)
+or copy-on-write (the touched files rewritten, _rewrite_files, which DELETE's copy-on-write
+shares), and ``write.<statement>.isolation-level`` the commit's validation
+(commit.Validation.statement).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace as dc_replace
+
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.manifest import DataFileContent
+from pyiceberg.table.snapshots import Operation
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from lakerules.write import commit, files as write
+from lakerules.spark import jvm as J, progress
+from lakerules.scan import row_files as row_plans
+from lakerules.errors import LakeError
+from lakerules.plan import nodes as P
+from lakerules.plan.nodes import LakeScan
+from lakerules.scan.planning import ScanPlan, plan_scan
+from lakerules.scan.read import FILE_COL, POS_COL, scan_dataframe, status_names
+
+_CATALYST = "org.apache.spark.sql.catalyst"
+
+
+def run_delete(ctx, node):
+    spark = ctx.spark
+    t = node.table
+    table = ctx.catalogs.load_for_write(t, ctx.conf)  # the metadata the commit validates from
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return _affected(spark, 0)
+    condition = node.condition
+    if condition is None:
+        return _truncate(ctx, table, snapshot)
+    files = node.files
+    if files is None or files.snapshot_id != snapshot.snapshot_id:  # the table moved since planning
+        files = row_plans.plan_files(spark, table, node.relation, condition, drop_whole=True)
+    expr, planned, whole, partial = files.expr, files.scan, list(files.whole), list(files.read)
+
+    matched, counts, partitions = _matched_positions(ctx, node, table, snapshot, planned, partial)
+    try:
+        live = {p.file.file_path: p for p in partial}
+        # a file whose every row matched (and that had no deletes) goes whole, with no delete file
+        entire = [live[path] for path, n in counts.items()
+                  if not live[path].position_deletes and not live[path].equality_deletes
+                  and n == live[path].file.record_count]
+        whole += entire
+        touched = [live[path] for path in counts if live[path] not in entire]
+        affected = _live_rows(ctx, table, snapshot, whole) + sum(counts[p.file.file_path] for p in touched)
+        if not whole and not touched:
+            return _affected(spark, 0)  # nothing matched: no snapshot
+        if node.mode == "copy-on-write":
+            _copy_on_write(ctx, node, table, snapshot, expr, whole, touched)
+        else:
+            _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched)
+    finally:
+        if matched is not None:
+            matched.unpersist()
+    return _affected(spark, affected)
+
+
+def _partial_scan(node, table, snapshot, planned: ScanPlan, files) -> LakeScan:
+    return LakeScan(
+        table=node.table,
+        snapshot_id=snapshot.snapshot_id,
+        output=node.relation.output,
+        iceberg=table,
+        schema=table.schema(),
+        plan=dc_replace(planned, files=tuple(files)),
+    )
+
+
+def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool):
+    """The scan's live rows with FILE_COL and POS_COL, as a DataFrame over a JVM plan where the
+    table's columns carry the exprIds the statement's condition refers to; filtered to rows
+    where the condition is true (keep_matching) or to the others (copy-on-write's kept rows)."""
+    spark = ctx.spark
+    df = scan_dataframe(ctx, scan, positions=True)
+    names = [a.name for a in node.relation.output]
+    missing = [n for n in names if n not in df.columns]
+    if missing:
+        raise LakeError(
+            f"lakerules: column(s) {missing} of {node.table} changed while the statement was planned; run it again"
+        )
+    plan = J.analyzed(J.select(df, [*names, FILE_COL, POS_COL]))
+    plan = J.rename_project(spark, plan, [a.jvm for a in node.relation.output])
+    e = J.expressions(spark)
+    condition = node.condition
+    if not keep_matching:
+        # a row stays unless the condition is TRUE for it (NULL keeps it, as SQL's WHERE does)
+        condition = e.Not(e.EqualNullSafe(condition, J.true_literal(spark)))
+    return J.dataframe(spark, J.filter_plan(spark, condition, plan))
+
+
+def _matched_positions(ctx, node, table, snapshot, planned, partial):
+    """(file_path, pos, partition index) of every live row the condition matches, cached, and
+    the number matched per data file (manifest path)."""
+    if not partial:
+        return None, {}, []
+    spark = ctx.spark
+    progress.step(spark, "find matching rows")
+    rows = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, partial), True)
+    files, partitions = _file_lookup(spark, table, partial, "file_path")
+    matched = (
+        rows.select(FILE_COL, POS_COL)
+        .join(F.broadcast(files), F.col(FILE_COL) == F.col("__name"))
+        .select("file_path", F.col(POS_COL).alias("pos"), write.PART_COL)
+        .persist()
+    )
+    counts = {r.file_path: r["count"] for r in matched.groupBy("file_path").count().collect()}
+    return matched, counts, partitions
+
+
+def _file_lookup(spark, table, planned_files, path_column: str):
+    """A small LocalRelation from Spark's name of each file (``__name``, what FILE_COL holds) to
+    its manifest path (``path_column``) and its delete group index (PART_COL), and the groups
+    those indexes point into (see _delete_groups)."""
+    names = status_names(spark, [p.file.file_path for p in planned_files])
+    groups, index = _delete_groups(planned_files, row_plans.delete_granularity(table) == "file")
+    schema = StructType([StructField("__name", StringType()), StructField(path_column, StringType()),
+                         StructField(write.PART_COL, IntegerType())])
+    frame = J.local_frame(
+        spark,
+        [(names[p.file.file_path], p.file.file_path, i) for p, i in zip(planned_files, index)],
+        schema,
+    )
+    return frame, groups
+
+
+def _live_rows(ctx, table, snapshot, planned_files) -> int:
+    """Live rows of whole data files: record counts, or a count where deletes apply."""
+    plain = sum(p.file.record_count for p in planned_files if not p.position_deletes and not p.equality_deletes)
+    with_deletes = [p for p in planned_files if p.position_deletes or p.equality_deletes]
+    if not with_deletes:
+        return plain
+    progress.step(ctx.spark, "count live rows of files dropped whole")
+    scan = LakeScan(table=None, snapshot_id=snapshot.snapshot_id, output=(), iceberg=table, schema=table.schema(),
+                    plan=ScanPlan(files=tuple(with_deletes)))
+    return plain + scan_dataframe(ctx, scan).count()
+
+
+# ---- commits ------------------------------------------------------------------------------------
+
+
+def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched):
+    spark = ctx.spark
+    written = []
+    if touched:
+        rows = matched
+        if entire:
+            rows = rows.where(~F.col("file_path").isin([p.file.file_path for p in entire]))
+        written = write.write_position_deletes(spark, table, rows, partitions)
+    try:
+        commit.row_delta(
+            table, [], written,
+            {"lakerules.operation": "delete"},
+            removed_data_files=[p.file for p in whole],
+            removed_delete_files=dangling_deletes(table, snapshot, whole),
+            validation=commit.Validation(
+                must_exist=frozenset(p.file for p in whole + touched),
+                conflict_filter=expr,
+                statement="delete",
+            ),
+            operation=Operation.DELETE if written or whole else None,
+        )
+    except BaseException as e:
+        write.discard(table, written, e)
+        raise
+
+
+def _delete_groups(planned_files, by_file: bool) -> tuple[list, list[int]]:
+    """The groups position deletes are written in, one delete file each: one per data file
+    (``by_file``, write.delete.granularity=file) or one per distinct (spec id, partition)
+    (granularity partition). Returns each group's (spec id, partition), and each planned
+    file's group index, which the matched rows carry in PART_COL."""
+    if by_file:
+        return [(p.file.spec_id, p.file.partition) for p in planned_files], list(range(len(planned_files)))
+    keys: dict[tuple, int] = {}
+    groups, index = [], []
+    for p in planned_files:
+        key = (p.file.spec_id, tuple(p.file.partition))
+        if key not in keys:
+            keys[key] = len(groups)
+            groups.append((p.file.spec_id, p.file.partition))
+        index.append(keys[key])
+    return groups, index
+
+
+def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
+    kept = None
+    if touched:
+        planned = ScanPlan(files=tuple(touched))
+        kept = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, touched), False)
+        kept = kept.select(*[J.column(a.name) for a in node.relation.output])
+    _rewrite_files(
+        ctx, node, table, kept, whole + touched,
+        {"lakerules.operation": "delete", "lakerules.delete-mode": "copy-on-write"},
+        commit.Validation(
+            must_exist=frozenset(p.file for p in whole + touched),
+            no_new_deletes=frozenset(p.file for p in touched),
+            conflict_filter=expr,
+            statement="delete",
+        ),
+        removed_deletes=dangling_deletes(table, snapshot, whole + touched),
+    )
+
+
+def _rewrite_files(ctx, node, table, rows, removed, summary: dict, validation: commit.Validation,
+                   removed_deletes=()) -> None:
+    """Copy-on-write's write and commit (DELETE, UPDATE, MERGE): ``rows`` (the table's columns,
+    None: no rows) become new data files, and one snapshot adds them and removes the data files
+    ``removed`` (PlannedFiles) and the delete files ``removed_deletes``; no delete file is
+    written. The new files are deleted again if the commit fails."""
+    written = []
+    try:
+        if rows is not None:
+            written = write.write_data_files(ctx, node.table.catalog, table, rows)
+        commit.row_delta(
+            table, written, [], summary,
+            removed_data_files=[p.file for p in removed],
+            removed_delete_files=list(removed_deletes),
+            validation=validation,
+            operation=Operation.OVERWRITE if written else Operation.DELETE,
+        )
+    except BaseException as e:
+        write.discard(table, written, e)
+        raise
+
+
+def _truncate(ctx, table, snapshot):
+    """DELETE without WHERE: one snapshot that removes every data file and every delete file."""
+    data, deletes = [], []
+    for manifest in snapshot.manifests(table.io):
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            (data if entry.data_file.content == DataFileContent.DATA else deletes).append(entry.data_file)
+    planned = plan_scan(table, snapshot.snapshot_id)
+    affected = _live_rows(ctx, table, snapshot, list(planned.files))
+    if data or deletes:
+        commit.row_delta(
+            table, [], [], {"lakerules.operation": "delete"},
+            removed_data_files=data, removed_delete_files=deletes,
+            validation=commit.Validation(must_exist=frozenset(data), conflict_filter=AlwaysTrue(), statement="delete"),
+            operation=Operation.DELETE,
+        )
+    return _affected(ctx.spark, affected)
+
+
+def dangling_deletes(table, snapshot, removed: list) -> list:
+    """The delete files that apply to none of the snapshot's data files once ``removed``
+    (PlannedFiles) are gone: removed in the same commit, as Iceberg drops the delete files of a
+    partition it deletes whole, so that no live delete file is left pointing only at removed
+    data. Read from the snapshot's whole (cached) plan; planning associates delete files
+    conservatively (a file it may apply to counts), so one kept is never one still needed."""
+    candidates = {d.file_path: d for p in removed for d in (*p.position_deletes, *p.equality_deletes)}
+    if not candidates:
+        return []
+    gone = {p.file.file_path for p in removed}
+    for p in plan_scan(table, snapshot.snapshot_id).files:
+        if p.file.file_path not in gone:
+            for d in (*p.position_deletes, *p.equality_deletes):
+                candidates.pop(d.file_path, None)
+            if not candidates:
+                break
+    return list(candidates.values())
+
+
+def _update_validation(touched: list, expr: BooleanExpression, statement: str) -> commit.Validation:
+    """What an UPDATE or MERGE (``statement``), which deletes rows of the touched files and writes
+    new ones, needs still true when it commits: the touched files exist, no delete landed on them
+    meanwhile (a row deleted meanwhile stays deleted), and, under the statement's serializable
+    isolation, no file added meanwhile may hold rows expr matches."""
+    files = frozenset(p.file for p in touched)
+    return commit.Validation(must_exist=files, no_new_deletes=files, conflict_filter=expr, statement=statement)
+
+
+def _affected(spark, n: int):
+    return J.result_rows(spark, [(int(n),)], P.DML_RESULT)
+
+
+# ---- UPDATE -------------------------------------------------------------------------------------
+
+
+def _new_values(spark, node, plan, keep_positions: bool):
+    """Project over plan (the relation's columns, then FILE_COL, POS_COL): each column its
+    assigned value or itself, then the position columns if asked."""
+    values = {key.exprId().id(): value for key, value in node.assignments}
+    exprs = [values.get(a.jvm.exprId().id(), a.jvm) for a in node.relation.output]
+    names = [a.name for a in node.relation.output]
+    if keep_positions:
+        for attr in J.from_seq(plan.output())[-2:]:
+            exprs.append(attr)
+            names.append(attr.name())
+    return J.project_as(spark, plan, exprs, names)
+
+
+def run_update(ctx, node):
+    spark = ctx.spark
+    t = node.table
+    table = ctx.catalogs.load_for_write(t, ctx.conf)
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return _affected(spark, 0)
+    plan = node.files
+    if plan is None or plan.snapshot_id != snapshot.snapshot_id:  # the table moved since planning
+        plan = row_plans.plan_files(spark, table, node.relation, node.condition, drop_whole=False)
+    expr, planned, files = plan.expr, plan.scan, list(plan.read)
+    if not files:
+        return _affected(spark, 0)
+    if node.condition is None:
+        # the seed's edge case: every row changes, so the files are rewritten, no delete files
+        return _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything=True)
+    if node.mode == "copy-on-write":
+        return _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything=False)
+    return _update_split(ctx, node, table, snapshot, expr, planned, files)
+
+
+def _update_split(ctx, node, table, snapshot, expr, planned, files):
+    """Merge-on-read: one read of the matched rows, cached with their new values, file and
+    position; the delete part and the new rows are written from it and committed together."""
+    spark = ctx.spark
+    progress.step(spark, "read matching rows with their new values")
+    matched_plan = J.analyzed(_rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, files), True))
+    updated = J.dataframe(spark, _new_values(spark, node, matched_plan, keep_positions=True))
+    lookup, partitions = _file_lookup(spark, table, files, "__lakerules_path")
+    rows = (updated.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"))
+            .drop("__name", FILE_COL)
+            .persist())
+    written_data, written_deletes = [], []
+    try:
+        counts = {r["__lakerules_path"]: r["count"] for r in rows.groupBy("__lakerules_path").count().collect()}
+        if not counts:
+            return _affected(spark, 0)
+        live = {p.file.file_path: p for p in files}
+        touched = [live[path] for path in counts]
+        new_columns = [J.column(a.name) for a in node.relation.output]
+        written_data = write.write_files(spark, node.table.catalog, table, rows.select(*new_columns), cluster=True)
+        deletes = rows.select(F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
+        written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
+        commit.row_delta(
+            table, written_data, written_deletes, {"lakerules.operation": "update"},
+            validation=_update_validation(touched, expr, "update"),
+            operation=Operation.OVERWRITE,
+        )
+    except BaseException as e:
+        write.discard(table, written_data + written_deletes, e)
+        raise
+    finally:
+        rows.unpersist()
+    return _affected(spark, sum(counts.values()))
+
+
+def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything: bool):
+    """Copy-on-write: the files with matched rows are rewritten, matched rows with their new
+    values and the others as they were; without WHERE every file is."""
+    spark = ctx.spark
+    progress.step(spark, "find the files to rewrite")
+    scan = _partial_scan(node, table, snapshot, planned, files)
+    if everything:
+        touched = files
+        matched = _rows_of_all(ctx, node, scan)
+        affected = None
+    else:
+        matched_rows = _rows_of(ctx, node, scan, True)
+        counts = {r[0]: r[1] for r in matched_rows.groupBy(FILE_COL).count().collect()}
+        names = status_names(spark, [p.file.file_path for p in files])
+        touched = [p for p in files if names[p.file.file_path] in counts]
+        affected = sum(counts.values())
+        if not touched:
+            return _affected(spark, 0)
+        scan = _partial_scan(node, table, snapshot, planned, touched)
+        matched = _rows_of(ctx, node, scan, True)
+    new_rows = J.dataframe(spark, _new_values(spark, node, J.analyzed(matched), keep_positions=False))
+    rows = new_rows
+    if not everything:
+        rows = rows.unionByName(_rows_of(ctx, node, scan, False).drop(FILE_COL, POS_COL))
+    rows = rows.persist()
+    try:
+        if affected is None:
+            affected = new_rows.count()
+        _rewrite_files(
+            ctx, node, table, rows, touched,
+            {"lakerules.operation": "update", "lakerules.update-mode": "copy-on-write"},
+            _update_validation(touched, expr, "update"),
+            removed_deletes=_all_delete_files(table, snapshot) if everything else dangling_deletes(table, snapshot, touched),
+        )
+    finally:
+        rows.unpersist()
+    return _affected(spark, affected)
+
+
+def _rows_of_all(ctx, node, scan: LakeScan):
+    """Every live row of the scan over a plan whose columns carry the relation's exprIds."""
+    spark = ctx.spark
+    df = scan_dataframe(ctx, scan, positions=True)
+    names = [a.name for a in node.relation.output]
+    plan = J.analyzed(J.select(df, [*names, FILE_COL, POS_COL]))
+    return J.dataframe(spark, J.rename_project(spark, plan, [a.jvm for a in node.relation.output]))
+
+
+def _all_delete_files(table, snapshot) -> list:
+    return [
+        e.data_file
+        for m in snapshot.manifests(table.io)
+        for e in m.fetch_manifest_entry(table.io, discard_deleted=True)
+        if e.data_file.content != DataFileContent.DATA
+    ]
+
+
+# ---- MERGE INTO ---------------------------------------------------------------------------------
+
+OP_COL = "__lakerules_op"
+T_COL, S_COL = "__lakerules_t", "__lakerules_s"
+KEEP, UPDATE, DELETE, INSERT = 0, 1, 2, 3
+
+
+def run_merge(ctx, node):
+    spark = ctx.spark
+    t = node.table
+    e = J.expressions(spark)
+    bridge = J.bridge(spark)
+    table = ctx.catalogs.load_for_write(t, ctx.conf)
+    snapshot = table.current_snapshot()
+    # the read of the target: pruned by the ON condition's target-only parts, unless rows that
+    # match nothing must be seen (WHEN NOT MATCHED BY SOURCE); planned by the rule
+    plan = node.files
+    if plan is None or plan.snapshot_id != (snapshot.snapshot_id if snapshot is not None else None):
+        plan = row_plans.plan_files(spark, table, node.relation, node.condition, drop_whole=False,
+                                    prune=not node.not_matched_by_source)
+    expr, planned, files = plan.expr, plan.scan, list(plan.read)
+
+    # target rows (relation exprIds) with FILE_COL, POS_COL and a presence marker
+    df = scan_dataframe(ctx, _partial_scan(node, table, snapshot, planned, files) if snapshot else
+                        LakeScan(table=t, snapshot_id=None, output=node.relation.output, iceberg=table,
+                                 schema=table.schema(), plan=ScanPlan()), positions=True)
+    names = [a.name for a in node.relation.output]
+    target = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL, F.lit(True).alias(T_COL)))
+    target = bridge.renameProject(target, J.to_java_list(spark, [a.jvm for a in node.relation.output]))
+    source = bridge.withColumns(node.source, J.to_java_list(spark, [J.literal(spark, True)]), J.to_java_list(spark, [S_COL]))
+    joined = bridge.join(target, source, node.join_type(), node.condition)
+    out = J.from_seq(joined.output())
+    t_attr = next(a for a in out if a.name() == T_COL)
+    s_attr = next(a for a in out if a.name() == S_COL)
+    t_in, s_in = e.IsNotNull(t_attr), e.IsNotNull(s_attr)
+
+    branches = []  # (condition, action)
+    for clauses, when in ((node.matched, e.And(t_in, s_in)), (node.not_matched, e.IsNull(t_attr)),
+                          (node.not_matched_by_source, e.IsNull(s_attr))):
+        for a in clauses:
+            branches.append((when if a.condition is None else e.And(when, a.condition), a))
+    codes = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
+    op = bridge.caseWhen(J.to_java_list(spark, [c for c, _ in branches]),
+                         J.to_java_list(spark, [J.literal(spark, codes[a.kind]) for _, a in branches]),
+                         J.literal(spark, KEEP))
+    values = []
+    for attr in node.relation.output:
+        ident = attr.jvm.exprId().id()
+        per_branch = []
+        for _, a in branches:
+            assigned = {k.exprId().id(): v for k, v in a.assignments}
+            if a.kind == "update":
+                per_branch.append(assigned.get(ident, attr.jvm))
+            elif a.kind == "insert":
+                per_branch.append(assigned.get(ident, J.literal(spark, None, attr.jvm.dataType())))
+            else:
+                per_branch.append(J.literal(spark, None, attr.jvm.dataType()))
+        values.append(bridge.caseWhen(J.to_java_list(spark, [c for c, _ in branches]), J.to_java_list(spark, per_branch),
+                                      J.literal(spark, None, attr.jvm.dataType())))
+    exprs = values + [op, t_attr, s_attr] + [a for a in out if a.name() in (FILE_COL, POS_COL)]
+    projected = bridge.projectAs(joined, J.to_java_list(spark, exprs),
+                                 J.to_java_list(spark, names + [OP_COL, T_COL, S_COL] + [a.name() for a in out if a.name() in (FILE_COL, POS_COL)]))
+    rows = J.dataframe(spark, projected).where(
+        (F.col(OP_COL) != KEEP) | (F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
+    )
+    check_cardinality = _checks_cardinality(node.matched)
+    if not check_cardinality:
+        # a target row matched by several source rows is deleted (or kept) once
+        target_side = F.col(T_COL).isNotNull()
+        rows = rows.where(target_side).dropDuplicates([FILE_COL, POS_COL]).unionByName(rows.where(~target_side))
+    lookup, partitions = _file_lookup(spark, table, files, "__lakerules_path")
+    rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name").persist()
+    written_data, written_deletes = [], []
+    try:
+        progress.step(spark, "join target rows with the source")
+        doubled = check_cardinality and (rows.where(F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
+                                         .groupBy(FILE_COL, POS_COL).count().where("count > 1").limit(1).collect())
+        if doubled:
+            raise LakeError(
+                f"lakerules: MERGE INTO {t}: a target row matched more than one source row "
+                "(MERGE_CARDINALITY_VIOLATION); make the ON condition match each target row at most once"
+            )
+        counts = {r[OP_COL]: r["count"] for r in rows.groupBy(OP_COL).count().collect()}
+        updated, deleted, inserted = counts.get(UPDATE, 0), counts.get(DELETE, 0), counts.get(INSERT, 0)
+        if updated + deleted + inserted == 0:
+            return _merge_result(spark, 0, 0, 0)
+        touched_paths = {r[0] for r in rows.where(F.col(OP_COL).isin(UPDATE, DELETE))
+                         .select("__lakerules_path").distinct().collect()}
+        touched = [p for p in files if p.file.file_path in touched_paths]
+        if node.mode == "copy-on-write":
+            _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched)
+            return _merge_result(spark, updated, deleted, inserted)
+        if updated or inserted:
+            new_rows = J.select(rows.where(F.col(OP_COL).isin(UPDATE, INSERT)), names)
+            written_data = write.write_files(spark, t.catalog, table, new_rows, cluster=True)
+        if updated or deleted:
+            deletes = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
+                F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
+            written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
+        commit.row_delta(
+            table, written_data, written_deletes, {"lakerules.operation": "merge"},
+            validation=_update_validation(touched, expr, "merge"),
+            operation=Operation.OVERWRITE if written_data else Operation.DELETE,
+        )
+    except BaseException as e:
+        write.discard(table, written_data + written_deletes, e)
+        raise
+    finally:
+        rows.unpersist()
+    return _merge_result(spark, updated, deleted, inserted)
+
+
+def _checks_cardinality(matched: tuple) -> bool:
+    """Whether a target row matched by several source rows is an error, as in Spark and Iceberg:
+    only when a WHEN MATCHED clause could update it, or delete it under a condition (which
+    source row decides would then matter). No WHEN MATCHED clause, or a single unconditional
+    DELETE, gives the same result whichever source row matched."""
+    if not matched:
+        return False
+    return not (len(matched) == 1 and matched[0].kind == "delete" and matched[0].condition is None)
+
+
+def _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched) -> None:
+    """MERGE copy-on-write: every data file with a target row updated or deleted is rewritten;
+    the new files hold its other live rows as they were (its rows read again at the same
+    snapshot, less the updated and deleted positions, by an anti-join), the updated rows with
+    their new values and the inserted rows; one snapshot removes the touched files."""
+    names = [J.column(a.name) for a in node.relation.output]
+    new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT)).select(*names)
+    if touched:
+        changed = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
+            F.col(FILE_COL).alias("__lakerules_f"), F.col(POS_COL).alias("__lakerules_p"))
+        scanned = _rows_of_all(ctx, node, _partial_scan(node, table, snapshot, planned, touched))
+        kept = scanned.join(
+            changed, (scanned[FILE_COL] == changed["__lakerules_f"]) & (scanned[POS_COL] == changed["__lakerules_p"]),
+            "left_anti",
+        ).select(*names)
+        new_rows = new_rows.unionByName(kept)
+    _rewrite_files(
+        ctx, node, table, new_rows, touched,
+        {"lakerules.operation": "merge", "lakerules.merge-mode": "copy-on-write"},
+        _update_validation(touched, expr, "merge"),
+        removed_deletes=dangling_deletes(table, snapshot, touched),
+    )
+
+
+def _merge_result(spark, updated: int, deleted: int, inserted: int):
+    return J.result_rows(
+        spark, [(updated + deleted + inserted, updated, deleted, inserted)],
+        P.MERGE_RESULT,
+    )

@@ -1,0 +1,304 @@
+"""Small helpers at the Py4J edge: Scala collections and Options, class names, Datasets over
+JVM plans, and the small result plans commands return."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from pyspark.sql import Column, DataFrame, SparkSession
+
+
+def to_seq(spark: SparkSession, items: Iterable[Any]):
+    """A Python iterable as an immutable Scala Seq."""
+    return spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(to_java_list(spark, items)).toList()
+
+
+def to_java_list(spark: SparkSession, items: Iterable[Any]):
+    lst = spark._jvm.java.util.ArrayList()
+    for item in items:
+        lst.add(item)
+    return lst
+
+
+def from_seq(seq) -> list:
+    """A Scala Seq (or any Scala iterable) as a Python list."""
+    it = seq.iterator()
+    out = []
+    while it.hasNext():
+        out.append(it.next())
+    return out
+
+
+
+
+def scala_map(m) -> dict:
+    """A Scala Map[String, String] as a Python dict."""
+    return {t._1(): t._2() for t in from_seq(m.toList())}
+
+
+def option_value(opt):
+    """The value of a Scala Option, or None."""
+    return opt.get() if opt.isDefined() else None
+
+
+def class_name(obj) -> str:
+    return obj.getClass().getName()
+
+
+def simple_name(obj) -> str:
+    return obj.getClass().getSimpleName()
+
+
+def dataframe(spark: SparkSession, plan) -> DataFrame:
+    """A DataFrame over an (analyzed or not) JVM logical plan."""
+    jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
+    return DataFrame(jdf, spark)
+
+
+def analyzed(df: DataFrame):
+    """The analyzed JVM logical plan of a DataFrame."""
+    return df._jdf.queryExecution().analyzed()
+
+
+
+
+def empty_result(spark: SparkSession):
+    """The plan a command returns when it has no rows to show (what Spark's v2 writes return)."""
+    from pyspark.sql.types import StructType
+
+    return analyzed(local_frame(spark, [], StructType([])))
+
+
+def result_rows(spark: SparkSession, rows: list[tuple], schema: str):
+    """A LocalRelation of a few result rows, e.g. DML's num_affected_rows (``schema``: lakerules'
+    own fixed DDL, never a user's name)."""
+    from pyspark.sql.types import StructType
+
+    return analyzed(local_frame(spark, rows, StructType.fromDDL(schema)))
+
+
+def local_frame(spark: SparkSession, rows: list, schema) -> DataFrame:
+    """A DataFrame of driver-side Python rows (tuples in ``schema``'s column order, any types) as
+    a LocalRelation built in the JVM from Arrow batches: values cross as data, never as SQL text.
+    ``spark.createDataFrame(rows)`` makes a Python RDD instead, which runs Python workers on the
+    executors: lakerules needs none. Naive datetimes of TIMESTAMP columns are local times, as
+    PySpark gives and takes them."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import TimestampType
+
+    # pyspark 4.1 spells UTC timestamps timestamp_utc=True (its default); 4.2 and later, timezone=.
+    try:
+        arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    except TypeError:
+        arrow_schema = to_arrow_schema(schema)
+    columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in schema.fields]
+    for c, f in zip(columns, schema.fields):
+        if isinstance(f.dataType, TimestampType):
+            c[:] = [v.astimezone() if v is not None and v.tzinfo is None else v for v in c]
+    table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, arrow_schema)],
+                                 schema=arrow_schema)
+    return spark.createDataFrame(table, schema)
+
+
+def one_row(spark: SparkSession) -> DataFrame:
+    """A DataFrame of one row and no columns (SELECT without FROM), to evaluate expressions on."""
+    return dataframe(spark, spark._jvm.org.apache.spark.sql.catalyst.plans.logical.OneRowRelation())
+
+
+def quote(name: str) -> str:
+    """A name as one backtick-quoted identifier part (backticks doubled), whatever it holds."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def column(*path: str) -> Column:
+    """The column (a struct field, with more parts) named by ``path``, each part exactly as it
+    is: quoted here, so no name is read as anything else."""
+    from pyspark.sql import functions as F
+
+    return F.col(".".join(quote(p) for p in path))
+
+
+def select(df: DataFrame, names: Iterable[str]) -> DataFrame:
+    """``df.select(*[column(n) for n in names])`` for top-level names, in one JVM call: Spark's
+    ``Dataset.select(String...)`` reads each backtick-quoted name as one part, as column() does,
+    without the Py4J calls (and call-site capture) column() costs per name: about a millisecond
+    each, which a 60-column scan planned twice pays hundreds of times."""
+    quoted = [quote(n) for n in names]
+    if not quoted:
+        return df.select()
+    spark = df.sparkSession
+    rest = spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(quoted[1:])  # the list crosses as one
+    return DataFrame(df._jdf.select(quoted[0], rest), spark)
+
+
+def is_in(spark: SparkSession, col: Column, values: list, data_type) -> Column:
+    """``col IN (values)``, the values as literals of ``data_type`` (a Spark DataType), built in
+    the JVM in one call (io.lakerules.Bridge.inValues) from a LocalRelation that carried them
+    as Arrow data: no SQL text, and no Py4J call per value however many there are."""
+    from pyspark.sql.classic.column import Column as ClassicColumn
+    from pyspark.sql.types import StructField, StructType
+
+    relation = analyzed(local_frame(spark, [(v,) for v in values], StructType([StructField("v", data_type)])))
+    utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
+    expr = spark._jvm.io.lakerules.Bridge.inValues(utils.expression(col._jc), relation)
+    return ClassicColumn(utils.column(expr))
+
+
+def in_rows(spark: SparkSession, cols: list[Column], rows: list[tuple], schema) -> Column:
+    """``(cols...)`` matching one of ``rows`` (tuples in ``schema``'s field order, a Spark
+    StructType with one field per column), each column compared null-safely (NULL matches NULL),
+    built in the JVM in one call (io.lakerules.Bridge.inRows) from rows that crossed as Arrow data:
+    no Py4J call per value and no OR nested once per row (which overflows the JVM's stack on
+    thousands of rows)."""
+    from pyspark.sql.classic.column import Column as ClassicColumn
+
+    relation = analyzed(local_frame(spark, rows, schema))
+    utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
+    children = to_java_list(spark, [utils.expression(c._jc) for c in cols])
+    expr = spark._jvm.io.lakerules.Bridge.inRows(children, relation)
+    return ClassicColumn(utils.column(expr))
+
+
+def star_from(spark: SparkSession, table: list[str], alias: str):
+    """The unresolved plan SELECT * FROM table AS alias, with ``table``'s name parts as they are."""
+    return spark._jvm.io.lakerules.Bridge.starFrom(to_java_list(spark, table), alias)
+
+
+def command_node(spark: SparkSession, action, result_schema: str, description: str):
+    """io.lakerules.LakeCommand: the JVM command node that runs ``action`` (a Python
+    io.lakerules.LakeAction) when Spark executes the statement; ``result_schema`` is lakerules'
+    own fixed DDL of its result columns."""
+    return spark._jvm.io.lakerules.LakeCommand.create(action, result_schema, description)
+
+
+def stream_write_node(spark: SparkSession, action, query, description: str):
+    """io.lakerules.LakeStreamWrite: one micro-batch's write to a lake table, ``query`` (the
+    batch's JVM plan) as its child; ``action`` (a Python io.lakerules.LakeStreamAction) gets
+    the batch's rows when Spark executes it."""
+    return spark._jvm.io.lakerules.LakeStreamWrite.create(action, query, description)
+
+
+def can_up_cast(spark: SparkSession, source, target) -> bool:
+    """Whether Spark casts a value of type ``source`` to ``target`` without loss (Cast.canUpCast;
+    both pyspark DataTypes)."""
+    types = spark._jvm.org.apache.spark.sql.types.DataType
+    return bool(spark._jvm.org.apache.spark.sql.catalyst.expressions.Cast.canUpCast(
+        types.fromJson(source.json()), types.fromJson(target.json())))
+
+
+# ---- Catalyst objects lakerules builds (so the rest of the package does not reach into _jvm) ----
+
+
+def expressions(spark: SparkSession):
+    """Catalyst's expressions package (org.apache.spark.sql.catalyst.expressions)."""
+    return spark._jvm.org.apache.spark.sql.catalyst.expressions
+
+
+def literal(spark: SparkSession, value, data_type=None):
+    """A Catalyst Literal of a Python value (of ``data_type``, a JVM DataType, when given)."""
+    lit = getattr(getattr(expressions(spark), "Literal$"), "MODULE$")
+    return lit.create(value, data_type) if data_type is not None else lit.apply(value)
+
+
+def true_literal(spark: SparkSession):
+    return getattr(getattr(expressions(spark), "Literal$"), "MODULE$").TrueLiteral()
+
+
+def filter_plan(spark: SparkSession, condition, plan):
+    """Filter(condition, plan)."""
+    return spark._jvm.org.apache.spark.sql.catalyst.plans.logical.Filter(condition, plan)
+
+
+def rename_project(spark: SparkSession, plan, attributes):
+    """plan's columns under ``attributes``' names and exprIds (io.lakerules.Bridge.renameProject)."""
+    return spark._jvm.io.lakerules.Bridge.renameProject(plan, to_java_list(spark, attributes))
+
+
+def project_as(spark: SparkSession, plan, exprs, names):
+    """Project(exprs(i) AS names(i)) over plan, fresh exprIds (io.lakerules.Bridge.projectAs)."""
+    return spark._jvm.io.lakerules.Bridge.projectAs(plan, to_java_list(spark, exprs), to_java_list(spark, names))
+
+
+def cast_columns(spark: SparkSession, df: DataFrame, columns: list[tuple[str, Any, dict]]) -> DataFrame:
+    """df's first columns cast and renamed: ``columns`` (name, Spark DataType, metadata) for each,
+    the rest of df's columns kept as they are; built in the JVM (io.lakerules.Bridge.castProject)
+    so that the expressions carry no Python call site of lakerules as their origin."""
+    import json
+
+    plan = spark._jvm.io.lakerules.Bridge.castProject(
+        df._jdf.logicalPlan(), to_java_list(spark, [t.json() for _, t, _ in columns]),
+        to_java_list(spark, [n for n, _, _ in columns]), to_java_list(spark, [json.dumps(m) for _, _, m in columns]))
+    return dataframe(spark, plan)
+
+
+def align_assignments(spark: SparkSession, table_parts: list[str], attributes, assignments, insert: bool) -> tuple:
+    """A row-level command's (key, value) assignments as Spark aligns them for a table it
+    rewrites itself: one (attribute, value) pair per column of ``attributes``, in order, nested
+    fields folded into their struct, struct values matched by field name, each value resolved
+    under spark.sql.storeAssignmentPolicy; Spark's own errors for what it refuses, naming the
+    table ``table_parts`` (io.lakerules.LakeAssignments.align). ``insert``: a MERGE INSERT
+    action (every column needs a value or a default)."""
+    values = spark._jvm.io.lakerules.LakeAssignments.align(
+        to_java_list(spark, attributes), to_java_list(spark, [k for k, _ in assignments]),
+        to_java_list(spark, [v for _, v in assignments]), insert, to_java_list(spark, list(table_parts)))
+    return tuple(zip(attributes, list(values)))
+
+
+def check_merge_condition(spark: SparkSession, cond_name: str, condition) -> None:
+    """Spark's own checks of a MERGE condition (io.lakerules.LakeAssignments.checkMergeCondition):
+    deterministic, no subquery, no aggregate; Spark's UNSUPPORTED_MERGE_CONDITION errors."""
+    spark._jvm.io.lakerules.LakeAssignments.checkMergeCondition(cond_name, condition)
+
+
+def recache_table(spark: SparkSession, name_parts: list[str]) -> None:
+    """After a write to a table: every cached plan that reads it (CACHE TABLE, df.cache()) is
+    computed again, lazily, from the table as it now is, as Spark does after its own writes.
+    Cached reads of an older snapshot (VERSION AS OF) stay as they are."""
+    jsession = spark._jsparkSession
+    jsession.sharedState().cacheManager().recacheTableOrView(jsession, to_seq(spark, name_parts), False)
+
+
+def has_subquery(spark: SparkSession, condition) -> bool:
+    return bool(expressions(spark).SubqueryExpression.hasSubquery(condition))
+
+
+def name_parts(spark: SparkSession, name: str) -> list[str]:
+    """A multipart name as Spark's parser reads it (quoting as Spark's own statements)."""
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    return [str(p) for p in from_seq(parser.parseMultipartIdentifier(name))]
+
+
+def catalog_manager(spark: SparkSession):
+    return spark._jsparkSession.sessionState().catalogManager()
+
+
+def bridge(spark: SparkSession):
+    """io.lakerules.Bridge, the shim's static entry points."""
+    return spark._jvm.io.lakerules.Bridge
+
+
+def manifest_entries(spark: SparkSession, paths: list[str], schema_json: str, bounds: list[tuple[int, str]]):
+    """A DataFrame of the live entries of manifests, read on the executors by the shim
+    (io.lakerules.functions.ManifestEntries; lakerules.scan.manifest_job says what the rows hold).
+    The paths cross in one string, NUL-separated (no path holds a NUL)."""
+    jvm = spark._jvm
+    gateway = spark.sparkContext._gateway
+    ids = gateway.new_array(jvm.int, len(bounds))
+    kinds = gateway.new_array(jvm.String, len(bounds))
+    for i, (field_id, kind) in enumerate(bounds):
+        ids[i], kinds[i] = field_id, kind
+    jdf = jvm.io.lakerules.functions.ManifestEntries.read(spark._jsparkSession, "\0".join(paths),
+                                                          schema_json, ids, kinds)
+    return DataFrame(jdf, spark)
+
+
+def checkpoint_root(spark: SparkSession, query_id: str) -> str | None:
+    """The resolved checkpoint folder of the active streaming query ``query_id``, if it can be told."""
+    try:
+        query = spark._jsparkSession.streams().get(spark._jvm.java.util.UUID.fromString(query_id))
+        if query is None:
+            return None
+        return str(query.streamingQuery().resolvedCheckpointRoot())
+    except Exception:  # noqa: BLE001 - an older or newer Spark's internals: nothing to tell
+        return None

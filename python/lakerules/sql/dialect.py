@@ -1,0 +1,808 @@
+"""The SQL lakerules adds to Spark's, as a sqlglot dialect: Spark plus ``OPTIMIZE``, ``CALL``,
+Iceberg's partition evolution (``ALTER TABLE ... ADD|DROP|REPLACE PARTITION FIELD``) and Delta's
+``DESCRIBE HISTORY`` and ``RESTORE``.
+
+Comments anywhere (``/* nightly */ OPTIMIZE ...``), quoted names (backticks, doubled inside) and
+string literals are the tokenizer's: no statement is taken apart by regular expressions.
+
+Delta Lake's grammar (``DeltaSqlBase.g4``, ``#optimizeTable``)::
+
+    OPTIMIZE table [WHERE partition_predicate] [ZORDER BY (col [, col ...]) | ZORDER BY col [, col ...]]
+
+and lakerules' Hilbert form of it, ``HILBERT BY`` in place of ``ZORDER BY``.
+
+sqlglot's Spark tokenizer makes ``OPTIMIZE`` a command keyword (the rest of the statement one
+opaque string); this dialect takes it back as a plain word and parses the statement into an
+:class:`Optimize` node. Syntax errors carry the line and column.
+
+>>> stmt = parse_optimize("OPTIMIZE lake.db.t WHERE day = 25 ZORDER BY (a, b)")
+>>> stmt.sql(dialect=LakeSpark)
+'OPTIMIZE lake.db.t WHERE day = 25 ZORDER BY (a, b)'
+>>> [c.sql() for c in stmt.args["zorder"]]
+['a', 'b']
+>>> stmt.args["where_text"]
+'day = 25'
+>>> parse_optimize("OPTIMIZE t HILBERT BY a, b").sql(dialect=LakeSpark)
+'OPTIMIZE t HILBERT BY (a, b)'
+>>> parse_optimize("OPTIMIZE t ZORDER BY")
+Traceback (most recent call last):
+...
+lakerules.errors.LakeSyntaxError: lakerules: OPTIMIZE syntax error at line 1, column 21: ZORDER BY needs at least one column
+  OPTIMIZE t ZORDER BY
+                      ^
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ErrorLevel, ParseError
+from sqlglot.tokens import TokenType
+
+from lakerules.errors import LakeError, LakeSyntaxError
+
+
+class Call(exp.Expression):
+    """CALL catalog.namespace.procedure(args): ``this`` the name's parts, ``args`` a list of
+    (name or None, the argument's text as written) pairs."""
+
+    arg_types = {"this": True, "args": False}
+
+
+class PartitionField(exp.Expression):
+    """ALTER TABLE t ADD|DROP|REPLACE PARTITION FIELD: ``this`` the table's name parts, ``op``,
+    ``field`` (and for REPLACE ``new``) a :class:`FieldSpec`."""
+
+    arg_types = {"this": True, "op": True, "field": True, "new": False}
+
+
+class FieldSpec(exp.Expression):
+    """A partition field: ``transform`` (None: a column, identity or a field's name) with
+    ``args`` ({"lit": "16"} or {"ref": [parts]}), or ``column`` parts; ``alias``."""
+
+    arg_types = {"transform": False, "args": False, "column": False, "alias": False}
+
+
+class Optimize(exp.Expression):
+    """OPTIMIZE: ``this`` the table, ``where`` its partition predicate (``where_text`` the
+    predicate as written), ``zorder`` the clustering columns, ``curve`` "hilbert" for HILBERT BY
+    (absent: ZORDER BY)."""
+
+    arg_types = {"this": True, "where": False, "where_text": False, "zorder": False, "curve": False}
+
+
+class DescribeHistory(exp.Expression):
+    """(DESC | DESCRIBE) HISTORY table [LIMIT n]: ``this`` the table's name parts, ``limit`` an int."""
+
+    arg_types = {"this": True, "limit": False}
+
+
+class Restore(exp.Expression):
+    """RESTORE [TABLE] table [TO] [FOR] (VERSION | SYSTEM_VERSION) AS OF <number | 'ref'>
+    | [FOR] (TIMESTAMP | SYSTEM_TIME) AS OF <expression>: ``this`` the table's name parts;
+    ``version`` an int (a snapshot id) or ``ref_text`` a branch or tag name (the string literal
+    as written, for Spark to read), or ``timestamp_text`` the timestamp expression as written."""
+
+    arg_types = {"this": True, "version": False, "ref_text": False, "timestamp_text": False}
+
+
+class Vacuum(exp.Expression):
+    """VACUUM table [RETAIN number HOURS] [DRY RUN] (Delta's): ``this`` the table's name parts,
+    ``hours`` the retention (a number, None when not given), ``dry_run`` a bool."""
+
+    arg_types = {"this": True, "hours": False, "dry_run": False}
+
+
+class RefStatement(exp.Expression):
+    """Iceberg's branch and tag DDL, ALTER TABLE t ...:
+    ``CREATE [OR REPLACE] | REPLACE BRANCH|TAG [IF NOT EXISTS] name [AS OF VERSION n] [RETAIN n unit]
+    [WITH SNAPSHOT RETENTION [n SNAPSHOTS] [n unit]]`` (no snapshot retention for a tag) and
+    ``DROP BRANCH|TAG [IF EXISTS] name``. ``this`` the table's name parts; ``op`` CREATE, REPLACE,
+    CREATE OR REPLACE or DROP; ``kind`` BRANCH or TAG; ``name``; ``if_exists`` (IF [NOT] EXISTS);
+    ``version``; ``retain_ms``, ``min_snapshots``, ``max_snapshot_age_ms`` (None: not given)."""
+
+    arg_types = {"this": True, "op": True, "kind": True, "name": True, "if_exists": False, "version": False,
+                 "retain_ms": False, "min_snapshots": False, "max_snapshot_age_ms": False}
+
+
+class WriteOrder(exp.Expression):
+    """Iceberg's ALTER TABLE t WRITE [DISTRIBUTED BY PARTITION] [[LOCALLY] ORDERED BY fields | UNORDERED],
+    the two clauses in either order, each at most once (at least one):
+    ``this`` the table's name parts; ``distributed`` (DISTRIBUTED BY PARTITION given), ``locally``,
+    ``unordered``, ``fields`` a list of :class:`SortFieldSpec` (None: no ORDERED BY)."""
+
+    arg_types = {"this": True, "distributed": False, "locally": False, "unordered": False, "fields": False}
+
+
+class SortFieldSpec(exp.Expression):
+    """A sort field: ``field`` a :class:`FieldSpec` (a column or a transform), ``desc``,
+    ``nulls_first`` (None: the direction's default, as Iceberg: first for ASC, last for DESC)."""
+
+    arg_types = {"field": True, "desc": False, "nulls_first": False}
+
+
+class IdentifierFields(exp.Expression):
+    """ALTER TABLE t SET|DROP IDENTIFIER FIELDS a, b.c | (a, b.c): ``op``, ``fields`` name parts."""
+
+    arg_types = {"this": True, "op": True, "fields": True}
+
+
+_TIME_UNITS = {"DAYS": 86_400_000, "HOURS": 3_600_000, "MINUTES": 60_000}
+
+
+# Tokens that continue an expression: after a column name they mean it was not just a name.
+_OPERATORS = {
+    TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH, TokenType.MOD, TokenType.L_PAREN,
+    TokenType.L_BRACKET, TokenType.DCOLON, TokenType.DPIPE, TokenType.EQ, TokenType.GT, TokenType.LT,
+}
+
+
+class LakeSpark(Spark):
+    class Tokenizer(Spark.Tokenizer):
+        # OPTIMIZE, CALL and VACUUM are words again, not command keywords that swallow the statement.
+        KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k not in ("OPTIMIZE", "CALL", "VACUUM")}
+
+    class Parser(Spark.Parser):
+        def _parse_statement(self):
+            # As sqlglot's own parser takes WHILE: a statement named by its first word.
+            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("OPTIMIZE"):
+                return self._parse_optimize()
+            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("CALL"):
+                return self._parse_call()
+            if self._curr and self._curr.token_type == TokenType.ALTER and self._is_partition_field():
+                return self._parse_partition_field()
+            if self._curr and self._curr.token_type == TokenType.ALTER and _ref_op_at(self._tokens, self._index) is not None:
+                return self._parse_ref_statement()
+            if self._curr and self._curr.token_type == TokenType.ALTER:
+                order_kind = _order_op_at(self._tokens, self._index)
+                if order_kind == "WRITE ORDER":
+                    return self._parse_write_order()
+                if order_kind == "IDENTIFIER FIELDS":
+                    return self._parse_identifier_fields()
+            if self._curr and self._curr.token_type in (TokenType.DESC, TokenType.DESCRIBE) \
+                    and _is_history(self._tokens, self._index):
+                self._advance(2)
+                return self._parse_describe_history()
+            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("RESTORE"):
+                return self._parse_restore()
+            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("VACUUM"):
+                return self._parse_vacuum()
+            return super()._parse_statement()
+
+        # ---- VACUUM (Delta's DeltaSqlBase.g4, #vacuumTable) ----------------------------------
+
+        def _parse_vacuum(self) -> Vacuum:
+            if not self._at_end() and self._curr.token_type == TokenType.STRING:
+                self.raise_error("VACUUM of a path is not supported; name a table", self._curr)
+            table = self._parse_name_parts("VACUUM needs a table name")
+            out = Vacuum(this=table, dry_run=False)
+            if self._match_text_seq("RETAIN"):
+                if self._at_end():
+                    self._error_at_end("RETAIN needs a number of hours")
+                tok = self._curr
+                if tok.token_type != TokenType.NUMBER:
+                    self.raise_error("RETAIN needs a number of hours", tok)
+                out.set("hours", float(tok.text))
+                self._advance()
+                if not self._match_text_seq("HOURS"):
+                    self._expected("HOURS")
+            if self._match_text_seq("DRY", "RUN"):
+                out.set("dry_run", True)
+            if not self._at_end() and self._curr.text.upper() in ("USING", "LITE", "FULL"):
+                self.raise_error(f"VACUUM ... {self._curr.text.upper()} is not supported", self._curr)
+            self._end_of_statement()
+            return self.expression(out)
+
+        # ---- DESCRIBE HISTORY, RESTORE (Delta's DeltaSqlBase.g4) ------------------------------
+
+        def _parse_describe_history(self) -> DescribeHistory:
+            if not self._at_end() and self._curr.token_type == TokenType.STRING:
+                self.raise_error("DESCRIBE HISTORY of a path is not supported; name a table", self._curr)
+            table = self._parse_name_parts("DESCRIBE HISTORY needs a table name")
+            limit = None
+            if self._match(TokenType.LIMIT):
+                if self._at_end():
+                    self._error_at_end("LIMIT needs a number")
+                if self._curr.token_type != TokenType.NUMBER or not self._curr.text.isdigit():
+                    self.raise_error("LIMIT needs a whole number of rows", self._curr)
+                limit = int(self._curr.text)
+                self._advance()
+            self._end_of_statement()
+            return self.expression(DescribeHistory(this=table, limit=limit))
+
+        def _parse_restore(self) -> Restore:
+            self._match(TokenType.TABLE)
+            if not self._at_end() and self._curr.token_type == TokenType.STRING:
+                self.raise_error("RESTORE of a path is not supported; name a table", self._curr)
+            table = self._parse_name_parts("RESTORE needs a table name")
+            self._match_text_seq("TO")
+            self._match(TokenType.FOR)
+            if self._at_end():
+                self._error_at_end("expected VERSION AS OF or TIMESTAMP AS OF")
+            kind = self._curr.text.upper()
+            if kind not in ("VERSION", "SYSTEM_VERSION", "TIMESTAMP", "SYSTEM_TIME"):
+                self._expected("VERSION AS OF or TIMESTAMP AS OF")
+            self._advance()
+            if not (self._match(TokenType.ALIAS) and self._match_text_seq("OF")):
+                self._expected("AS OF")
+            if self._at_end():
+                self._error_at_end("expected a version or a timestamp after AS OF")
+            out = Restore(this=table)
+            if kind in ("VERSION", "SYSTEM_VERSION"):
+                tok = self._curr
+                if tok.token_type == TokenType.NUMBER and tok.text.isdigit():
+                    out.set("version", int(tok.text))
+                elif tok.token_type == TokenType.STRING:
+                    out.set("ref_text", self.sql[tok.start : tok.end + 1])
+                else:
+                    self.raise_error("VERSION AS OF takes a snapshot id (a whole number) or a branch or tag "
+                                     "name (a string)", tok)
+                self._advance()
+            else:
+                first = self._curr
+                if self._parse_assignment() is None:
+                    self._expected("a timestamp expression")
+                out.set("timestamp_text", self.sql[first.start : self._prev.end + 1])
+            self._end_of_statement()
+            return self.expression(out)
+
+        # ---- CALL --------------------------------------------------------------------------
+
+        def _parse_call(self) -> Call:
+            if self._at_end():
+                self._error_at_end("CALL needs a procedure name")
+            name = self._parse_name_parts("CALL needs a procedure name")
+            if not self._match(TokenType.L_PAREN):
+                self._expected("( after the procedure name")
+            args = []
+            if not self._match(TokenType.R_PAREN):
+                while True:
+                    args.append(self._parse_call_arg())
+                    if self._match(TokenType.COMMA):
+                        continue
+                    if not self._match(TokenType.R_PAREN):
+                        self._expected(", or ) after an argument")
+                    break
+            self._end_of_statement()
+            return self.expression(Call(this=name, args=args))
+
+        def _parse_call_arg(self):
+            name = None
+            if self._next and self._next.token_type == TokenType.FARROW and self._curr.token_type in (
+                    TokenType.VAR, TokenType.IDENTIFIER) or (self._next and self._next.token_type == TokenType.FARROW):
+                name = self._curr.text
+                self._advance()
+                self._advance()
+            if self._at_end() or self._curr.token_type in (TokenType.COMMA, TokenType.R_PAREN):
+                self._expected("an argument value")
+            first = self._curr
+            if self._parse_assignment() is None:
+                self._expected("an argument value")
+            return name, self.sql[first.start : self._prev.end + 1]
+
+        # ---- ALTER TABLE ... CREATE / REPLACE / DROP BRANCH / TAG (Iceberg's extensions) --------
+
+        def _parse_ref_statement(self) -> RefStatement:
+            self._advance(2)  # ALTER TABLE
+            table = self._parse_name_parts("ALTER TABLE needs a table name")
+            words = self._upper_words(4)
+            if words[:3] == ["CREATE", "OR", "REPLACE"]:
+                op, n = "CREATE OR REPLACE", 3
+            elif words[:1] in (["CREATE"], ["REPLACE"], ["DROP"]):
+                op, n = words[0], 1
+            else:
+                self._expected("CREATE, REPLACE or DROP BRANCH or TAG after the table name")
+            self._advance(n)
+            kind = self._curr.text.upper() if not self._at_end() else ""
+            if kind not in ("BRANCH", "TAG"):
+                self._expected("BRANCH or TAG")
+            self._advance()
+            if_exists = False
+            if op == "CREATE" and self._upper_words(3) == ["IF", "NOT", "EXISTS"]:
+                self._advance(3)
+                if_exists = True
+            elif op == "DROP" and self._upper_words(2) == ["IF", "EXISTS"]:
+                self._advance(2)
+                if_exists = True
+            name = self._ref_name(kind)
+            out = RefStatement(this=table, op=op, kind=kind, name=name, if_exists=if_exists)
+            if op != "DROP":
+                if self._upper_words(3) == ["AS", "OF", "VERSION"]:
+                    self._advance(3)
+                    out.set("version", self._whole_number("AS OF VERSION takes a snapshot id"))
+                if self._upper_words(1) == ["RETAIN"]:
+                    self._advance()
+                    out.set("retain_ms", self._duration("RETAIN"))
+                if self._upper_words(3) == ["WITH", "SNAPSHOT", "RETENTION"]:
+                    if kind == "TAG":
+                        self.raise_error("a tag has no snapshot retention (WITH SNAPSHOT RETENTION is for branches)",
+                                         self._curr)
+                    self._advance(3)
+                    got = False
+                    if self._upper_words(2)[1:] == ["SNAPSHOTS"]:
+                        out.set("min_snapshots", self._whole_number("expected a number of snapshots"))
+                        self._advance()
+                        got = True
+                    if not self._at_end() and self._curr.token_type == TokenType.NUMBER:
+                        out.set("max_snapshot_age_ms", self._duration("WITH SNAPSHOT RETENTION"))
+                        got = True
+                    if not got:
+                        self._expected("<n> SNAPSHOTS and/or <n> DAYS|HOURS|MINUTES after WITH SNAPSHOT RETENTION")
+            self._end_of_statement()
+            return self.expression(out)
+
+        def _upper_words(self, n: int) -> list[str]:
+            return [t.text.upper() for t in self._tokens[self._index:self._index + n]
+                    if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)]
+
+        def _ref_name(self, kind: str) -> str:
+            if self._at_end():
+                self._error_at_end(f"expected the {kind.lower()}'s name")
+            tok = self._curr
+            if tok.token_type == TokenType.IDENTIFIER or (tok.token_type != TokenType.STRING
+                                                          and tok.text.replace("_", "a").isalnum()):
+                self._advance()
+                return tok.text
+            self.raise_error(f"expected the {kind.lower()}'s name", tok)
+
+        def _whole_number(self, message: str) -> int:
+            if self._at_end():
+                self._error_at_end(message)
+            tok = self._curr
+            if tok.token_type != TokenType.NUMBER or not tok.text.isdigit():
+                self.raise_error(message, tok)
+            self._advance()
+            return int(tok.text)
+
+        def _duration(self, what: str) -> int:
+            number = self._whole_number(f"{what} takes <n> DAYS, HOURS or MINUTES")
+            unit = self._curr.text.upper() if not self._at_end() else ""
+            if unit not in _TIME_UNITS:
+                self._expected(f"DAYS, HOURS or MINUTES after {what} {number}")
+            self._advance()
+            return number * _TIME_UNITS[unit]
+
+        # ---- ALTER TABLE ... WRITE ..., SET/DROP IDENTIFIER FIELDS (Iceberg's extensions) -------
+
+        def _parse_write_order(self) -> WriteOrder:
+            self._advance(2)  # ALTER TABLE
+            table = self._parse_name_parts("ALTER TABLE needs a table name")
+            self._advance()  # WRITE
+            out = WriteOrder(this=table)
+            clauses = 0
+            while not self._at_end() and self._curr.token_type != TokenType.SEMICOLON:
+                words = self._upper_words(3)
+                if words == ["DISTRIBUTED", "BY", "PARTITION"] and not out.args.get("distributed"):
+                    self._advance(3)
+                    out.set("distributed", True)
+                elif words[:1] == ["UNORDERED"] and out.args.get("fields") is None and not out.args.get("unordered"):
+                    self._advance()
+                    out.set("unordered", True)
+                elif (words[:3] == ["LOCALLY", "ORDERED", "BY"] or words[:2] == ["ORDERED", "BY"]) \
+                        and out.args.get("fields") is None and not out.args.get("unordered"):
+                    locally = words[0] == "LOCALLY"
+                    self._advance(3 if locally else 2)
+                    out.set("locally", locally)
+                    wrapped = self._match(TokenType.L_PAREN)
+                    fields = [self._parse_sort_field()]
+                    while self._match(TokenType.COMMA):
+                        fields.append(self._parse_sort_field())
+                    if wrapped and not self._match(TokenType.R_PAREN):
+                        self._expected(", or ) after a sort field")
+                    out.set("fields", fields)
+                else:
+                    self._expected("DISTRIBUTED BY PARTITION, [LOCALLY] ORDERED BY or UNORDERED (each once)")
+                clauses += 1
+            if not clauses:
+                self._error_at_end("expected DISTRIBUTED BY PARTITION, [LOCALLY] ORDERED BY or UNORDERED after WRITE")
+            self._end_of_statement()
+            return self.expression(out)
+
+        def _parse_sort_field(self) -> SortFieldSpec:
+            field = self._parse_field_spec(alias_allowed=False)
+            desc = nulls_first = None
+            if self._match(TokenType.DESC):
+                desc = True
+            elif self._match(TokenType.ASC):
+                desc = False
+            if self._upper_words(1) == ["NULLS"]:
+                self._advance()
+                which = self._upper_words(1)
+                if which not in (["FIRST"], ["LAST"]):
+                    self._expected("FIRST or LAST after NULLS")
+                self._advance()
+                nulls_first = which == ["FIRST"]
+            return SortFieldSpec(field=field, desc=bool(desc), nulls_first=nulls_first)
+
+        def _parse_identifier_fields(self) -> IdentifierFields:
+            self._advance(2)  # ALTER TABLE
+            table = self._parse_name_parts("ALTER TABLE needs a table name")
+            op = self._curr.text.upper()
+            self._advance(3)  # SET|DROP IDENTIFIER FIELDS
+            wrapped = self._match(TokenType.L_PAREN)
+            fields = [self._column_parts("a column")]
+            while self._match(TokenType.COMMA):
+                fields.append(self._column_parts("a column"))
+            if wrapped and not self._match(TokenType.R_PAREN):
+                self._expected(", or ) after a column")
+            self._end_of_statement()
+            return self.expression(IdentifierFields(this=table, op=op, fields=fields))
+
+        # ---- ALTER TABLE ... PARTITION FIELD -----------------------------------------------
+
+        def _is_partition_field(self) -> bool:
+            """ALTER TABLE <name> ADD|DROP|REPLACE PARTITION FIELD, looked ahead without moving."""
+            i, tokens = self._index, self._tokens
+            texts = [t.text.upper() for t in tokens[i:i + 2]]
+            if texts != ["ALTER", "TABLE"]:
+                return False
+            for j in range(i + 2, len(tokens) - 2):
+                if (tokens[j].text.upper() in ("ADD", "DROP", "REPLACE") and tokens[j + 1].text.upper() == "PARTITION"
+                        and tokens[j + 2].text.upper() == "FIELD"):
+                    return True
+            return False
+
+        def _parse_partition_field(self) -> PartitionField:
+            self._advance(2)  # ALTER TABLE
+            table = self._parse_name_parts("ALTER TABLE needs a table name")
+            op = self._curr.text.upper() if self._curr else ""
+            if op not in ("ADD", "DROP", "REPLACE"):
+                self._expected("ADD, DROP or REPLACE PARTITION FIELD after the table name")
+            self._advance(3)  # op PARTITION FIELD
+            field = self._parse_field_spec(alias_allowed=op == "ADD")
+            new = None
+            if op == "REPLACE":
+                if not self._match_text_seq("WITH"):
+                    self._expected("WITH <new field> after REPLACE PARTITION FIELD <old field>")
+                new = self._parse_field_spec(alias_allowed=True)
+            self._end_of_statement()
+            return self.expression(PartitionField(this=table, op=op, field=field, new=new))
+
+        def _parse_field_spec(self, alias_allowed: bool) -> FieldSpec:
+            if self._at_end():
+                self._error_at_end("expected a partition field")
+            transform = args = column = alias = None
+            if self._next and self._next.token_type == TokenType.L_PAREN and self._curr.text.isidentifier():
+                transform = self._curr.text
+                self._advance(2)
+                args = []
+                while True:
+                    if self._curr and self._curr.token_type == TokenType.NUMBER:
+                        args.append({"lit": self._curr.text})
+                        self._advance()
+                    else:
+                        args.append({"ref": self._column_parts("a column or a number")})
+                    if self._match(TokenType.COMMA):
+                        continue
+                    if not self._match(TokenType.R_PAREN):
+                        self._expected(", or ) in the transform's arguments")
+                    break
+            else:
+                column = self._column_parts("a partition field")
+            if self._match(TokenType.ALIAS):
+                if not alias_allowed:
+                    self.raise_error("AS names a new partition field; here the field is an existing one", self._prev)
+                ident = self._parse_id_var(any_token=False)
+                if ident is None:
+                    self._expected("a name after AS")
+                alias = ident.name
+            return FieldSpec(transform=transform, args=args, column=column, alias=alias)
+
+        # ---- shared -----------------------------------------------------------------------
+
+        def _parse_name_parts(self, missing: str) -> list[str]:
+            """A multipart name: words or quoted names separated by dots (keywords are words here)."""
+            parts = []
+            while True:
+                if self._at_end():
+                    self._error_at_end(missing)
+                tok = self._curr
+                if tok.token_type == TokenType.IDENTIFIER:
+                    parts.append(tok.text)
+                elif tok.token_type != TokenType.STRING and tok.text.replace("_", "a").isalnum():
+                    parts.append(tok.text)
+                else:
+                    self.raise_error(missing, tok)
+                self._advance()
+                if not self._match(TokenType.DOT):
+                    return parts
+
+        def _column_parts(self, what: str) -> list[str]:
+            if self._at_end():
+                self._error_at_end(f"expected {what}")
+            start = self._curr
+            column = self._parse_column()
+            if not isinstance(column, exp.Column) or not all(isinstance(p, exp.Identifier) for p in column.parts):
+                self.raise_error(f"expected {what}", start)
+            return [p.name for p in column.parts]
+
+        def _expected(self, what: str) -> None:
+            if self._at_end():
+                self._error_at_end(f"expected {what}")
+            self.raise_error(f"expected {what}", self._curr)
+
+        def _end_of_statement(self) -> None:
+            self._match(TokenType.SEMICOLON)
+            if not self._at_end():
+                self.raise_error(f"unexpected {self._curr.text!r} after the statement", self._curr)
+
+        def _parse_optimize(self) -> Optimize:
+            if self._at_end():
+                self._error_at_end("OPTIMIZE needs a table name")
+            if self._curr.token_type == TokenType.STRING:
+                self.raise_error("OPTIMIZE of a path is not supported; name a table")
+            table = self._parse_table_parts()
+            if table is None or not table.name:
+                self.raise_error("OPTIMIZE needs a table name")
+            where = where_text = None
+            if self._match(TokenType.WHERE):
+                first = self._curr
+                where = self._parse_assignment()
+                if where is None and self._at_end():
+                    self._error_at_end("WHERE needs a predicate")
+                if where is None:
+                    self.raise_error("WHERE needs a predicate", self._curr)
+                where_text = self.sql[first.start : self._prev.end + 1]
+            zorder = curve = None
+            for word in ("ZORDER", "HILBERT"):
+                if zorder is None and self._match_text_seq(word):
+                    if self._at_end():
+                        self._error_at_end(f"expected BY after {word}")
+                    if not self._match_text_seq("BY"):
+                        self.raise_error(f"expected BY after {word}", self._curr)
+                    wrapped = self._match(TokenType.L_PAREN)
+                    zorder = self._parse_csv(lambda: self._parse_zorder_column(f"{word} BY"))
+                    if wrapped and not self._match(TokenType.R_PAREN):
+                        self.raise_error(f"expected ) after the {word} BY columns")
+                    curve = "hilbert" if word == "HILBERT" else None
+            self._match(TokenType.SEMICOLON)
+            return self.expression(Optimize(this=table, where=where, where_text=where_text, zorder=zorder, curve=curve))
+
+        def _at_end(self) -> bool:
+            return not self._curr or self._curr.token_type == TokenType.SENTINEL
+
+        def _error_at_end(self, message: str) -> None:
+            """A syntax error just after the last token: the statement ended too early."""
+            last = self._prev
+            raise ParseError.new(message, description=message, line=last.line, col=last.col + 1, highlight="")
+
+        def _parse_zorder_column(self, clause: str = "ZORDER BY") -> exp.Column:
+            start = self._curr
+            if self._at_end():
+                self._error_at_end(f"{clause} needs at least one column")
+            if start.token_type in (TokenType.R_PAREN, TokenType.COMMA, TokenType.SEMICOLON):
+                self.raise_error(f"{clause} needs at least one column", start)
+            column = self._parse_column()
+            plain = isinstance(column, exp.Column) and all(isinstance(p, exp.Identifier) for p in column.parts)
+            if not plain or (self._curr and self._curr.token_type in _OPERATORS):
+                self.raise_error(f"{clause} takes column names, not expressions", start)
+            return column
+
+    class Generator(Spark.Generator):
+        TRANSFORMS = {
+            **Spark.Generator.TRANSFORMS,
+            Optimize: lambda self, e: "OPTIMIZE "
+            + self.sql(e, "this")
+            + (f" WHERE {self.sql(e, 'where')}" if e.args.get("where") else "")
+            + (f" {'HILBERT' if e.args.get('curve') == 'hilbert' else 'ZORDER'} BY "
+               f"({self.expressions(e, key='zorder', flat=True)})" if e.args.get("zorder") else ""),
+        }
+
+
+def parse_optimize(sql: str) -> Optimize:
+    """The OPTIMIZE statement of sql, or a LakeSyntaxError that says where its syntax is wrong."""
+    return _parse_one(sql, Optimize, "OPTIMIZE")
+
+
+def parse_call(sql: str) -> Call:
+    r"""The CALL statement of sql.
+
+    >>> c = parse_call("-- nightly\nCALL lake.system.expire_snapshots(table => 'db.t', retain_last => 2);")
+    >>> c.this, c.args["args"]
+    (['lake', 'system', 'expire_snapshots'], [('table', "'db.t'"), ('retain_last', '2')])
+    >>> parse_call("CALL `my.cat`.system.f('a,b', map('k', 'v'))").args["args"]
+    [(None, "'a,b'"), (None, "map('k', 'v')")]
+    """
+    return _parse_one(sql, Call, "CALL")
+
+
+def parse_partition_field(sql: str) -> PartitionField:
+    """An ALTER TABLE ... ADD|DROP|REPLACE PARTITION FIELD statement of sql.
+
+    >>> p = parse_partition_field("ALTER TABLE lake.db.t ADD PARTITION FIELD bucket(4, `a,b`) AS `p(1)`")
+    >>> p.this, p.args["op"], p.args["field"].args
+    (['lake', 'db', 't'], 'ADD', {'transform': 'bucket', 'args': [{'lit': '4'}, {'ref': ['a,b']}], 'column': None, 'alias': 'p(1)'})
+    >>> parse_partition_field("ALTER TABLE lake.db.t/**/,lake.db.u ADD PARTITION FIELD bucket(4, id)")
+    Traceback (most recent call last):
+    ...
+    lakerules.errors.LakeSyntaxError: lakerules: ALTER TABLE syntax error at line 1, column 26: expected ADD, DROP or REPLACE PARTITION FIELD after the table name
+      ALTER TABLE lake.db.t/**/,lake.db.u ADD PARTITION FIELD bucket(4, id)
+                               ^
+    """
+    return _parse_one(sql, PartitionField, "ALTER TABLE")
+
+
+def parse_describe_history(sql: str) -> DescribeHistory:
+    """A DESCRIBE HISTORY statement of sql.
+
+    >>> d = parse_describe_history("DESC HISTORY lake.db.`t.1` LIMIT 2")
+    >>> d.this, d.args["limit"]
+    (['lake', 'db', 't.1'], 2)
+    """
+    return _parse_one(sql, DescribeHistory, "DESCRIBE HISTORY")
+
+
+def parse_restore(sql: str) -> Restore:
+    """A RESTORE statement of sql.
+
+    >>> r = parse_restore("RESTORE TABLE lake.db.t TO VERSION AS OF 123")
+    >>> r.this, r.args["version"]
+    (['lake', 'db', 't'], 123)
+    >>> parse_restore("RESTORE lake.db.t TIMESTAMP AS OF current_timestamp() - INTERVAL 1 DAY").args["timestamp_text"]
+    'current_timestamp() - INTERVAL 1 DAY'
+    """
+    return _parse_one(sql, Restore, "RESTORE")
+
+
+def parse_vacuum(sql: str) -> Vacuum:
+    """A VACUUM statement of sql.
+
+    >>> v = parse_vacuum("VACUUM lake.db.t RETAIN 200 HOURS DRY RUN")
+    >>> v.this, v.args["hours"], v.args["dry_run"]
+    (['lake', 'db', 't'], 200.0, True)
+    """
+    return _parse_one(sql, Vacuum, "VACUUM")
+
+
+def parse_ref_statement(sql: str) -> RefStatement:
+    """An ALTER TABLE ... CREATE/REPLACE/DROP BRANCH/TAG statement of sql.
+
+    >>> r = parse_ref_statement("ALTER TABLE lake.db.t CREATE BRANCH IF NOT EXISTS `b-1` AS OF VERSION 7 "
+    ...                         "RETAIN 2 DAYS WITH SNAPSHOT RETENTION 3 SNAPSHOTS 1 HOURS")
+    >>> r.this, r.args["op"], r.args["kind"], r.args["name"], r.args["version"], r.args["retain_ms"]
+    (['lake', 'db', 't'], 'CREATE', 'BRANCH', 'b-1', 7, 172800000)
+    >>> r.args["min_snapshots"], r.args["max_snapshot_age_ms"], r.args["if_exists"]
+    (3, 3600000, True)
+    >>> parse_ref_statement("ALTER TABLE t DROP TAG IF EXISTS v1").args["if_exists"]
+    True
+    """
+    return _parse_one(sql, RefStatement, "ALTER TABLE")
+
+
+def _after_table_name(tokens, j: int) -> int:
+    """The index after the multipart name starting at j (words, keywords and quoted names, dotted)."""
+    while j < len(tokens):
+        tok = tokens[j]
+        if tok.token_type == TokenType.IDENTIFIER or (tok.token_type != TokenType.STRING
+                                                       and tok.text.replace("_", "a").isalnum()):
+            j += 1
+            if j < len(tokens) and tokens[j].token_type == TokenType.DOT:
+                j += 1
+                continue
+        return j
+    return j
+
+
+def _ref_op_at(tokens, i: int) -> str | None:
+    """ALTER TABLE <name> (CREATE [OR REPLACE] | REPLACE | DROP) (BRANCH | TAG): the operation,
+    looked ahead from the ALTER token at i without moving; None for any other statement."""
+    if [t.text.upper() for t in tokens[i:i + 2]] != ["ALTER", "TABLE"]:
+        return None
+    j = _after_table_name(tokens, i + 2)
+    words = [t.text.upper() if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER) else "" for t in tokens[j:j + 4]]
+    if words[:1] in (["CREATE"], ["REPLACE"], ["DROP"]) and words[1:2] in (["BRANCH"], ["TAG"]):
+        return words[0]
+    if words[:3] == ["CREATE", "OR", "REPLACE"] and words[3:4] in (["BRANCH"], ["TAG"]):
+        return "CREATE OR REPLACE"
+    return None
+
+
+def parse_write_order(sql: str) -> WriteOrder:
+    """An ALTER TABLE ... WRITE statement of sql.
+
+    >>> w = parse_write_order("ALTER TABLE lake.db.t WRITE DISTRIBUTED BY PARTITION LOCALLY ORDERED BY "
+    ...                       "bucket(4, id) DESC NULLS FIRST, `a b`")
+    >>> w.args["distributed"], w.args["locally"], [f.args["field"].args.get("transform") for f in w.args["fields"]]
+    (True, True, ['bucket', None])
+    >>> [(f.args["desc"], f.args["nulls_first"]) for f in w.args["fields"]]
+    [(True, True), (False, None)]
+    >>> parse_write_order("ALTER TABLE t WRITE UNORDERED").args["unordered"]
+    True
+    """
+    return _parse_one(sql, WriteOrder, "ALTER TABLE")
+
+
+def parse_identifier_fields(sql: str) -> IdentifierFields:
+    """An ALTER TABLE ... SET|DROP IDENTIFIER FIELDS statement of sql.
+
+    >>> i = parse_identifier_fields("ALTER TABLE t SET IDENTIFIER FIELDS (id, s.k)")
+    >>> i.args["op"], i.args["fields"]
+    ('SET', [['id'], ['s', 'k']])
+    """
+    return _parse_one(sql, IdentifierFields, "ALTER TABLE")
+
+
+def _order_op_at(tokens, i: int) -> str | None:
+    """ALTER TABLE <name> WRITE ... -> "WRITE ORDER"; ALTER TABLE <name> SET|DROP IDENTIFIER FIELDS
+    -> "IDENTIFIER FIELDS"; None otherwise (looked ahead from the ALTER token at i)."""
+    if [t.text.upper() for t in tokens[i:i + 2]] != ["ALTER", "TABLE"]:
+        return None
+    j = _after_table_name(tokens, i + 2)
+    words = [t.text.upper() if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER) else "" for t in tokens[j:j + 3]]
+    if words[:1] == ["WRITE"] and words[1:2] in (["DISTRIBUTED"], ["LOCALLY"], ["ORDERED"], ["UNORDERED"]):
+        return "WRITE ORDER"
+    if words[:1] in (["SET"], ["DROP"]) and words[1:3] == ["IDENTIFIER", "FIELDS"]:
+        return "IDENTIFIER FIELDS"
+    return None
+
+
+def statement_kind(sql: str) -> str | None:
+    r"""Which lakerules statement sql is ("OPTIMIZE", "CALL", "PARTITION FIELD", "EXPLAIN",
+    "DESCRIBE HISTORY", "RESTORE"), by its
+    first words after comments; None for anything else (Spark's own statements).
+
+    >>> statement_kind("/* nightly */ OPTIMIZE lake.db.t")
+    'OPTIMIZE'
+    >>> statement_kind("-- c\n  call lake.system.f()")
+    'CALL'
+    >>> statement_kind("SELECT 1") is None
+    True
+    """
+    try:
+        tokens = LakeSpark().tokenize(sql)
+    except Exception:  # noqa: BLE001 - not tokenizable: Spark's parser says what is wrong
+        return None
+    words = [t.text.upper() for t in tokens[:1]]
+    if words == ["OPTIMIZE"] or words == ["CALL"] or words == ["EXPLAIN"] or words == ["RESTORE"] or words == ["VACUUM"]:
+        return words[0]
+    if words and words[0] in ("DESC", "DESCRIBE") and _is_history(tokens, 0):
+        return "DESCRIBE HISTORY"
+    if words == ["ALTER"] and _ref_op_at(tokens, 0) is not None:
+        return "REF"
+    if words == ["ALTER"] and _order_op_at(tokens, 0) is not None:
+        return _order_op_at(tokens, 0)
+    if words == ["ALTER"]:
+        upper = [t.text.upper() for t in tokens]
+        for j in range(2, len(upper) - 2):
+            if upper[j] in ("ADD", "DROP", "REPLACE") and upper[j + 1] == "PARTITION" and upper[j + 2] == "FIELD":
+                return "PARTITION FIELD"
+    return None
+
+
+def _is_history(tokens, i: int) -> bool:
+    """DESC[RIBE] HISTORY <name>: HISTORY followed by a name. ``DESCRIBE history`` and
+    ``DESCRIBE history.t`` describe a table named history (Spark's statement)."""
+    return (len(tokens) > i + 2 and tokens[i + 1].text.upper() == "HISTORY" and tokens[i + 1].token_type == TokenType.VAR
+            and tokens[i + 2].token_type not in (TokenType.DOT, TokenType.SEMICOLON))
+
+
+def after_first_word(sql: str) -> str:
+    """sql from its second token on (what follows EXPLAIN), comments before it dropped."""
+    tokens = LakeSpark().tokenize(sql)
+    return sql[tokens[0].end + 1:].lstrip() if tokens else ""
+
+
+def _parse_one(sql: str, kind: type, name: str):
+    from lakerules.sql import nesting
+
+    try:
+        with nesting.parsing(sql):
+            tree = LakeSpark().parse(sql, error_level=ErrorLevel.IMMEDIATE)
+    except ParseError as e:
+        raise _syntax_error(sql, e, name) from None
+    statements = [t for t in tree if t is not None]
+    if len(statements) != 1 or not isinstance(statements[0], kind):
+        raise LakeError(f"lakerules: expected one {name} statement")
+    return statements[0]
+
+
+def _syntax_error(sql: str, e: ParseError, name: str = "OPTIMIZE") -> LakeSyntaxError:
+    err = e.errors[0] if e.errors else {}
+    line, col = err.get("line") or 1, err.get("col") or 1
+    near = err.get("highlight") or ""
+    description = err.get("description") or str(e)
+    col = max(1, col - max(len(near), 1) + 1)  # sqlglot gives the token's last column
+    lines = sql.splitlines() or [sql]
+    text = lines[min(line, len(lines)) - 1]
+    message = f"lakerules: {name} syntax error at line {line}, column {col}: {description}\n  {text}\n  {' ' * (col - 1)}^"
+    return LakeSyntaxError(message, sql, line, col, near, f": {description}")
