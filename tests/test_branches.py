@@ -1,4 +1,4 @@
-"""Branches, tags and write-audit-publish (lakerules.iceberg.refs, lakerules.procedures.history.ref_command): refs
+"""Branches, tags and write-audit-publish (lakerules.iceberg.refs, lakerules.procedures.history.run_ref_change): refs
 DDL, reads and writes on `lake.db.t.branch_b` / `tag_v`, and WAP, with the rows of main and of
 each branch checked against pyiceberg (and DuckDB) after the statements."""
 

@@ -15,19 +15,20 @@ from py4j.protocol import Py4JJavaError
 from pyiceberg import exceptions as ie
 from pyspark.sql import SparkSession
 
-from lakerules.write import commit
-from lakerules.execute import run as execute
-from lakerules.spark import jvm as J
-from lakerules.plan import nodes as P
-from lakerules.rules import registry
-from lakerules.sql import statements
 from lakerules.backend.catalog_ops import CatalogOps
-from lakerules.iceberg.catalogs import Catalogs
 from lakerules.backend.context import Context
 from lakerules.errors import CatalogError, LakeError, LakeSyntaxError, TooComplex
-from lakerules.scan.latemat import LateScan, lower_late_scan
+from lakerules.execute import run as execute, statements as executed_statements
+from lakerules.iceberg.catalogs import Catalogs
 from lakerules.metadata.tables import MetadataScan, lower_metadata_scan
+from lakerules.plan import convert, nodes as P, statements as plan_statements
+from lakerules.rules import registry
+from lakerules.scan import explain
+from lakerules.scan.latemat import LateScan, lower_late_scan
 from lakerules.scan.read import lower_scan
+from lakerules.spark import jvm as J
+from lakerules.sql import statements
+from lakerules.write import commit
 
 log = logging.getLogger("lakerules")
 
@@ -52,8 +53,18 @@ class Backend:
     # ---- LakeBackend ---------------------------------------------------------------------
 
     def parse(self, jsession, sql_text):
+        """A routed statement: parsed once into data (lakerules.sql.statements) and handed to Spark
+        inside the plan (io.lakerules.LakeStatement), so that Spark resolves its table; EXPLAIN of
+        a statement over lake tables answered here; None for a statement that is Spark's."""
         try:
-            return statements.parse(self.context(jsession), sql_text)
+            ctx = self.context(jsession)
+            parsed = statements.parse(ctx.spark, sql_text)
+            if parsed is None:
+                return None
+            if isinstance(parsed, statements.Explain):
+                return explain.explain_statement(ctx.spark, parsed.statement, parsed.mode)
+            return J.statement_node(ctx.spark, list(parsed.table) if parsed.table is not None else None,
+                                    plan_statements.to_json(parsed))
         except LakeSyntaxError as e:  # Spark's own ParseException: the one a parser may throw
             return self.spark._jvm.io.lakerules.Bridge.parseError(e.sql, e.line, e.column - 1, e.near, e.hint)
         except TooComplex as e:  # as Spark's parser refuses its own statements nested too deep
@@ -66,9 +77,9 @@ class Backend:
         command node holding a PlannedCommand, which Spark runs when it executes the statement."""
         try:
             ctx = self.context(jsession)
-            tree = P.from_jvm(ctx.spark, jplan)
+            tree = convert.from_jvm(ctx.spark, jplan)
             tree = registry.apply_rules(tree, ctx, phase)
-            return P.to_jvm(ctx, tree)
+            return convert.to_jvm(ctx, tree)
         except BaseException as e:  # noqa: BLE001
             return self.java_error(e)
 
@@ -106,11 +117,14 @@ class Backend:
     def context(self, jsession) -> Context:
         return Context(spark=self.session(jsession), catalogs=self.catalogs,
                        lowerings={P.LakeScan: lower_scan, LateScan: lower_late_scan, P.Command: self.command_node,
-                                  MetadataScan: lower_metadata_scan, P.StreamWriteToLake: self.stream_write_node})
+                                  MetadataScan: lower_metadata_scan, P.StreamWriteToLake: self.stream_write_node},
+                       planners=executed_statements.PLANNERS)
 
     def command_node(self, ctx, node: P.Command, lower):
         """A planned command as the JVM command node Spark executes (io.lakerules.LakeCommand)."""
-        return J.command_node(ctx.spark, PlannedCommand(self, node), node.result_schema, P.explain(node))
+        schema = (executed_statements.result_schema(node.statement) if isinstance(node, P.StatementCommand)
+                  else node.result_schema)
+        return J.command_node(ctx.spark, PlannedCommand(self, node), schema, P.explain(node))
 
     def stream_write_node(self, ctx, node: P.StreamWriteToLake, lower):
         """A planned micro-batch write as the JVM node Spark plans and runs for the batch

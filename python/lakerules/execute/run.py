@@ -11,9 +11,10 @@ Every Spark job a command runs carries a job description naming the statement an
 
 from __future__ import annotations
 
+from lakerules.execute import statements
 from lakerules.metadata import describe
 from lakerules.spark import jvm as J, progress
-from lakerules.plan import nodes as P
+from lakerules.plan import convert, nodes as P
 from lakerules.rowlevel import run as rowlevel
 from lakerules.streaming import sink as streaming
 from lakerules.write import files as write
@@ -32,9 +33,13 @@ _VERBS = {
 def execute(ctx, node: P.Command):
     """Run a planned command once; the JVM plan of its result rows. Afterwards Spark's cached
     plans over the table are computed again from what it now holds, as after Spark's own writes."""
-    result = _run(ctx, node)
-    if node.changes_table:
-        t = node.table
+    t = node.table
+    if isinstance(node, P.StatementCommand):
+        with progress.statement(ctx, title(node)):
+            t, result = statements.run(ctx, node)
+    else:
+        result = _run(ctx, node)
+    if node.changes_table and t is not None:
         J.recache_table(ctx.spark, [t.catalog, *t.namespace, t.name])
     return result
 
@@ -52,9 +57,9 @@ def _run(ctx, node: P.Command):
     with progress.statement(ctx, title(node)):
         match node:
             case P.WriteToLake():
-                return write.run_write(ctx, node, P.to_jvm(ctx, node.query))
+                return write.run_write(ctx, node, convert.to_jvm(ctx, node.query))
             case P.CreateTableAsSelect():
-                return write.run_ctas(ctx, node, P.to_jvm(ctx, node.query))
+                return write.run_ctas(ctx, node, convert.to_jvm(ctx, node.query))
             case P.TruncateLake():
                 rowlevel.run_delete(ctx, node)
                 return None  # TRUNCATE TABLE shows no rows
@@ -66,24 +71,13 @@ def _run(ctx, node: P.Command):
                 return rowlevel.run_update(ctx, node)
             case P.WriteMerge():
                 return rowlevel.run_merge(ctx, node)
-            case P.StatementCommand():
-                t = node.table
-                table = ctx.catalogs.load_for_statement(t, ctx.conf, node.run_fn)
-                if node.planned is not None:
-                    return node.run_fn(ctx, table, planned=node.planned)
-                return node.run_fn(ctx, table)
-            case P.CatalogCommand():
-                return node.run_fn(ctx)
             case _:
                 raise TypeError(f"lakerules: no executor for plan node {type(node).__name__}")
 
 
 def title(node: P.Command) -> str:
-    if isinstance(node, P.CatalogCommand):
-        return " ".join(node.describe().split())[:200]
     if isinstance(node, P.StatementCommand):
-        text = getattr(node.run_fn, "description", None) or f"statement on {node.table}"
-        return " ".join(text.split())[:200]
+        return " ".join(node.statement.describe().split())[:200]
     if isinstance(node, P.WriteToLake):
         verb = {"append": "INSERT INTO", "overwrite": "INSERT OVERWRITE", "dynamic": "INSERT OVERWRITE (dynamic)"}[node.mode]
         return f"{verb} {node.table}"

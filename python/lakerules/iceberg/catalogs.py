@@ -9,7 +9,6 @@ LakeCatalog asks for are answered in lakerules.backend.catalog_ops.
 from __future__ import annotations
 
 import json
-import re
 import threading
 
 from pyiceberg import exceptions as ie
@@ -18,7 +17,7 @@ from pyiceberg.table import Table
 
 from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import far_dates, metadata_cache, metadata_files, refs
-from lakerules.iceberg.guarded import guarded, sqlite_locks_wait
+from lakerules.iceberg.guarded import guarded, shown_property, sqlite_locks_wait
 
 metadata_cache.install()
 metadata_files.install()
@@ -40,16 +39,6 @@ def namespace_exists(cat: Catalog, ns: tuple) -> bool:
 
 def qualified(catalog: str, namespace, name: str) -> str:
     return ".".join([catalog, *namespace, name])
-
-
-_SECRET_WORDS = ("password", "secret", "token", "credential", "key")
-
-
-def shown_property(key: str, value: str) -> str:
-    """A catalog property as an error message may show it: secrets and URI passwords masked."""
-    if any(w in key.lower() for w in _SECRET_WORDS):
-        return "***"
-    return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", str(value))
 
 
 def kept_as_spelled(catalog: str, cat: Catalog, namespace) -> None:
@@ -120,12 +109,12 @@ class Catalogs:
         table = self.load(t.catalog, t.namespace, t.name)
         return refs.for_write(table, refs.write_target(table, t, refs.parse_ref(t.ref), conf))
 
-    def load_for_statement(self, t, conf, run_fn) -> Table:
-        """The table a statement of lakerules.sql.statements runs on: OPTIMIZE (``run_fn.writes_data``)
+    def load_for_statement(self, t, conf, statement) -> Table:
+        """The table a statement of lakerules.plan.statements runs on: OPTIMIZE (``writes_data``)
         as any write (a branch named or write-audit-publish's; staging under spark.wap.id is refused:
         a rewrite publishes no new data to audit); the others on the table itself, never named at a ref."""
-        what = " ".join((getattr(run_fn, "description", None) or "this statement").split())[:80]
-        if getattr(run_fn, "writes_data", False):
+        what = " ".join(statement.describe().split())[:80]
+        if statement.writes_data:
             table = self.load_for_write(t, conf)
             if refs.target_of(table).branch is None:
                 raise NotSupported(f"lakerules: {what}: {t} has write.wap.enabled=true and the session sets "

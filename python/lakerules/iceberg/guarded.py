@@ -3,6 +3,7 @@ waited for (see :func:`sqlite_locks_wait`)."""
 
 from __future__ import annotations
 
+import re
 import threading
 
 from pyiceberg import exceptions as ie  # noqa: F401
@@ -10,6 +11,16 @@ from pyiceberg.catalog import Catalog
 
 from lakerules.errors import CatalogUnavailable, UnreadableFile
 from lakerules.iceberg import metadata_files
+
+
+_SECRET_WORDS = ("password", "secret", "token", "credential", "key")
+
+
+def shown_property(key: str, value: str) -> str:
+    """A catalog property as an error message may show it: secrets and URI passwords masked."""
+    if any(w in key.lower() for w in _SECRET_WORDS):
+        return "***"
+    return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", str(value))
 
 
 def qualified(catalog: str, namespace, name: str) -> str:
@@ -52,9 +63,7 @@ def guarded(cat: Catalog, name: str, props: dict | None = None) -> Catalog:
         return cat
     from sqlalchemy.exc import DBAPIError
 
-    from lakerules.iceberg.catalogs import shown_property as _shown
-
-    uri = _shown("uri", (props or {}).get("uri", str(engine.url)))
+    uri = shown_property("uri", (props or {}).get("uri", str(engine.url)))
     written = threading.local()  # the metadata file this thread's catalog call wrote last
     write_metadata = cat._write_metadata
 

@@ -114,11 +114,11 @@ def field_spec(spec, schema: Schema, what: str) -> tuple[Transform, str]:
     """A column or transform as the dialect parsed it (a FieldSpec: ``transform`` and ``args``,
     or ``column`` name parts) -> (transform, the source column's name in schema), checked by the
     partition transforms' rules; ``what`` ("partition", "sort") names it in errors."""
-    name = spec.args.get("transform")
+    name = spec.transform
     if name is not None:
-        transform, column = parse_transform(name, spec.args.get("args") or [])
+        transform, column = parse_transform(name, list(spec.args or ()))
     else:
-        transform, column = IdentityTransform(), ".".join(spec.args["column"])
+        transform, column = IdentityTransform(), ".".join(spec.column)
     try:
         source = schema.find_field(column, case_sensitive=False)
     except ValueError:

@@ -31,9 +31,7 @@ from __future__ import annotations
 import datetime
 import math
 import struct
-from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from pyiceberg.table.sorting import NullOrder, SortDirection
 from pyiceberg.transforms import (

@@ -129,15 +129,10 @@ def parse(sql_text: str) -> Statement:
     )
 
 
-def command(statement: Statement):
-    """The function the statement's marker runs, fn(ctx, table[, planned]); ``plan`` (ctx,
-    table) -> the files and bins it will rewrite, which EXPLAIN shows."""
-    run_fn = functools.partial(run, statement=statement)
-    run_fn.description = statement.text
-    run_fn.schema = RESULT_SCHEMA
-    run_fn.writes_data = True  # on a branch when named at one (lakerules.iceberg.refs)
-    run_fn.plan = functools.partial(plan, statement=statement)
-    return run_fn
+def statement_of(optimize) -> Statement:
+    """The rewrite an OPTIMIZE statement (lakerules.plan.statements.Optimize) asks for."""
+    return Statement(table=".".join(optimize.table), where=optimize.where, zorder=optimize.zorder, text=optimize.text,
+                     curve=optimize.curve)
 
 
 @dataclass(frozen=True)

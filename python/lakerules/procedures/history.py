@@ -262,14 +262,9 @@ def history_rows(metadata, limit: int | None) -> list[tuple]:
     return rows
 
 
-def describe_history(limit: int | None):
-    def run_fn(ctx, table):
-        return J.analyzed(J.local_frame(ctx.spark, history_rows(table.metadata, limit),
-                                        _schema(HISTORY_RESULT)))
-
-    run_fn.description = "DESCRIBE HISTORY" + (f" LIMIT {limit}" if limit is not None else "")
-    run_fn.schema = HISTORY_RESULT
-    return run_fn
+def run_describe_history(ctx, table, stmt):
+    """DESCRIBE HISTORY t [LIMIT n] (lakerules.plan.statements.DescribeHistory)."""
+    return J.analyzed(J.local_frame(ctx.spark, history_rows(table.metadata, stmt.limit), _schema(HISTORY_RESULT)))
 
 
 def _schema(ddl: str):
@@ -281,13 +276,32 @@ def _schema(ddl: str):
 # ---- RESTORE --------------------------------------------------------------------------------------
 
 
-def restore_command(version: int | None, ref: str | None, timestamp_us: int | None, shown: str):
-    def run_fn(ctx, table):
-        return _restore(ctx, table, version, ref, timestamp_us)
+def run_restore(ctx, table, stmt):
+    """RESTORE (lakerules.plan.statements.Restore): the timestamp or the ref, if any, evaluated now
+    (a constant expression of the statement, read alone and cast by Spark, as CALL arguments are),
+    then the snapshot it names restored."""
+    from pyspark.sql import functions as F
 
-    run_fn.description = f"RESTORE TABLE TO {shown}"
-    run_fn.schema = RESTORE_RESULT
-    return run_fn
+    timestamp_us = ref = None
+    if stmt.timestamp_text is not None:
+        timestamp_us = _constant(ctx, F.unix_micros(F.expr(stmt.timestamp_text).cast("TIMESTAMP")), "the timestamp",
+                                 stmt.timestamp_text)
+    if stmt.ref_text is not None:  # a string literal, read by Spark as it reads its own
+        ref = _constant(ctx, F.expr(stmt.ref_text).cast("STRING"), "the version", stmt.ref_text)
+    return _restore(ctx, table, stmt.version, ref, timestamp_us)
+
+
+def _constant(ctx, column, what: str, text: str):
+    """The value of a constant expression of the statement, evaluated by Spark; an error if NULL."""
+    try:
+        value = J.one_row(ctx.spark).select(column).collect()[0][0]
+    except Exception as e:  # noqa: BLE001 - Spark's own error, named by the statement
+        first = str(getattr(e, "desc", None) or e).strip().splitlines()
+        raise LakeError(f"lakerules: RESTORE: cannot evaluate {what} {text!r}: "
+                        f"{first[0] if first else type(e).__name__}") from None
+    if value is None:
+        raise LakeError(f"lakerules: RESTORE: {what} {text!r} is NULL")
+    return value
 
 
 def _restore_target(table, version, ref, timestamp_us):
@@ -348,21 +362,16 @@ def _restore(ctx, table, version, ref, timestamp_us):
 # ---- branch and tag DDL (Iceberg's ALTER TABLE ... CREATE/REPLACE/DROP BRANCH/TAG) -----------------
 
 
-def ref_command(stmt):
-    """The command of an ALTER TABLE ... BRANCH/TAG statement (lakerules.sql.dialect.RefStatement).
+def run_ref_change(ctx, table, stmt):
+    """ALTER TABLE ... BRANCH/TAG (lakerules.plan.statements.RefChange).
     As Iceberg's runtime: CREATE fails on an existing ref (IF NOT EXISTS: nothing happens when a
     ref of that kind exists), REPLACE on a missing one, CREATE OR REPLACE does either; the ref
     points at AS OF VERSION's snapshot, else the current one; REPLACE keeps the retention it had
     unless given; DROP fails on a missing ref (IF EXISTS: nothing happens) and never drops main."""
-    a = stmt.args
-    op, kind, name = a["op"], a["kind"], a["name"]
+    from dataclasses import asdict
 
-    def run_fn(ctx, table):
-        _ref_ddl(table, op, kind.lower(), name, a)
-        return J.empty_result(ctx.spark)
-
-    run_fn.description = f"ALTER TABLE {op} {kind} {name}"
-    return run_fn
+    _ref_ddl(table, stmt.op, stmt.kind.lower(), stmt.name, asdict(stmt))
+    return J.empty_result(ctx.spark)
 
 
 # Iceberg's SnapshotRef: each retention setting given is positive; the ages are milliseconds in a

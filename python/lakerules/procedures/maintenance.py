@@ -236,7 +236,7 @@ def bind(spark, procedure: str, catalog: str, args: list[tuple[str | None, str]]
         except LakeError:
             raise
         except Exception as e:  # noqa: BLE001 - Spark's own error, named by the statement
-            raise LakeError(f"lakerules: {where}: cannot evaluate the arguments {given}: {_first_line(e)}") from None
+            raise LakeError(f"lakerules: {where}: cannot evaluate the arguments {given}: {first_line(e)}") from None
         for i, name in enumerate(names):
             values[name] = row[i]
     if values.get("max_concurrent_deletes") is not None and values["max_concurrent_deletes"] <= 0:
@@ -274,32 +274,7 @@ def _check_types(spark, where: str, args: dict) -> None:
                             f"{field.dataType.simpleString()}")
 
 
-def command(procedure: str, values: dict):
-    """fn(ctx, table) running the procedure on the table (a StatementCommand's function)."""
-    from lakerules.procedures import history, missing_files, imports as table_imports
-
-    run = {"add_files": table_imports.add_files, "remove_missing_files": missing_files.remove_missing_files, "remove_orphan_files": _remove_orphan_files, "expire_snapshots": _expire_snapshots,
-           "rewrite_manifests": _rewrite_manifests, "rollback_to_snapshot": history.rollback_to_snapshot,
-           "rollback_to_timestamp": history.rollback_to_timestamp,
-           "set_current_snapshot": history.set_current_snapshot, "cherrypick_snapshot": history.cherrypick_snapshot,
-           "fast_forward": history.fast_forward, "publish_changes": history.publish_changes}[procedure]
-    return procedure_command(procedure, run, values)
-
-
-def procedure_command(procedure: str, run, values: dict):
-    """fn(ctx, table) calling run(ctx, table, values), described as the CALL and typed as the
-    procedure's result (a StatementCommand's function)."""
-
-    def run_fn(ctx, table):
-        return run(ctx, table, values)
-
-    shown = ", ".join(f"{k} => {v!r}" for k, v in values.items() if v is not None)
-    run_fn.description = f"CALL system.{procedure}({shown})"
-    run_fn.schema = RESULTS[procedure]
-    return run_fn
-
-
-def _first_line(e: Exception) -> str:
+def first_line(e: Exception) -> str:
     text = str(getattr(e, "desc", None) or e)
     return text.strip().splitlines()[0] if text.strip() else type(e).__name__
 
@@ -307,7 +282,7 @@ def _first_line(e: Exception) -> str:
 # ---- remove_orphan_files ----------------------------------------------------------------------------
 
 
-def _remove_orphan_files(ctx, table, args: dict):
+def remove_orphan_files(ctx, table, args: dict):
     spark = ctx.spark
     now_ms = int(time.time() * 1000)
     older_than_ms = args["older_than"] // 1000 if args["older_than"] is not None else now_ms - 3 * DAY_MS
@@ -408,7 +383,7 @@ def snapshots_to_expire(metadata, now_ms: int, older_than_ms: int | None, retain
     return [s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in keep]
 
 
-def _expire_snapshots(ctx, table, args: dict):
+def expire_snapshots(ctx, table, args: dict):
     spark = ctx.spark
     if args["retain_last"] is not None and args["retain_last"] < 1:
         raise LakeError(f"lakerules: expire_snapshots: retain_last must be at least 1, cannot be: {args['retain_last']}")
@@ -452,7 +427,7 @@ def _expire_snapshots(ctx, table, args: dict):
 # ---- rewrite_manifests ----------------------------------------------------------------------------
 
 
-def _rewrite_manifests(ctx, table, args: dict):
+def rewrite_manifests(ctx, table, args: dict):
     """Iceberg's rewrite_manifests: the manifests of one partition spec (default the current one)
     rewritten into manifests clustered by partition, data and delete manifests apart, in one
     "replace" snapshot with the same files (lakerules.write.commit.rewrite_manifests)."""

@@ -156,15 +156,3 @@ def rewrite_data_files(ctx, table, values: dict):
     statement = _rewrite_statement(ctx, table, values, "rewrite_data_files", result)
     return run(ctx, table, statement)
 
-
-def rewrite_data_files_command(values: dict):
-    """fn(ctx, table) running CALL system.rewrite_data_files (a StatementCommand's function)."""
-    from lakerules.procedures.maintenance import RESULTS
-
-    def run_fn(ctx, table):
-        return rewrite_data_files(ctx, table, values)
-
-    shown = ", ".join(f"{k} => {v!r}" for k, v in values.items() if v is not None)
-    run_fn.description = f"CALL system.rewrite_data_files({shown})"
-    run_fn.schema = RESULTS["rewrite_data_files"]
-    return run_fn

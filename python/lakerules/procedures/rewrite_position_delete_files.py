@@ -211,9 +211,3 @@ def run(ctx, table, values: dict):
            sum(f.file_size_in_bytes for f in written))
     return J.result_rows(spark, [row], RESULTS[PROCEDURE])
 
-
-def command(values: dict):
-    """fn(ctx, table) running the CALL (a StatementCommand's function)."""
-    from lakerules.procedures.maintenance import procedure_command
-
-    return procedure_command(PROCEDURE, run, values)

@@ -32,14 +32,10 @@ DEFAULT_HOURS = 168.0
 RESULT = "path string"
 
 
-def command(hours: float | None, dry_run: bool):
-    def run_fn(ctx, table):
-        return run(ctx, table, hours, dry_run)
-
-    run_fn.description = (f"VACUUM{'' if hours is None else f' RETAIN {hours:g} HOURS'}{' DRY RUN' if dry_run else ''}"
-                          ": expire_snapshots + remove_orphan_files older than the retention")
-    run_fn.schema = RESULT
-    return run_fn
+def run_statement(ctx, table, stmt):
+    """VACUUM (lakerules.plan.statements.Vacuum): expire_snapshots + remove_orphan_files older than
+    the retention."""
+    return run(ctx, table, stmt.hours, stmt.dry_run)
 
 
 def run(ctx, table, hours: float | None, dry_run: bool):
@@ -76,10 +72,10 @@ def run(ctx, table, hours: float | None, dry_run: bool):
         from pyspark.sql.types import StructType
 
         return J.analyzed(J.local_frame(spark, [(p,) for p in rows], StructType.fromDDL(RESULT)))
-    M._expire_snapshots(ctx, table, {"older_than": older_than_us, "retain_last": None, "max_concurrent_deletes": None,
+    M.expire_snapshots(ctx, table, {"older_than": older_than_us, "retain_last": None, "max_concurrent_deletes": None,
                                      "stream_results": None, "snapshot_ids": None})
     table.refresh()
-    M._remove_orphan_files(ctx, table, {"older_than": older_than_us, "location": None, "dry_run": False,
+    M.remove_orphan_files(ctx, table, {"older_than": older_than_us, "location": None, "dry_run": False,
                                         "max_concurrent_deletes": None})
     return J.result_rows(spark, [(table.location(),)], RESULT)
 
@@ -95,7 +91,7 @@ def _dry_run(ctx, table, now_ms: int, older_than_us: int) -> list[str]:
     confined = paths.Confinement.of(table, f"VACUUM {names.table_name(table)}")
     borrowed = cleanup.guard(table.catalog, table, confined)
     inside = sorted(p for p in doomed if confined.inside(p) is not None and cleanup.normalize(p) not in borrowed)
-    orphans = M._remove_orphan_files(ctx, table, {"older_than": older_than_us, "location": None, "dry_run": True,
+    orphans = M.remove_orphan_files(ctx, table, {"older_than": older_than_us, "location": None, "dry_run": True,
                                                   "max_concurrent_deletes": None})
     listed = [r[0] for r in J.dataframe(ctx.spark, orphans).collect()]
     return sorted(set(inside) | set(listed))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pyiceberg.manifest import DataFileContent
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from lakerules.write import commit
 from lakerules.spark import jvm as J

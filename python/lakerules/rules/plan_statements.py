@@ -16,9 +16,9 @@ from lakerules.plan.nodes import Node, StatementCommand
 
 def plan_statements(plan: Node, ctx) -> Node:
     match plan:
-        case StatementCommand(planned=None) if hasattr(plan.run_fn, "plan"):
-            t = plan.table
-            table = ctx.catalogs.load_for_statement(t, ctx.conf, plan.run_fn)
-            return replace(plan, planned=plan.run_fn.plan(ctx, table))
+        # a statement on a table whose planner plans ahead (ctx.planners: statement type -> planner)
+        case StatementCommand(planned=None, table=t) if t is not None and type(plan.statement) in ctx.planners:
+            table = ctx.catalogs.load_for_statement(t, ctx.conf, plan.statement)
+            return replace(plan, planned=ctx.planners[type(plan.statement)](ctx, table, plan.statement))
         case _:
             return plan

@@ -116,3 +116,18 @@ def install_dataframe_explain() -> None:
     explain._lakerules = True
     explain.__doc__ = original.__doc__
     DataFrame.explain = explain
+
+
+def explain_statement(spark, inner: str, mode: str | None):
+    """EXPLAIN [mode] <inner>: for a statement that would run a lake command, the lakerules plan of
+    the command (planning runs nothing: lakerules.execute); for a query over lake tables, Spark's
+    explanation plus the lake scans; None for a statement that touches no lake table (Spark's own
+    EXPLAIN takes it)."""
+    from lakerules.spark import jvm as J
+
+    analyzed = J.analyze_sql(spark, inner)
+    if J.class_name(analyzed) == "io.lakerules.LakeCommand":
+        return J.result_rows(spark, [("== lakerules plan (not run) ==\n" + analyzed.description(),)], "plan string")
+    if not J.bridge(spark).touchesLake(analyzed):
+        return None
+    return J.result_rows(spark, [(explain_text(spark, analyzed, mode),)], "plan string")

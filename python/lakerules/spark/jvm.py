@@ -160,9 +160,17 @@ def in_rows(spark: SparkSession, cols: list[Column], rows: list[tuple], schema) 
     return ClassicColumn(utils.column(expr))
 
 
-def star_from(spark: SparkSession, table: list[str], alias: str):
-    """The unresolved plan SELECT * FROM table AS alias, with ``table``'s name parts as they are."""
-    return spark._jvm.io.lakerules.Bridge.starFrom(to_java_list(spark, table), alias)
+def statement_node(spark: SparkSession, table: list[str] | None, payload: str):
+    """io.lakerules.LakeStatement: a parsed statement's data (``payload``, JSON) over its table
+    as named (``table``'s name parts, which Spark resolves as for its own statements), or over no
+    table (None: a statement on a catalog)."""
+    parts = to_java_list(spark, table) if table is not None else None
+    return spark._jvm.io.lakerules.LakeStatement.of(parts, payload)
+
+
+def statement_of(plan):
+    """(payload, child) of an io.lakerules.LakeStatement."""
+    return str(plan.payload()), plan.child()
 
 
 def command_node(spark: SparkSession, action, result_schema: str, description: str):
@@ -302,3 +310,9 @@ def checkpoint_root(spark: SparkSession, query_id: str) -> str | None:
         return str(query.streamingQuery().resolvedCheckpointRoot())
     except Exception:  # noqa: BLE001 - an older or newer Spark's internals: nothing to tell
         return None
+
+
+def analyze_sql(spark: SparkSession, sql_text: str):
+    """The analyzed plan of a statement (Spark's parser and analyzer; nothing runs)."""
+    state = spark._jsparkSession.sessionState()
+    return state.analyzer().execute(state.sqlParser().parsePlan(sql_text))

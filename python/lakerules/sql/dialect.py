@@ -40,6 +40,7 @@ from sqlglot.errors import ErrorLevel, ParseError
 from sqlglot.tokens import TokenType
 
 from lakerules.errors import LakeError, LakeSyntaxError
+from lakerules.sql import nesting
 
 
 class Call(exp.Expression):
@@ -144,30 +145,32 @@ class LakeSpark(Spark):
 
     class Parser(Spark.Parser):
         def _parse_statement(self):
-            # As sqlglot's own parser takes WHILE: a statement named by its first word.
-            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("OPTIMIZE"):
-                return self._parse_optimize()
-            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("CALL"):
-                return self._parse_call()
-            if self._curr and self._curr.token_type == TokenType.ALTER and self._is_partition_field():
-                return self._parse_partition_field()
-            if self._curr and self._curr.token_type == TokenType.ALTER and _ref_op_at(self._tokens, self._index) is not None:
-                return self._parse_ref_statement()
-            if self._curr and self._curr.token_type == TokenType.ALTER:
-                order_kind = _order_op_at(self._tokens, self._index)
-                if order_kind == "WRITE ORDER":
-                    return self._parse_write_order()
-                if order_kind == "IDENTIFIER FIELDS":
-                    return self._parse_identifier_fields()
-            if self._curr and self._curr.token_type in (TokenType.DESC, TokenType.DESCRIBE) \
-                    and _is_history(self._tokens, self._index):
-                self._advance(2)
-                return self._parse_describe_history()
-            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("RESTORE"):
-                return self._parse_restore()
-            if self._curr and self._curr.token_type == TokenType.VAR and self._match_text_seq("VACUUM"):
-                return self._parse_vacuum()
+            # As sqlglot's own parser takes WHILE: a statement named by its first words, told
+            # apart in one place (statement_at) and parsed by its entry of STATEMENT_PARSERS.
+            kind = statement_at(self._tokens, self._index) if self._curr else None
+            if kind in STATEMENT_PARSERS:
+                return getattr(self, STATEMENT_PARSERS[kind])()
             return super()._parse_statement()
+
+        def _parse_optimize_statement(self) -> Optimize:
+            self._advance()  # OPTIMIZE
+            return self._parse_optimize()
+
+        def _parse_call_statement(self) -> Call:
+            self._advance()  # CALL
+            return self._parse_call()
+
+        def _parse_restore_statement(self) -> Restore:
+            self._advance()  # RESTORE
+            return self._parse_restore()
+
+        def _parse_vacuum_statement(self) -> Vacuum:
+            self._advance()  # VACUUM
+            return self._parse_vacuum()
+
+        def _parse_describe_history_statement(self) -> DescribeHistory:
+            self._advance(2)  # DESC[RIBE] HISTORY
+            return self._parse_describe_history()
 
         # ---- VACUUM (Delta's DeltaSqlBase.g4, #vacuumTable) ----------------------------------
 
@@ -429,18 +432,6 @@ class LakeSpark(Spark):
             return self.expression(IdentifierFields(this=table, op=op, fields=fields))
 
         # ---- ALTER TABLE ... PARTITION FIELD -----------------------------------------------
-
-        def _is_partition_field(self) -> bool:
-            """ALTER TABLE <name> ADD|DROP|REPLACE PARTITION FIELD, looked ahead without moving."""
-            i, tokens = self._index, self._tokens
-            texts = [t.text.upper() for t in tokens[i:i + 2]]
-            if texts != ["ALTER", "TABLE"]:
-                return False
-            for j in range(i + 2, len(tokens) - 2):
-                if (tokens[j].text.upper() in ("ADD", "DROP", "REPLACE") and tokens[j + 1].text.upper() == "PARTITION"
-                        and tokens[j + 2].text.upper() == "FIELD"):
-                    return True
-            return False
 
         def _parse_partition_field(self) -> PartitionField:
             self._advance(2)  # ALTER TABLE
@@ -736,10 +727,59 @@ def _order_op_at(tokens, i: int) -> str | None:
     return None
 
 
+# The one place a lakerules statement is told from Spark's: its kind, by its first words, and the
+# parser method of each kind (EXPLAIN is taken apart by lakerules.sql.statements).
+STATEMENT_PARSERS = {
+    "OPTIMIZE": "_parse_optimize_statement",
+    "CALL": "_parse_call_statement",
+    "RESTORE": "_parse_restore_statement",
+    "VACUUM": "_parse_vacuum_statement",
+    "DESCRIBE HISTORY": "_parse_describe_history_statement",
+    "PARTITION FIELD": "_parse_partition_field",
+    "REF": "_parse_ref_statement",
+    "WRITE ORDER": "_parse_write_order",
+    "IDENTIFIER FIELDS": "_parse_identifier_fields",
+}
+STATEMENT_NAMES = {"DESCRIBE HISTORY": "DESCRIBE HISTORY", "PARTITION FIELD": "ALTER TABLE", "REF": "ALTER TABLE",
+                   "WRITE ORDER": "ALTER TABLE", "IDENTIFIER FIELDS": "ALTER TABLE"}
+
+
+def statement_at(tokens, i: int) -> str | None:
+    """The kind of lakerules statement starting at token i (a key of STATEMENT_PARSERS, or
+    "EXPLAIN"); None for any other statement (Spark's own)."""
+    if i >= len(tokens):
+        return None
+    tok = tokens[i]
+    word = tok.text.upper()
+    if tok.token_type == TokenType.VAR and word in ("OPTIMIZE", "CALL", "RESTORE", "VACUUM"):
+        return word
+    if word == "EXPLAIN":
+        return "EXPLAIN"
+    if tok.token_type in (TokenType.DESC, TokenType.DESCRIBE) and _is_history(tokens, i):
+        return "DESCRIBE HISTORY"
+    if tok.token_type == TokenType.ALTER:
+        if _ref_op_at(tokens, i) is not None:
+            return "REF"
+        order = _order_op_at(tokens, i)
+        if order is not None:
+            return order
+        if _partition_field_at(tokens, i):
+            return "PARTITION FIELD"
+    return None
+
+
+def _partition_field_at(tokens, i: int) -> bool:
+    """ALTER TABLE <name> ADD|DROP|REPLACE PARTITION FIELD, looked ahead from the ALTER at i."""
+    if [t.text.upper() for t in tokens[i:i + 2]] != ["ALTER", "TABLE"]:
+        return False
+    upper = [t.text.upper() for t in tokens]
+    return any(upper[j] in ("ADD", "DROP", "REPLACE") and upper[j + 1] == "PARTITION" and upper[j + 2] == "FIELD"
+               for j in range(i + 2, len(upper) - 2))
+
+
 def statement_kind(sql: str) -> str | None:
-    r"""Which lakerules statement sql is ("OPTIMIZE", "CALL", "PARTITION FIELD", "EXPLAIN",
-    "DESCRIBE HISTORY", "RESTORE"), by its
-    first words after comments; None for anything else (Spark's own statements).
+    r"""Which lakerules statement sql is (a key of STATEMENT_PARSERS, or "EXPLAIN"), by its first
+    words after comments; None for anything else (Spark's own statements).
 
     >>> statement_kind("/* nightly */ OPTIMIZE lake.db.t")
     'OPTIMIZE'
@@ -752,21 +792,29 @@ def statement_kind(sql: str) -> str | None:
         tokens = LakeSpark().tokenize(sql)
     except Exception:  # noqa: BLE001 - not tokenizable: Spark's parser says what is wrong
         return None
-    words = [t.text.upper() for t in tokens[:1]]
-    if words == ["OPTIMIZE"] or words == ["CALL"] or words == ["EXPLAIN"] or words == ["RESTORE"] or words == ["VACUUM"]:
-        return words[0]
-    if words and words[0] in ("DESC", "DESCRIBE") and _is_history(tokens, 0):
-        return "DESCRIBE HISTORY"
-    if words == ["ALTER"] and _ref_op_at(tokens, 0) is not None:
-        return "REF"
-    if words == ["ALTER"] and _order_op_at(tokens, 0) is not None:
-        return _order_op_at(tokens, 0)
-    if words == ["ALTER"]:
-        upper = [t.text.upper() for t in tokens]
-        for j in range(2, len(upper) - 2):
-            if upper[j] in ("ADD", "DROP", "REPLACE") and upper[j + 1] == "PARTITION" and upper[j + 2] == "FIELD":
-                return "PARTITION FIELD"
-    return None
+    return statement_at(tokens, 0)
+
+
+def parse_statement(sql: str):
+    """The lakerules statement of sql, parsed (an Optimize, Call, ... node), or None when sql is
+    not one (Spark's own statement, or EXPLAIN); a LakeSyntaxError says where its syntax is wrong."""
+    try:
+        tokens = LakeSpark().tokenize(sql)
+    except Exception:  # noqa: BLE001 - not tokenizable: Spark's parser says what is wrong
+        return None
+    kind = statement_at(tokens, 0)
+    if kind is None or kind == "EXPLAIN":
+        return None
+    name = STATEMENT_NAMES.get(kind, kind)
+    try:
+        with nesting.parsing(sql, tokens):
+            tree = LakeSpark().parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, sql)
+    except ParseError as e:
+        raise _syntax_error(sql, e, name) from None
+    statements = [t for t in tree if t is not None]
+    if len(statements) != 1:
+        raise LakeError(f"lakerules: expected one {name} statement")
+    return statements[0]
 
 
 def _is_history(tokens, i: int) -> bool:
@@ -783,11 +831,10 @@ def after_first_word(sql: str) -> str:
 
 
 def _parse_one(sql: str, kind: type, name: str):
-    from lakerules.sql import nesting
-
     try:
-        with nesting.parsing(sql):
-            tree = LakeSpark().parse(sql, error_level=ErrorLevel.IMMEDIATE)
+        tokens = LakeSpark().tokenize(sql)
+        with nesting.parsing(sql, tokens):
+            tree = LakeSpark().parser(error_level=ErrorLevel.IMMEDIATE).parse(tokens, sql)
     except ParseError as e:
         raise _syntax_error(sql, e, name) from None
     statements = [t for t in tree if t is not None]

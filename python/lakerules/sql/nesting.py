@@ -24,16 +24,11 @@ _parsing = 0
 _limit_before: int | None = None
 
 
-def depth(sql: str) -> int:
-    """How deep the statement's brackets ((), [], {}) nest, strings and comments aside; 0 when
-    it does not tokenize (the parser then says why)."""
-    from sqlglot.dialects.spark import Spark
+def depth(tokens) -> int:
+    """How deep the statement's brackets ((), [], {}) nest, given its tokens (strings and
+    comments are single tokens or none)."""
     from sqlglot.tokens import TokenType
 
-    try:
-        tokens = Spark().tokenize(sql)  # brackets, strings and comments as lakerules' dialect reads them
-    except Exception:  # noqa: BLE001 - not tokenizable: the parser reports it
-        return 0
     opening = (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE)
     closing = (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE)
     level = deepest = 0
@@ -47,10 +42,10 @@ def depth(sql: str) -> int:
 
 
 @contextmanager
-def parsing(sql: str):
-    """Parse ``sql`` inside: refused as too complex when nested deeper than MAX_DEPTH, with room to
-    recurse; a RecursionError inside is the same refusal."""
-    if depth(sql) > MAX_DEPTH:
+def parsing(sql: str, tokens):
+    """Parse ``sql`` (``tokens``: the dialect's tokens of it) inside: refused as too complex when
+    nested deeper than MAX_DEPTH, with room to recurse; a RecursionError inside is the same refusal."""
+    if depth(tokens) > MAX_DEPTH:
         raise TooComplex(sql, MAX_DEPTH)
     _enter()
     try:

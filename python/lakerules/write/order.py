@@ -39,18 +39,11 @@ DISTRIBUTION_MODE = "write.distribution-mode"
 MODES = ("none", "hash", "range")
 
 
-def command(stmt):
-    """The command of an ALTER TABLE ... WRITE statement (lakerules.sql.dialect.WriteOrder)."""
-    a = stmt.args
-
-    def run_fn(ctx, table):
-        _set_order(table, a)
-        return J.empty_result(ctx.spark)
-
-    run_fn.description = "ALTER TABLE WRITE " + " ".join(
-        w for w, on in (("DISTRIBUTED BY PARTITION", a.get("distributed")), ("LOCALLY", a.get("locally")),
-                        ("ORDERED BY ...", a.get("fields") is not None), ("UNORDERED", a.get("unordered"))) if on)
-    return run_fn
+def run_write_order(ctx, table, stmt):
+    """ALTER TABLE ... WRITE (lakerules.plan.statements.WriteOrderChange): the sort order and the
+    distribution mode, in one metadata commit."""
+    _set_order(table, stmt)
+    return J.empty_result(ctx.spark)
 
 
 def _field(spec, schema):
@@ -58,22 +51,22 @@ def _field(spec, schema):
     return partitioning.field_spec(spec, schema, "sort")
 
 
-def _set_order(table, a: dict) -> None:
-    fields = a.get("fields") or []
-    if a.get("distributed"):
+def _set_order(table, stmt) -> None:
+    fields = stmt.fields or ()
+    if stmt.distributed:
         mode = "hash"
-    elif a.get("unordered"):
+    elif stmt.unordered:
         mode = "none"
-    elif a.get("locally"):
+    elif stmt.locally:
         mode = None
     else:
         mode = "range"
     schema = table.schema()
     resolved = []
     for f in fields:
-        transform, column = _field(f.args["field"], schema)
-        desc = bool(f.args.get("desc"))
-        nulls_first = f.args.get("nulls_first")
+        transform, column = _field(f.field, schema)
+        desc = f.desc
+        nulls_first = f.nulls_first
         if nulls_first is None:
             nulls_first = not desc
         resolved.append((column, transform, desc, nulls_first))
@@ -86,44 +79,39 @@ def _set_order(table, a: dict) -> None:
             tx.set_properties({DISTRIBUTION_MODE: mode})
 
 
-def identifier_fields_command(stmt):
-    """The command of ALTER TABLE ... SET|DROP IDENTIFIER FIELDS (lakerules.sql.dialect.IdentifierFields).
+def run_identifier_fields(ctx, table, stmt):
+    """ALTER TABLE ... SET|DROP IDENTIFIER FIELDS (lakerules.plan.statements.IdentifierFieldsChange).
     SET replaces the identifier fields; DROP removes the fields named (each must be one). Iceberg's
     rules apply (required, primitive, not floating point; pyiceberg checks)."""
-    op, fields = stmt.args["op"], [".".join(p) for p in stmt.args["fields"]]
-
-    def run_fn(ctx, table):
-        schema = table.schema()
-        columns = []
-        for name in fields:
-            try:
-                columns.append(schema.find_column_name(schema.find_field(name, case_sensitive=False).field_id))
-            except ValueError:
-                raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} {op} IDENTIFIER FIELDS: no column "
-                                f"{name!r}") from None
-        current = [schema.find_column_name(i) for i in schema.identifier_field_ids]
-        if op == "SET":
-            for column in columns:
-                problem = _identifier_problem(schema, column)
-                if problem:
-                    raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} SET IDENTIFIER FIELDS: column "
-                                    f"{column!r} {problem}. Nothing was changed")
-        if op == "DROP":
-            missing = [n for n in columns if n not in current]
-            if missing:
-                raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} DROP IDENTIFIER FIELDS: {missing} "
-                                f"are not identifier fields (they are {current})")
-            columns = [n for n in current if n not in columns]
+    op, fields = stmt.op, [".".join(p) for p in stmt.fields]
+    schema = table.schema()
+    columns = []
+    for name in fields:
         try:
-            with commit._transaction(table) as tx:
-                with tx.update_schema() as update:
-                    update.set_identifier_fields(*columns)
-        except ValueError as e:
-            raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} {op} IDENTIFIER FIELDS: {e}") from None
-        return J.empty_result(ctx.spark)
-
-    run_fn.description = f"ALTER TABLE {op} IDENTIFIER FIELDS {', '.join(fields)}"
-    return run_fn
+            columns.append(schema.find_column_name(schema.find_field(name, case_sensitive=False).field_id))
+        except ValueError:
+            raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} {op} IDENTIFIER FIELDS: no column "
+                            f"{name!r}") from None
+    current = [schema.find_column_name(i) for i in schema.identifier_field_ids]
+    if op == "SET":
+        for column in columns:
+            problem = _identifier_problem(schema, column)
+            if problem:
+                raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} SET IDENTIFIER FIELDS: column "
+                                f"{column!r} {problem}. Nothing was changed")
+    if op == "DROP":
+        missing = [n for n in columns if n not in current]
+        if missing:
+            raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} DROP IDENTIFIER FIELDS: {missing} "
+                            f"are not identifier fields (they are {current})")
+        columns = [n for n in current if n not in columns]
+    try:
+        with commit._transaction(table) as tx:
+            with tx.update_schema() as update:
+                update.set_identifier_fields(*columns)
+    except ValueError as e:
+        raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} {op} IDENTIFIER FIELDS: {e}") from None
+    return J.empty_result(ctx.spark)
 
 
 def _identifier_problem(schema, column: str) -> str | None:
@@ -216,25 +204,25 @@ def parse_sort_order(table, text: str, where: str) -> tuple:
     """Sort fields (source field id, transform, descending, nulls first) of a sort order written as
     Iceberg's procedures take it ('a ASC NULLS FIRST, bucket(4, b) DESC'), read by the grammar of
     ALTER TABLE ... WRITE ORDERED BY (ASC by default; nulls first for ASC, last for DESC)."""
-    from lakerules.sql import dialect
+    from lakerules.sql import dialect, statements
 
     try:
-        stmt = dialect.parse_write_order(f"ALTER TABLE t WRITE ORDERED BY {text}")
+        stmt = statements.write_order_of(dialect.parse_write_order(f"ALTER TABLE t WRITE ORDERED BY {text}"))
     except LakeError as e:
         raise LakeError(f"lakerules: {where}: sort_order {text!r} is not a sort order: "
                         f"{str(e).splitlines()[0].split(': ', 2)[-1]}") from None
-    if any(stmt.args.get(k) for k in ("distributed", "locally", "unordered")):
+    if stmt.distributed or stmt.locally or stmt.unordered:
         raise LakeError(f"lakerules: {where}: sort_order {text!r} is not a sort order: it must be sort fields only "
                         "('a ASC NULLS FIRST, b DESC')")
     schema = table.schema()
     out = []
-    for f in stmt.args.get("fields") or []:
+    for f in stmt.fields or ():
         try:
-            transform, column = _field(f.args["field"], schema)
+            transform, column = _field(f.field, schema)
         except LakeError as e:
             raise LakeError(f"lakerules: {where}: sort_order {text!r}: {str(e).split('lakerules: ', 1)[-1]}") from None
-        desc = bool(f.args.get("desc"))
-        nulls_first = f.args.get("nulls_first")
+        desc = f.desc
+        nulls_first = f.nulls_first
         out.append((schema.find_field(column).field_id, transform, desc, not desc if nulls_first is None else nulls_first))
     if not out:
         raise LakeError(f"lakerules: {where}: sort_order {text!r} names no column")
@@ -250,5 +238,5 @@ def table_sort_fields(table) -> tuple[tuple, int | None]:
                  for f in order.fields), order.order_id
 
 
-__all__ = ["command", "identifier_fields_command", "layout", "Layout", "parse_sort_order", "sort_columns", "table_sort_fields",
+__all__ = ["run_write_order", "run_identifier_fields", "layout", "Layout", "parse_sort_order", "sort_columns", "table_sort_fields",
            "UNSORTED_SORT_ORDER"]

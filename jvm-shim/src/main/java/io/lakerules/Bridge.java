@@ -12,17 +12,10 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
-import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 
 /** The one place where the JVM finds the Python registry. */
 public final class Bridge {
-  /**
-   * Statements the Python parser takes come back as SELECT * FROM table AS __lakerules_command_N,
-   * so that Spark resolves the table like any other; the registry then plans the command into a
-   * LakeCommand, which runs when Spark executes the statement.
-   */
-  public static final String COMMAND_MARKER = "__lakerules_command_";
   private static volatile LakeBackend backend;
   private static volatile Pattern routes;
   private static volatile boolean detached;
@@ -142,8 +135,7 @@ public final class Bridge {
     if (plan instanceof ResolvedTable && ((ResolvedTable) plan).table() instanceof LakeTable) {
       return true;
     }
-    if (plan instanceof SubqueryAlias
-        && ((SubqueryAlias) plan).alias().startsWith(COMMAND_MARKER)) {
+    if (plan instanceof LakeStatement) {  // a statement lakerules parsed, its table resolved or not
       return true;
     }
     // Walk every field, not only children: a write command keeps its target table outside children.
@@ -335,20 +327,6 @@ public final class Bridge {
     }
     return new org.apache.spark.sql.catalyst.expressions.In(key,
         scala.jdk.javaapi.CollectionConverters.asScala(literals).toList());
-  }
-
-  /**
-   * SELECT * FROM table AS alias, built as objects: table is the multipart name (its parts as
-   * they are, no quoting), so no name goes through the parser again.
-   */
-  public static LogicalPlan starFrom(java.util.List<String> table, String alias) {
-    LogicalPlan relation = new org.apache.spark.sql.catalyst.analysis.UnresolvedRelation(
-        scala.jdk.javaapi.CollectionConverters.asScala(table).toList(),
-        org.apache.spark.sql.util.CaseInsensitiveStringMap.empty(), false);
-    LogicalPlan aliased = org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias$.MODULE$.apply(alias, relation);
-    NamedExpression star = new org.apache.spark.sql.catalyst.analysis.UnresolvedStar(scala.Option.empty());
-    return new Project(scala.jdk.javaapi.CollectionConverters.asScala(
-        java.util.List.of(star)).toList(), aliased);
   }
 
   /**
