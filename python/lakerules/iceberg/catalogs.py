@@ -19,6 +19,7 @@ from pyiceberg.table import Table
 from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import far_dates, metadata_cache, metadata_files, refs
 from lakerules.iceberg.guarded import guarded, sqlite_locks_wait
+from lakerules.spark import jvm as J
 
 metadata_cache.install()
 metadata_files.install()
@@ -101,7 +102,7 @@ class Catalogs:
     def get(self, name: str) -> Catalog:
         with self._lock:
             if name not in self._catalogs:
-                raw = self._spark._jvm.io.lakerules.Bridge.catalogOptions(name)
+                raw = J.catalog_options(self._spark, name)
                 if raw is None:
                     raise LakeError(
                         f"lakerules: catalog {name!r} is not a lake catalog; set "

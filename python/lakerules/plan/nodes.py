@@ -506,8 +506,7 @@ _WRITE_MODES = {"AppendData": "append", "OverwriteByExpression": "overwrite", "O
 
 def from_jvm(spark, plan) -> Node:
     """The lakerules view of a resolved JVM plan."""
-    bridge = spark._jvm.io.lakerules.Bridge
-    if not bridge.touchesLake(plan):
+    if not J.touches_lake(spark, plan):
         return SparkNode(plan)
     name = J.simple_name(plan)
     if name == "Project" and J.simple_name(plan.child()) == "SubqueryAlias":
@@ -569,10 +568,10 @@ def from_jvm(spark, plan) -> Node:
             is_true = J.simple_name(cond) == "Literal" and cond.sql() == "true"
             return DeleteFromLake(table=rel.table, relation=rel, condition=None if is_true else cond, jvm=plan)
     if name == "TruncateTable" and _is_resolved_lake_table(plan.table()):
-        rel = _writable(_relation(bridge.relationOf(plan.table())))
+        rel = _writable(_relation(J.relation_of(spark, plan.table())))
         return DeleteFromLake(table=rel.table, relation=rel, condition=None, jvm=plan, truncate=True)
     if name == "DescribeColumn" and _is_resolved_lake_table(plan.relation()):
-        rel = _relation(bridge.relationOf(plan.relation()))
+        rel = _relation(J.relation_of(spark, plan.relation()))
         node = _describe_column(plan, rel.table)
         if node is not None:
             return node
