@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lakerules.errors import CatalogError, LakeError, NotSupported
 from lakerules.rules.registry import register_rule, unregister_rule
+from lakerules.spark import shared
 
 __version__ = "0.1.0"
 __all__ = [
@@ -22,8 +23,8 @@ __all__ = [
     "delete_by_key", "inspect", "LakeError", "NotSupported", "CatalogError",
 ]
 
-EXTENSION = "io.lakerules.LakeRulesExtensions"
-CATALOG_CLASS = "io.lakerules.LakeCatalog"
+EXTENSION = shared.EXTENSIONS_CLASS
+CATALOG_CLASS = shared.CATALOG_CLASS
 # Settings lakerules needs on every session it serves.
 SESSION_CONF = {
     # Match Parquet columns to the requested schema by Iceberg field id (renames, drops, adds).

@@ -20,6 +20,7 @@ from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import far_dates, metadata_cache, metadata_files, refs
 from lakerules.iceberg.guarded import guarded, sqlite_locks_wait
 from lakerules.spark import jvm as J
+from lakerules.spark import shared
 
 metadata_cache.install()
 metadata_files.install()
@@ -106,7 +107,7 @@ class Catalogs:
                 if raw is None:
                     raise LakeError(
                         f"lakerules: catalog {name!r} is not a lake catalog; set "
-                        f"spark.sql.catalog.{name}=io.lakerules.LakeCatalog and its properties"
+                        f"spark.sql.catalog.{name}={shared.CATALOG_CLASS} and its properties"
                     )
                 self._catalogs[name] = build(name, json.loads(raw))
             return self._catalogs[name]

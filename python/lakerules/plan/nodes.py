@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from lakerules.spark import jvm as J
+from lakerules.spark import shared
 from lakerules.plan import pending
 from lakerules.errors import LakeError, NotSupported
 
@@ -595,7 +596,7 @@ def _describe_column(plan, table_ref: TableRef) -> DescribeLakeColumn | None:
         data_type=column.dataType().catalogString(),
         comment=metadata.getString("comment") if metadata.contains("comment") else None,
         snapshot_id=None if snapshot < 0 else snapshot,
-        metadata_table=lake_table.properties().get("lakerules.metadata-table"),
+        metadata_table=lake_table.properties().get(shared.METADATA_TABLE_PROPERTY),
         jvm=plan,
     )
 
@@ -649,7 +650,7 @@ def split_conjuncts(expr) -> list:
 
 
 def _is_lake_table(table) -> bool:
-    return J.class_name(table) == "io.lakerules.LakeTable"
+    return J.class_name(table) == shared.TABLE_CLASS
 
 
 def _is_resolved_lake_table(plan) -> bool:
@@ -662,18 +663,18 @@ def _is_lake_relation(plan) -> bool:
 
 
 def _is_lake_catalog(ident_plan) -> bool:
-    return J.simple_name(ident_plan) == "ResolvedIdentifier" and J.class_name(ident_plan.catalog()) == "io.lakerules.LakeCatalog"
+    return J.simple_name(ident_plan) == "ResolvedIdentifier" and J.class_name(ident_plan.catalog()) == shared.CATALOG_CLASS
 
 
 def _relation(plan) -> LakeRelation:
     t = plan.table()
     snapshot = t.snapshotId()
-    meta = t.properties().get("lakerules.metadata-table")
+    meta = t.properties().get(shared.METADATA_TABLE_PROPERTY)
     ref = TableRef(t.catalogName(), tuple(t.namespace()), t.tableName(), t.ref())
     if meta is not None:  # a metadata table: the relation names its base table
         import json
 
-        base = json.loads(t.properties().get("lakerules.metadata-table.base"))
+        base = json.loads(t.properties().get(shared.METADATA_TABLE_BASE_PROPERTY))
         ref = TableRef(t.catalogName(), tuple(base[:-1]), base[-1])
     return LakeRelation(
         table=ref,
