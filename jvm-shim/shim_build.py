@@ -1,5 +1,6 @@
 """Builds the shim jar: javac against a pyspark's jars, plus the routes the parser hands to
-Python (lakerules/sql/routes.py). The jar is reproducible: sorted entries, fixed timestamps.
+Python (lakerules/sql/routes.py) and the names the shim and Python share
+(lakerules/spark/shared.py). The jar is reproducible: sorted entries, fixed timestamps.
 
     python jvm-shim/shim_build.py OUT_JAR [--pyspark-jars DIR]
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "src" / "main" / "java"
 RESOURCES = HERE / "src" / "main" / "resources"
 ROUTES_FILE = HERE.parent / "python" / "lakerules" / "sql" / "routes.py"
+SHARED_FILE = HERE.parent / "python" / "lakerules" / "spark" / "shared.py"
 # 1980-01-01, zip's epoch: the same bytes from the same sources on every build.
 _STAMP = (1980, 1, 1, 0, 0, 0)
 
@@ -43,11 +46,30 @@ def pyspark_jars() -> Path:
     return Path(spec.origin).parent / "jars"
 
 
-def routes() -> str:
-    spec = importlib.util.spec_from_file_location("_lakerules_routes", ROUTES_FILE)
+def _module(path: Path, name: str):
+    """A module of the package read on its own (it imports nothing), without the package's dependencies."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.ROUTES
+    return module
+
+
+def routes() -> str:
+    return _module(ROUTES_FILE, "_lakerules_routes").ROUTES
+
+
+def shared_names(path: Path = SHARED_FILE) -> dict[str, str]:
+    """The upper-case strings of lakerules/spark/shared.py, as the jar holds them (shared.json)."""
+    module = _module(path, "_lakerules_shared")
+    return {k: v for k, v in sorted(vars(module).items()) if k.isupper() and isinstance(v, str)}
+
+
+def check_classes(names: dict[str, str], classes: Path) -> None:
+    """Every ``*_CLASS`` of shared.py is a class the shim compiled into ``classes``."""
+    missing = [f"{k} = {v!r}" for k, v in names.items()
+               if k.endswith("_CLASS") and not (classes / (v.replace(".", "/") + ".class")).is_file()]
+    if missing:
+        raise BuildError(f"{SHARED_FILE} names classes the shim does not have: {', '.join(missing)}")
 
 
 def build(out: str | os.PathLike, jars: str | os.PathLike | None = None) -> Path:
@@ -68,6 +90,10 @@ def build(out: str | os.PathLike, jars: str | os.PathLike | None = None) -> Path
         if done.returncode != 0:
             raise BuildError(f"javac failed against {jars}:\n{done.stdout}{done.stderr}")
         (classes / "io" / "lakerules" / "routes.regex").write_text(routes(), encoding="utf-8")
+        names = shared_names()
+        check_classes(names, classes)
+        (classes / "io" / "lakerules" / "shared.json").write_text(
+            json.dumps(names, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         # resources (the DataSourceRegister service that names format("iceberg"))
         if RESOURCES.is_dir():
             shutil.copytree(RESOURCES, classes, dirs_exist_ok=True)

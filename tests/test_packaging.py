@@ -37,6 +37,49 @@ def test_the_jar_routes_what_the_sources_route():
             "the shim jar is older than lakerules/sql/routes.py: rebuild it (make shim)"
 
 
+def _shared_names() -> dict[str, str]:
+    from lakerules.spark import shared
+
+    return {k: v for k, v in vars(shared).items() if k.isupper() and isinstance(v, str)}
+
+
+def test_the_jar_shares_the_sources_names():
+    """The names the shim and Python both spell (settings, the module a JVM driver starts, file
+    format options, class names) are lakerules/spark/shared.py's, written into the jar."""
+    import json
+
+    with zipfile.ZipFile(lakerules.jar_path()) as jar:
+        built = json.loads(jar.read("io/lakerules/shared.json").decode())
+        classes = set(jar.namelist())
+    assert built == _shared_names(), "the shim jar is older than lakerules/spark/shared.py: rebuild it (make shim)"
+    for key, name in built.items():
+        if key.endswith("_CLASS"):
+            assert name.replace(".", "/") + ".class" in classes, f"{key}={name!r} is no class of the shim jar"
+
+
+def test_the_shared_module_is_the_jvm_drivers():
+    """JVM_DRIVER_MODULE names the module PythonBackend starts (renaming it fails here, not in spark-sql)."""
+    import importlib.util
+
+    from lakerules.spark import shared
+
+    assert importlib.util.find_spec(shared.JVM_DRIVER_MODULE) is not None
+
+
+def test_the_build_refuses_a_shared_class_the_shim_lacks(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_shim_build", ROOT / "jvm-shim" / "shim_build.py")
+    shim_build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shim_build)
+    assert shim_build.shared_names() == _shared_names()
+    (tmp_path / "io" / "lakerules").mkdir(parents=True)
+    (tmp_path / "io" / "lakerules" / "LakeCatalog.class").write_bytes(b"")
+    shim_build.check_classes({"CATALOG_CLASS": "io.lakerules.LakeCatalog", "OPTION": "x"}, tmp_path)
+    with pytest.raises(shim_build.BuildError, match="TABLE_CLASS = 'io.lakerules.Gone'"):
+        shim_build.check_classes({"CATALOG_CLASS": "io.lakerules.LakeCatalog", "TABLE_CLASS": "io.lakerules.Gone"}, tmp_path)
+
+
 def _run(cmd, **kw):
     """A command outside this process's paths: with PYTHONPATH (say, to a source tree holding an
     egg-info) pip would take lakerules as installed already."""
@@ -64,6 +107,7 @@ def wheel(workdir) -> Path:
     with zipfile.ZipFile(out / "shim.jar") as jar:
         assert jar.read("io/lakerules/routes.regex").decode() == ROUTES
         assert "io/lakerules/LakeRulesExtensions.class" in jar.namelist()
+        assert "io/lakerules/shared.json" in jar.namelist()
     return built
 
 

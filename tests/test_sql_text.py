@@ -157,7 +157,7 @@ def test_partition_field_on_a_table_named_with_a_quote(spark, ns, iceberg_catalo
 
 def test_many_multi_column_equality_deleted_keys(spark, ns, iceberg_catalog):
     """4,000 keys of four columns (below the anti-join threshold): one key set whose rows reach the
-    JVM in bulk (Bridge.inRows), compared null-safely per column. One OR per key nested 4,000 deep
+    JVM in bulk (PlanBuilders.inRows), compared null-safely per column. One OR per key nested 4,000 deep
     overflowed the JVM's stack."""
     import datetime
     import math

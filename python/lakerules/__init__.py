@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lakerules.errors import CatalogError, LakeError, NotSupported
 from lakerules.rules.registry import register_rule, unregister_rule
+from lakerules.spark import shared
 
 __version__ = "0.1.0"
 __all__ = [
@@ -22,8 +23,8 @@ __all__ = [
     "delete_by_key", "inspect", "LakeError", "NotSupported", "CatalogError",
 ]
 
-EXTENSION = "io.lakerules.LakeRulesExtensions"
-CATALOG_CLASS = "io.lakerules.LakeCatalog"
+EXTENSION = shared.EXTENSIONS_CLASS
+CATALOG_CLASS = shared.CATALOG_CLASS
 # Settings lakerules needs on every session it serves.
 SESSION_CONF = {
     # Match Parquet columns to the requested schema by Iceberg field id (renames, drops, adds).
@@ -157,15 +158,14 @@ def session(warehouse: str | os.PathLike = "./warehouse", *, master: str = "loca
 
 def attach(spark):
     """Attach the Python rule registry to a session whose JVM has the shim and extension."""
-    from py4j.java_gateway import JavaClass
     from pyspark.java_gateway import ensure_callback_server_started
 
     from lakerules.sql import statements
     from lakerules.backend.bridge import Backend
+    from lakerules.spark import jvm as J
 
     global _backend
-    bridge = spark._jvm.io.lakerules.Bridge
-    if not isinstance(bridge, JavaClass):
+    if not J.shim_loaded(spark):
         raise LakeError(
             "lakerules: the shim jar is not on this Spark session's classpath; start Spark with "
             f"--jars {jar_path()} (or spark.jars), or use lakerules.session(...)"
@@ -183,12 +183,14 @@ def attach(spark):
 
     install_dataframe_explain()
     _backend = Backend(spark)
-    bridge.register(_backend, statements.ROUTES)
+    J.register_backend(spark, _backend, statements.ROUTES)
     return spark
 
 
 def detach(spark) -> None:
     """Detach the registry: lake statements then fail with an error saying how to attach."""
+    from lakerules.spark import jvm as J
+
     global _backend
-    spark._jvm.io.lakerules.Bridge.unregister()
+    J.unregister_backend(spark)
     _backend = None

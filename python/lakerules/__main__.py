@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import lakerules
+from lakerules.spark import shared
 
 
 def main(argv=None) -> int:
@@ -36,7 +37,7 @@ def main(argv=None) -> int:
             settings = lakerules.spark_conf(args.warehouse, args.catalog)
             jar = settings.pop("spark.jars")
             # The interpreter a JVM driver (spark-sql, a Java app) starts the rule registry with.
-            settings["spark.lakerules.python"] = sys.executable
+            settings[shared.PYTHON_SETTING] = sys.executable
             flags = ["--jars", jar] + [f"--conf {shlex.quote(f'{k}={v}')}" for k, v in settings.items()]
             print(" ".join(flags))
     except lakerules.LakeError as e:

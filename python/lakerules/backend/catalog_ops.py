@@ -16,6 +16,7 @@ from pyiceberg.table.update import SetLocationUpdate
 from lakerules.errors import CatalogError, LakeError, NotSupported, UnreadableFile
 from lakerules.iceberg import format_version, names, owners, partitioning, paths, refs
 from lakerules.iceberg import schema as schemas
+from lakerules.spark import shared
 from lakerules.iceberg.catalogs import Catalogs, kept_as_spelled as _kept_as_spelled, namespace_exists, qualified
 from lakerules.iceberg.replace import create_table, plan_replace, previous_folders
 
@@ -249,7 +250,7 @@ def table_info(catalog: str, ns, name: str, table: Table, snapshot, schema) -> d
     from lakerules.metadata import describe
 
     props = {k: v for k, v in table.properties.items() if k not in describe.RESERVED_PROPERTIES}
-    props.pop("lakerules.metadata-table", None)  # marks metadata tables only (lakerules.metadata.tables)
+    props.pop(shared.METADATA_TABLE_PROPERTY, None)  # marks metadata tables only (lakerules.metadata.tables)
     props.update(describe.reserved_properties(table))
     info = {
         "name": qualified(catalog, ns, name),

@@ -17,8 +17,10 @@ import os
 import signal
 import sys
 
+from lakerules.spark import shared
+
 USAGE = (
-    "lakerules.backend.jvm_driver is started by the lakerules shim inside a Spark JVM driver (spark-sql, "
+    f"{shared.JVM_DRIVER_MODULE} is started by the lakerules shim inside a Spark JVM driver (spark-sql, "
     "spark-submit, a Java/Scala application); it needs PYSPARK_GATEWAY_PORT and "
     "PYSPARK_GATEWAY_SECRET from that JVM and is not meant to be run by hand."
 )
@@ -42,7 +44,7 @@ def connect():
     if jvm_version.split(".")[:2] != pyspark.__version__.split(".")[:2]:
         logging.getLogger("lakerules").warning(
             "lakerules: this Python has pyspark %s, the JVM runs Spark %s; use an interpreter whose "
-            "pyspark matches (spark.lakerules.python)", pyspark.__version__, jvm_version
+            "pyspark matches (%s)", pyspark.__version__, jvm_version, shared.PYTHON_SETTING
         )
     conf = SparkConf(_jconf=jsc.getConf())  # a copy of the JVM context's: nothing is set on it
     # lakerules itself starts no Python worker (its small DataFrames are LocalRelations); Python
@@ -69,7 +71,7 @@ def main() -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # SparkContext installed its own handler
         lakerules.attach(spark)
     except BaseException as e:  # noqa: BLE001 - reported to the JVM through our output and exit code
-        print(f"lakerules.backend.jvm_driver: could not attach the rule registry: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{shared.JVM_DRIVER_MODULE}: could not attach the rule registry: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     # Serve callbacks (on Py4J's threads) until the JVM closes our stdin, i.e. exits.
     try:

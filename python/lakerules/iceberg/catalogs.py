@@ -18,6 +18,8 @@ from pyiceberg.table import Table
 from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import far_dates, metadata_cache, metadata_files, refs
 from lakerules.iceberg.guarded import guarded, shown_property, sqlite_locks_wait
+from lakerules.spark import jvm as J
+from lakerules.spark import shared
 
 metadata_cache.install()
 metadata_files.install()
@@ -90,11 +92,11 @@ class Catalogs:
     def get(self, name: str) -> Catalog:
         with self._lock:
             if name not in self._catalogs:
-                raw = self._spark._jvm.io.lakerules.Bridge.catalogOptions(name)
+                raw = J.catalog_options(self._spark, name)
                 if raw is None:
                     raise LakeError(
                         f"lakerules: catalog {name!r} is not a lake catalog; set "
-                        f"spark.sql.catalog.{name}=io.lakerules.LakeCatalog and its properties"
+                        f"spark.sql.catalog.{name}={shared.CATALOG_CLASS} and its properties"
                     )
                 self._catalogs[name] = build(name, json.loads(raw))
             return self._catalogs[name]

@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 from lakerules.iceberg import names
 from lakerules.errors import LakeError, NotSupported
 from lakerules.plan.nodes import Node
+from lakerules.spark import shared
 
 TABLES = (
     "snapshots", "history", "metadata_log_entries", "refs", "manifests", "all_manifests", "files", "data_files",
@@ -42,8 +43,8 @@ TABLES = (
 SNAPSHOT_TABLES = {"files", "data_files", "delete_files", "entries", "manifests", "partitions", "position_deletes"}
 
 # the property that marks a loaded table as a metadata table (and the base table's identifier)
-PROPERTY = "lakerules.metadata-table"
-BASE_PROPERTY = "lakerules.metadata-table.base"
+PROPERTY = shared.METADATA_TABLE_PROPERTY
+BASE_PROPERTY = shared.METADATA_TABLE_BASE_PROPERTY
 
 _LONG, _INT, _STR, _BOOL, _BIN, _TS = T.LongType(), T.IntegerType(), T.StringType(), T.BooleanType(), T.BinaryType(), T.TimestampType()
 

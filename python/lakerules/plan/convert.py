@@ -25,7 +25,7 @@ from lakerules.plan.nodes import (
     UpdateLake,
     WriteToLake,
 )
-from lakerules.spark import jvm as J
+from lakerules.spark import jvm as J, shared
 
 
 # ---- JVM -> lakerules ---------------------------------------------------------------------
@@ -35,11 +35,10 @@ _WRITE_MODES = {"AppendData": "append", "OverwriteByExpression": "overwrite", "O
 
 def from_jvm(spark, plan) -> Node:
     """The lakerules view of a resolved JVM plan."""
-    bridge = spark._jvm.io.lakerules.Bridge
-    if not bridge.touchesLake(plan):
+    if not J.touches_lake(spark, plan):
         return SparkNode(plan)
     name = J.simple_name(plan)
-    if J.class_name(plan) == "io.lakerules.LakeStatement":
+    if J.class_name(plan) == shared.STATEMENT_CLASS:
         return _statement(plan)
     if name == "DataSourceV2Relation" and _is_lake_table(plan.table()):
         return _relation(plan)
@@ -96,10 +95,10 @@ def from_jvm(spark, plan) -> Node:
             is_true = J.simple_name(cond) == "Literal" and cond.sql() == "true"
             return DeleteFromLake(table=rel.table, relation=rel, condition=None if is_true else cond, jvm=plan)
     if name == "TruncateTable" and _is_resolved_lake_table(plan.table()):
-        rel = _writable(_relation(bridge.relationOf(plan.table())))
+        rel = _writable(_relation(J.relation_of(spark, plan.table())))
         return DeleteFromLake(table=rel.table, relation=rel, condition=None, jvm=plan, truncate=True)
     if name == "DescribeColumn" and _is_resolved_lake_table(plan.relation()):
-        rel = _relation(bridge.relationOf(plan.relation()))
+        rel = _relation(J.relation_of(spark, plan.relation()))
         node = _describe_column(plan, rel.table)
         if node is not None:
             return node
@@ -123,7 +122,7 @@ def _describe_column(plan, table_ref: TableRef) -> DescribeLakeColumn | None:
         data_type=column.dataType().catalogString(),
         comment=metadata.getString("comment") if metadata.contains("comment") else None,
         snapshot_id=None if snapshot < 0 else snapshot,
-        metadata_table=lake_table.properties().get("lakerules.metadata-table"),
+        metadata_table=lake_table.properties().get(shared.METADATA_TABLE_PROPERTY),
         jvm=plan,
     )
 
@@ -177,7 +176,7 @@ def split_conjuncts(expr) -> list:
 
 
 def _is_lake_table(table) -> bool:
-    return J.class_name(table) == "io.lakerules.LakeTable"
+    return J.class_name(table) == shared.TABLE_CLASS
 
 
 def _is_resolved_lake_table(plan) -> bool:
@@ -190,18 +189,18 @@ def _is_lake_relation(plan) -> bool:
 
 
 def _is_lake_catalog(ident_plan) -> bool:
-    return J.simple_name(ident_plan) == "ResolvedIdentifier" and J.class_name(ident_plan.catalog()) == "io.lakerules.LakeCatalog"
+    return J.simple_name(ident_plan) == "ResolvedIdentifier" and J.class_name(ident_plan.catalog()) == shared.CATALOG_CLASS
 
 
 def _relation(plan) -> LakeRelation:
     t = plan.table()
     snapshot = t.snapshotId()
-    meta = t.properties().get("lakerules.metadata-table")
+    meta = t.properties().get(shared.METADATA_TABLE_PROPERTY)
     ref = TableRef(t.catalogName(), tuple(t.namespace()), t.tableName(), t.ref())
     if meta is not None:  # a metadata table: the relation names its base table
         import json
 
-        base = json.loads(t.properties().get("lakerules.metadata-table.base"))
+        base = json.loads(t.properties().get(shared.METADATA_TABLE_BASE_PROPERTY))
         ref = TableRef(t.catalogName(), tuple(base[:-1]), base[-1])
     return LakeRelation(
         table=ref,

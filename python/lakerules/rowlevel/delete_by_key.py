@@ -79,14 +79,13 @@ def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: lis
 
 def _resolve(spark, name: str) -> tuple[str, tuple[str, ...], str]:
     parts = J.name_parts(spark, name)
-    bridge = J.bridge(spark)
-    if len(parts) >= 3 or (len(parts) == 2 and bridge.catalogOptions(parts[0]) is not None):
+    if len(parts) >= 3 or (len(parts) == 2 and J.catalog_options(spark, parts[0]) is not None):
         catalog, rest = parts[0], parts[1:]
     else:
         catalog, rest = spark.catalog.currentCatalog(), parts
-    if bridge.catalogOptions(catalog) is None:
+    if J.catalog_options(spark, catalog) is None:
         J.catalog_manager(spark).catalog(catalog)  # initializes it
-        if bridge.catalogOptions(catalog) is None:
+        if J.catalog_options(spark, catalog) is None:
             raise LakeError(f"lakerules: {name} is not a table of a lake catalog")
     if len(rest) < 2:
         raise LakeError(f"lakerules: {name}: name the table as catalog.namespace.table")

@@ -448,7 +448,6 @@ def run_merge(ctx, node):
     spark = ctx.spark
     t = node.table
     e = J.expressions(spark)
-    bridge = J.bridge(spark)
     table = ctx.catalogs.load_for_write(t, ctx.conf)
     snapshot = table.current_snapshot()
     # the read of the target: pruned by the ON condition's target-only parts, unless rows that
@@ -465,9 +464,9 @@ def run_merge(ctx, node):
                                  schema=table.schema(), plan=ScanPlan()), positions=True)
     names = [a.name for a in node.relation.output]
     target = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL, F.lit(True).alias(T_COL)))
-    target = bridge.renameProject(target, J.to_java_list(spark, [a.jvm for a in node.relation.output]))
-    source = bridge.withColumns(node.source, J.to_java_list(spark, [J.literal(spark, True)]), J.to_java_list(spark, [S_COL]))
-    joined = bridge.join(target, source, node.join_type(), node.condition)
+    target = J.rename_project(spark, target, [a.jvm for a in node.relation.output])
+    source = J.with_columns(spark, node.source, [J.literal(spark, True)], [S_COL])
+    joined = J.join(spark, target, source, node.join_type(), node.condition)
     out = J.from_seq(joined.output())
     t_attr = next(a for a in out if a.name() == T_COL)
     s_attr = next(a for a in out if a.name() == S_COL)
@@ -479,9 +478,8 @@ def run_merge(ctx, node):
         for a in clauses:
             branches.append((when if a.condition is None else e.And(when, a.condition), a))
     codes = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
-    op = bridge.caseWhen(J.to_java_list(spark, [c for c, _ in branches]),
-                         J.to_java_list(spark, [J.literal(spark, codes[a.kind]) for _, a in branches]),
-                         J.literal(spark, KEEP))
+    op = J.case_when(spark, [c for c, _ in branches], [J.literal(spark, codes[a.kind]) for _, a in branches],
+                     J.literal(spark, KEEP))
     values = []
     for attr in node.relation.output:
         ident = attr.jvm.exprId().id()
@@ -494,11 +492,10 @@ def run_merge(ctx, node):
                 per_branch.append(assigned.get(ident, J.literal(spark, None, attr.jvm.dataType())))
             else:
                 per_branch.append(J.literal(spark, None, attr.jvm.dataType()))
-        values.append(bridge.caseWhen(J.to_java_list(spark, [c for c, _ in branches]), J.to_java_list(spark, per_branch),
-                                      J.literal(spark, None, attr.jvm.dataType())))
+        values.append(J.case_when(spark, [c for c, _ in branches], per_branch, J.literal(spark, None, attr.jvm.dataType())))
     exprs = values + [op, t_attr, s_attr] + [a for a in out if a.name() in (FILE_COL, POS_COL)]
-    projected = bridge.projectAs(joined, J.to_java_list(spark, exprs),
-                                 J.to_java_list(spark, names + [OP_COL, T_COL, S_COL] + [a.name() for a in out if a.name() in (FILE_COL, POS_COL)]))
+    projected = J.project_as(spark, joined, exprs,
+                             names + [OP_COL, T_COL, S_COL] + [a.name() for a in out if a.name() in (FILE_COL, POS_COL)])
     rows = J.dataframe(spark, projected).where(
         (F.col(OP_COL) != KEEP) | (F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from lakerules.spark import jvm as J
+from lakerules.spark import jvm as J, shared
 
 _MODES = {None: "simple", "EXTENDED": "extended", "FORMATTED": "formatted", "CODEGEN": "codegen", "COST": "cost"}
 _labels: OrderedDict = OrderedDict()
@@ -67,7 +67,7 @@ def scan_notes(plan) -> list[str]:
     out = []
 
     def walk(node):
-        if J.simple_name(node) == "DataSourceV2Relation" and J.class_name(node.table()) == "io.lakerules.LakeTable":
+        if J.simple_name(node) == "DataSourceV2Relation" and J.class_name(node.table()) == shared.TABLE_CLASS:
             with _lock:
                 label = _labels.get(_key(J.from_seq(node.output())))
             out.append(label or f"{node.table().name()} (not planned yet)")

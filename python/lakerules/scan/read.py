@@ -33,7 +33,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F, types as T
 from pyspark.sql.types import StructField, StructType
 
-from lakerules.spark import jvm as J, settings
+from lakerules.spark import jvm as J, settings, shared
 from lakerules.errors import LakeError
 from lakerules.scan.explain import remember
 from lakerules.plan.nodes import LakeScan
@@ -92,7 +92,8 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
             )
         return df
     jschema = spark._jsparkSession.parseDataType(read_schema.json())
-    fmt, options = ("rowgroups", _joined(["lakerules.rowgroups", row_groups])) if row_groups is not None else ("parquet", "")
+    fmt, options = ((shared.ROW_GROUPS_FORMAT, _joined([shared.ROW_GROUPS_OPTION, row_groups])) if row_groups is not None
+                    else ("parquet", ""))
     # what Spark's planner sees (a join's broadcast side): the rows in memory, as Iceberg's scans
     # report them (rows x the schema's default width), not the files' compressed bytes: 10M
     # sequential ids compress below the 10 MiB broadcast threshold

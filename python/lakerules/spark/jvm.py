@@ -1,5 +1,8 @@
 """Small helpers at the Py4J edge: Scala collections and Options, class names, Datasets over
-JVM plans, and the small result plans commands return."""
+JVM plans, and the small result plans commands return. The shim's static entry points are
+reached only through here: io.lakerules.Bridge (the registry: attach, detach, a catalog's
+options, touchesLake) and io.lakerules.PlanBuilders (Catalyst plans and expressions built in one
+call)."""
 
 from __future__ import annotations
 
@@ -132,23 +135,28 @@ def select(df: DataFrame, names: Iterable[str]) -> DataFrame:
     return DataFrame(df._jdf.select(quoted[0], rest), spark)
 
 
+def _builders(spark: SparkSession):
+    """io.lakerules.PlanBuilders: Catalyst plans and expressions the shim builds in one call."""
+    return spark._jvm.io.lakerules.PlanBuilders
+
+
 def is_in(spark: SparkSession, col: Column, values: list, data_type) -> Column:
     """``col IN (values)``, the values as literals of ``data_type`` (a Spark DataType), built in
-    the JVM in one call (io.lakerules.Bridge.inValues) from a LocalRelation that carried them
+    the JVM in one call (io.lakerules.PlanBuilders.inValues) from a LocalRelation that carried them
     as Arrow data: no SQL text, and no Py4J call per value however many there are."""
     from pyspark.sql.classic.column import Column as ClassicColumn
     from pyspark.sql.types import StructField, StructType
 
     relation = analyzed(local_frame(spark, [(v,) for v in values], StructType([StructField("v", data_type)])))
     utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
-    expr = spark._jvm.io.lakerules.Bridge.inValues(utils.expression(col._jc), relation)
+    expr = _builders(spark).inValues(utils.expression(col._jc), relation)
     return ClassicColumn(utils.column(expr))
 
 
 def in_rows(spark: SparkSession, cols: list[Column], rows: list[tuple], schema) -> Column:
     """``(cols...)`` matching one of ``rows`` (tuples in ``schema``'s field order, a Spark
     StructType with one field per column), each column compared null-safely (NULL matches NULL),
-    built in the JVM in one call (io.lakerules.Bridge.inRows) from rows that crossed as Arrow data:
+    built in the JVM in one call (io.lakerules.PlanBuilders.inRows) from rows that crossed as Arrow data:
     no Py4J call per value and no OR nested once per row (which overflows the JVM's stack on
     thousands of rows)."""
     from pyspark.sql.classic.column import Column as ClassicColumn
@@ -156,7 +164,7 @@ def in_rows(spark: SparkSession, cols: list[Column], rows: list[tuple], schema) 
     relation = analyzed(local_frame(spark, rows, schema))
     utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
     children = to_java_list(spark, [utils.expression(c._jc) for c in cols])
-    expr = spark._jvm.io.lakerules.Bridge.inRows(children, relation)
+    expr = _builders(spark).inRows(children, relation)
     return ClassicColumn(utils.column(expr))
 
 
@@ -219,22 +227,43 @@ def filter_plan(spark: SparkSession, condition, plan):
 
 
 def rename_project(spark: SparkSession, plan, attributes):
-    """plan's columns under ``attributes``' names and exprIds (io.lakerules.Bridge.renameProject)."""
-    return spark._jvm.io.lakerules.Bridge.renameProject(plan, to_java_list(spark, attributes))
+    """plan's columns under ``attributes``' names and exprIds (io.lakerules.PlanBuilders.renameProject)."""
+    return _builders(spark).renameProject(plan, to_java_list(spark, attributes))
 
 
 def project_as(spark: SparkSession, plan, exprs, names):
-    """Project(exprs(i) AS names(i)) over plan, fresh exprIds (io.lakerules.Bridge.projectAs)."""
-    return spark._jvm.io.lakerules.Bridge.projectAs(plan, to_java_list(spark, exprs), to_java_list(spark, names))
+    """Project(exprs(i) AS names(i)) over plan, fresh exprIds (io.lakerules.PlanBuilders.projectAs)."""
+    return _builders(spark).projectAs(plan, to_java_list(spark, exprs), to_java_list(spark, names))
+
+
+def with_columns(spark: SparkSession, plan, exprs, names):
+    """Project(plan's columns, then exprs(i) AS names(i)), fresh exprIds (io.lakerules.PlanBuilders.withColumns)."""
+    return _builders(spark).withColumns(plan, to_java_list(spark, exprs), to_java_list(spark, names))
+
+
+def join(spark: SparkSession, left, right, join_type: str, condition):
+    """Join(left, right, join_type ("inner", "leftouter", "rightouter", "fullouter"), condition)."""
+    return _builders(spark).join(left, right, join_type, condition)
+
+
+def case_when(spark: SparkSession, conds, values, otherwise):
+    """CASE WHEN conds(0) THEN values(0) ... ELSE otherwise END (otherwise None: no ELSE)."""
+    return _builders(spark).caseWhen(to_java_list(spark, conds), to_java_list(spark, values), otherwise)
+
+
+def relation_of(spark: SparkSession, resolved_table):
+    """The relation over a command's ResolvedTable of a lake table, as a query of it names it
+    (io.lakerules.PlanBuilders.relationOf)."""
+    return _builders(spark).relationOf(resolved_table)
 
 
 def cast_columns(spark: SparkSession, df: DataFrame, columns: list[tuple[str, Any, dict]]) -> DataFrame:
     """df's first columns cast and renamed: ``columns`` (name, Spark DataType, metadata) for each,
-    the rest of df's columns kept as they are; built in the JVM (io.lakerules.Bridge.castProject)
+    the rest of df's columns kept as they are; built in the JVM (io.lakerules.PlanBuilders.castProject)
     so that the expressions carry no Python call site of lakerules as their origin."""
     import json
 
-    plan = spark._jvm.io.lakerules.Bridge.castProject(
+    plan = _builders(spark).castProject(
         df._jdf.logicalPlan(), to_java_list(spark, [t.json() for _, t, _ in columns]),
         to_java_list(spark, [n for n, _, _ in columns]), to_java_list(spark, [json.dumps(m) for _, _, m in columns]))
     return dataframe(spark, plan)
@@ -282,8 +311,37 @@ def catalog_manager(spark: SparkSession):
 
 
 def bridge(spark: SparkSession):
-    """io.lakerules.Bridge, the shim's static entry points."""
+    """io.lakerules.Bridge, where the JVM finds the Python registry (the Catalyst builders are
+    PlanBuilders', through the functions above)."""
     return spark._jvm.io.lakerules.Bridge
+
+
+def shim_loaded(spark: SparkSession) -> bool:
+    """Whether the shim jar is on the session's classpath."""
+    from py4j.java_gateway import JavaClass
+
+    return isinstance(bridge(spark), JavaClass)
+
+
+def register_backend(spark: SparkSession, backend, routes: str) -> None:
+    """The JVM's registry is ``backend`` (a Python io.lakerules.LakeBackend); its parser routes
+    the statements ``routes`` matches to it."""
+    bridge(spark).register(backend, routes)
+
+
+def unregister_backend(spark: SparkSession) -> None:
+    bridge(spark).unregister()
+
+
+def catalog_options(spark: SparkSession, name: str) -> str | None:
+    """The options Spark gave the lake catalog ``name`` (spark.sql.catalog.NAME.*) as JSON, or
+    None when ``name`` is not a lake catalog Spark has initialized."""
+    return bridge(spark).catalogOptions(name)
+
+
+def touches_lake(spark: SparkSession, plan) -> bool:
+    """Whether the JVM plan reads or writes a lake table or catalog anywhere (a cheap walk in the JVM)."""
+    return bool(bridge(spark).touchesLake(plan))
 
 
 def manifest_entries(spark: SparkSession, paths: list[str], schema_json: str, bounds: list[tuple[int, str]]):

@@ -173,11 +173,10 @@ _BUILDERS = {
 
 
 def _is_lake_catalog(spark, name: str) -> bool:
-    bridge = J.bridge(spark)
-    if bridge.catalogOptions(name) is not None:
+    if J.catalog_options(spark, name) is not None:
         return True
     try:
         J.catalog_manager(spark).catalog(name)  # initializes it
     except Exception:  # noqa: BLE001 - not a catalog at all: Spark's error, from its own parse
         return False
-    return bridge.catalogOptions(name) is not None
+    return J.catalog_options(spark, name) is not None

@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakerules.write import commit, metrics, parquet_props, order as write_order
-from lakerules.spark import jvm as J, progress
+from lakerules.spark import jvm as J, progress, shared
 from lakerules.iceberg import names, options, partitioning, paths, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import replace
@@ -234,9 +234,6 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
         raise
 
 
-NESTED_IDS_FORMAT = "io.lakerules.NestedIdParquetFormat"
-
-
 def _save_parquet(writer, target: str, fields) -> None:
     """Spark's Parquet writer; for columns holding lists or maps, the shim's variant of it, which
     also gives their elements, keys and values their Iceberg field ids (Spark's writes ids of
@@ -245,7 +242,7 @@ def _save_parquet(writer, target: str, fields) -> None:
     if ids is None:
         writer.parquet(target)
     else:
-        writer.format(NESTED_IDS_FORMAT).option("lakerules.nestedids", ids).save(target)
+        writer.format(shared.NESTED_IDS_FORMAT_CLASS).option(shared.NESTED_IDS_OPTION, ids).save(target)
 
 
 POSITION_DELETE_FIELDS = (

@@ -108,7 +108,7 @@ public class LakeFileIndex implements FileIndex {
     Configuration conf = session.sessionState().newHadoopConf();
     LakeFileIndex index = of(listing, conf);
     index.estimate = estimatedBytes;
-    FileFormat fileFormat = "rowgroups".equals(format) ? new RowGroupParquetFormat() : new ParquetFileFormat();
+    FileFormat fileFormat = SharedNames.ROW_GROUPS_FORMAT.equals(format) ? new RowGroupParquetFormat() : new ParquetFileFormat();
     scala.collection.immutable.Map<String, String> opts = new scala.collection.immutable.HashMap<>();
     String[] kv = split(options);
     for (int i = 0; i + 1 < kv.length; i += 2) {

@@ -33,7 +33,7 @@ import org.apache.spark.sql.types.StructType;
  * spark.sql.parquet.writeLegacyFormat says.
  */
 public class NestedIdParquetFormat extends ParquetFileFormat {
-  public static final String OPTION = "lakerules.nestedids";  // lower case: Spark lower-cases option names
+  public static final String OPTION = SharedNames.NESTED_IDS_OPTION;  // lower case: Spark lower-cases option names
 
   @Override
   public OutputWriterFactory prepareWrite(SparkSession session, Job job,

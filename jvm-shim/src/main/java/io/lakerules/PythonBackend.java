@@ -26,16 +26,17 @@ import org.apache.spark.sql.SparkSession;
  * and PYSPARK_GATEWAY_SECRET), wraps the running SparkSession and calls lakerules.attach. That
  * one process then serves every statement of this JVM until the JVM exits.
  *
- * <p>Settings: {@value #PYTHON_CONF} (the interpreter; else env PYSPARK_PYTHON; else python3)
- * and {@value #TIMEOUT_CONF} (how long to wait for it to attach; default 120s).
+ * <p>Settings: spark.lakerules.python (the interpreter; else env PYSPARK_PYTHON; else python3)
+ * and spark.lakerules.python.startTimeout (how long to wait for it to attach; default 120s).
  *
  * <p>Spark's Py4J server class is private to Spark and changes between releases, so it is
  * reached by reflection, never compiled against.
  */
 public final class PythonBackend {
-  public static final String PYTHON_CONF = "spark.lakerules.python";
-  public static final String TIMEOUT_CONF = "spark.lakerules.python.startTimeout";
-  static final String MODULE = "lakerules.backend.jvm_driver";
+  // spelled once, in python/lakerules/spark/shared.py (SharedNames)
+  public static final String PYTHON_CONF = SharedNames.PYTHON_SETTING;
+  public static final String TIMEOUT_CONF = SharedNames.PYTHON_START_TIMEOUT_SETTING;
+  static final String MODULE = SharedNames.JVM_DRIVER_MODULE;
   private static final long DEFAULT_TIMEOUT_MS = 120_000;
   private static final int TAIL_LINES = 40;
 

@@ -33,7 +33,7 @@ import scala.runtime.AbstractFunction1;
  * offset indexes and Spark's vectorized reader reads it; otherwise the whole row group.
  */
 public class RowGroupParquetFormat extends ParquetFileFormat {
-  public static final String OPTION = "lakerules.rowgroups";  // lower case: Spark lower-cases option names
+  public static final String OPTION = SharedNames.ROW_GROUPS_OPTION;  // lower case: Spark lower-cases option names
 
   @Override
   public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
