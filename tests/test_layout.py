@@ -82,7 +82,7 @@ def test_no_import_circle_in_the_package():
 
 
 def test_the_planner_imports_nothing_that_runs():
-    """plan.py is data and the tree walk; the rules plan. Neither reaches the modules that
+    """lakerules.plan.nodes is data and the tree walk; the rules plan. Neither reaches the modules that
     write or commit, however indirectly: only lakerules.execute.run (and what calls it) does."""
     graph = _imports()
     runs = {"lakerules.write.files", "lakerules.write.commit", "lakerules.rowlevel.run", "lakerules.execute.run"}

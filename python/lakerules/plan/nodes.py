@@ -3,7 +3,8 @@
 ``from_jvm`` turns the parts of a resolved Spark plan that touch lake tables into lakerules
 nodes; everything else stays a ``SparkNode`` that wraps the JVM node (a subtree that touches no
 lake table is kept whole, as one opaque leaf). Rules rewrite this tree; ``to_jvm`` turns it back,
-running the commands (writes, commits) on the way and reusing every JVM node that did not change.
+reusing every JVM node that did not change; a command becomes the JVM command node Spark runs
+when it executes the statement (lakerules.execute.run), so lowering writes and commits nothing.
 
 Nodes compare by identity: a rule that changes nothing returns the same object, and
 ``transform_up`` rebuilds a parent only when one of its children is a new object.
@@ -462,7 +463,7 @@ class WriteMerge(Command):
 
 
 def _with_files(head: str, files, drops_whole: bool) -> str:
-    """A command's description, then its planned files (row_plans.FilePlan), one per line."""
+    """A command's description, then its planned files (lakerules.scan.row_files.FilePlan), one per line."""
     if files is None:
         return head
     return "\n".join([head, *("  " + line for line in files.describe(drops_whole))])
