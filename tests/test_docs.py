@@ -216,6 +216,20 @@ def test_the_architecture_page_lists_every_module():
     assert listed == actual
 
 
+def test_every_setting_is_in_the_settings_page():
+    """Each spark.lakerules.* setting the code reads, and each OPTIMIZE setting, is named in
+    docs/settings.md."""
+    from lakerules.optimize.rewrite import SETTINGS
+
+    page = (DOCS / "settings.md").read_text()
+    sources = [*(ROOT / "python" / "lakerules").rglob("*.py"), *JAVA]
+    named = {m.rstrip(".") for p in sources for m in re.findall(r"spark\.lakerules\.[A-Za-z0-9_.-]+", p.read_text())}
+    assert len(named) > 10, named
+    optimize = "spark.lakerules.optimize."  # spark.lakerules.optimize.<name>: the names below
+    assert sorted(n for n in named if n not in page and n.removeprefix(optimize) not in SETTINGS) == []
+    assert sorted(n for n in SETTINGS if f"`{n}`" not in page) == []
+
+
 # ---- runnable blocks ------------------------------------------------------------------------
 
 def _runnable(page: Path) -> list[tuple[str, str]]:
