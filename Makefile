@@ -2,13 +2,14 @@
 # make test:  the test suite (installs the PostgreSQL server the concurrency test starts, if missing).
 # make test-matrix: the wheel built, installed into a fresh venv and run, per pyspark version.
 # make demo: examples/demo.py on the embedded catalog.
+# make docs: the documentation site (README.md, docs/) into site/, mkdocs build --strict.
 # make soak:  the model, hostile-alphabet, concurrency, wide-read, scale, Connect, stream small-files and hostile-location tests, long profiles (see RELIABILITY.md).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 JAR    := python/lakerules/jars/lakerules-shim.jar
 
-.PHONY: setup java postgres venv shim test test-matrix soak demo bench clean
+.PHONY: setup java postgres venv shim test test-matrix soak demo docs bench clean
 
 setup: java venv shim
 
@@ -61,9 +62,13 @@ soak:
 demo:
 	$(PY) examples/demo.py
 
+# MkDocs comes with the test extra (make setup); any warning (a broken link or anchor) fails.
+docs:
+	$(PY) -m mkdocs build --strict
+
 bench:
 	$(PY) -m pip install -q -e '.[test,bench]'
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) $(JAR) warehouse bench/out
+	rm -rf $(VENV) $(JAR) warehouse bench/out site

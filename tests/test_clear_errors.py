@@ -383,6 +383,6 @@ def test_a_write_error_points_at_the_query_not_at_lakerules(spark, iceberg_catal
             assert state(spark, iceberg_catalog, t) == before
         condition, message = error_class(
             lambda: spark.range(3).selectExpr("id DIV 0 AS id", "'x' AS s", "0.5 AS d").writeTo(t).append())
-        assert condition == "DIVIDE_BY_ZERO" and "write.py" not in message, message
+        assert condition == "DIVIDE_BY_ZERO" and "files.py" not in message, message
     finally:
         spark.conf.unset("spark.sql.ansi.enabled")

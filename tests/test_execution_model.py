@@ -106,7 +106,7 @@ def test_dataframe_writes_each_commit_once(spark, iceberg_catalog, ns, table):
         assert (n - before, len(now)) == (snapshots, rows), what
     df.writeTo(f"lake.{ns}.c").create()
     assert state(iceberg_catalog, ns, "c")[0] == 1
-    df.writeTo(f"lake.{ns}.c").createOrReplace()  # one commit on the table, its history kept (README)
+    df.writeTo(f"lake.{ns}.c").createOrReplace()  # one commit on the table, its history kept (docs/operations.md)
     assert state(iceberg_catalog, ns, "c") == (2, sorted((i, "w") for i in range(30, 33)))
 
 

@@ -66,7 +66,7 @@ def lake_statements(ns: str) -> list[str]:
             WHEN MATCHED THEN UPDATE SET kind = s.kind
             WHEN NOT MATCHED THEN INSERT (id, ts, kind) VALUES (s.id, TIMESTAMP'2026-01-03 04:00:00', s.kind)""",
         f"OPTIMIZE {t} ZORDER BY (id, kind)",
-        # a replace is one commit on the table, from any driver (lakerules.write.replace)
+        # a replace is one commit on the table, from any driver (lakerules.iceberg.replace)
         f"CREATE TABLE lake.{ns}.rp AS SELECT id FROM {t} WHERE id < 3",
         f"CREATE OR REPLACE TABLE lake.{ns}.rp PARTITIONED BY (bucket(2, id)) AS SELECT id FROM {t} WHERE id >= 3",
         SELECT.format(t=t),

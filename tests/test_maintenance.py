@@ -214,7 +214,7 @@ def test_optimize_makes_equality_deletes_readable_by_pyiceberg(spark, ns, iceber
 
 
 def test_plain_optimize_keeps_equality_deletes_of_large_files(spark, ns, iceberg_catalog):
-    """Why the README names deleteFileThreshold: a file of minFileSize or more is not compacted."""
+    """Why docs/sql.md (CDC deletes) names deleteFileThreshold: a file of minFileSize or more is not compacted."""
     import lakerules
 
     t = f"lake.{ns}.eq_large"

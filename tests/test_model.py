@@ -10,7 +10,7 @@ spark.sql.storeAssignmentPolicy (ANSI or STRICT: which assignments of another ty
 
 Profiles (env LAKERULES_PROFILE): `small` (default, `make test`: a few derandomized sequences),
 `soak` (`make soak`: many longer ones). Every failure it found is kept as a regular test in
-tests/test_model_regressions.py.
+tests/test_reliability_regressions.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Replacing a table is one commit on it (issue #30 item 1, lakerules.write.replace): CREATE OR REPLACE
+"""Replacing a table is one commit on it (issue #30 item 1, lakerules.iceberg.replace): CREATE OR REPLACE
 TABLE [AS SELECT], REPLACE TABLE, writeTo(...).createOrReplace()/replace(), saveAsTable in
 overwrite mode. Every path is failed during its query, during its write and at its commit: the
 table and its history stay exactly as they were and no file of the attempt remains. When it

@@ -385,7 +385,7 @@ EXPR_CASES = (
 
 def test_partition_expressions_and_directory_decoding(spark, samples):
     """One query evaluates every transform's writer expression (what partitioning.partition_columns
-    gives write.py) over every source type; each text, decoded as write.py decodes a written
+    gives lakerules.write.files) over every source type; each text, decoded as that module decodes a written
     file's directory, must equal pyiceberg's transform of the value."""
     types = sorted({t for *_, t in EXPR_CASES})
     columns, fields, cases = {}, [], []

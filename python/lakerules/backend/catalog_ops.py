@@ -193,7 +193,7 @@ class CatalogOps:
 
     def _op_replace_table(self, name, cat, a):
         """REPLACE TABLE / CREATE OR REPLACE TABLE without AS SELECT (the shim's staged table,
-        committed when Spark commits it): one commit on the existing table (lakerules.write.replace),
+        committed when Spark commits it): one commit on the existing table (lakerules.iceberg.replace),
         which is then empty; CREATE OR REPLACE of a missing table creates it."""
         ns, tname = tuple(a["namespace"]), a["name"]
         if not ns or not cat.table_exists((*ns, tname)):

@@ -5,7 +5,7 @@ or a SystemError, UnicodeDecodeError or pydantic ValidationError naming no file)
 ``install`` puts the translation around pyiceberg's readers of manifest lists
 (``Snapshot.manifests``) and manifests (``ManifestFile.fetch_manifest_entry``), which every
 planner, commit and maintenance procedure calls; the metadata JSON is read through
-lakerules.metadata_cache. A missing file becomes a ``MissingFile``, which is also a
+lakerules.iceberg.metadata_cache. A missing file becomes a ``MissingFile``, which is also a
 FileNotFoundError, so code reading tables with pyiceberg in the same process still catches it.
 
 The tables the catalogs loaded are remembered by location, so that an error from a reader that

@@ -190,7 +190,7 @@ def new_table(catalog: str, cat: Catalog, a: dict, default_provider: str | None 
 
 
 def plan_replace(catalog: str, cat: Catalog, a: dict, default_provider: str | None = None):
-    """The replace of the existing table a names (lakerules.write.replace) by the table a describes."""
+    """The replace of the existing table a names (lakerules.iceberg.replace) by the table a describes."""
     ns, tname = tuple(a["namespace"]), a["name"]
     iceberg_schema, spec, props, location = new_table(catalog, cat, a, default_provider)
     base = cat.load_table((*ns, tname))

@@ -2,8 +2,10 @@
 
     OPTIMIZE lake.db.t [WHERE <partition predicate>] [ZORDER BY (c1, c2, ...) | HILBERT BY (c1, c2, ...)]
 
-The statement runs at analysis, like lakerules' other statements, and returns one row as Delta's
-does: the table's location and a struct of metrics.
+The statement is planned when Spark analyzes it (``plan``: from the table's metadata, nothing
+written) and runs once, when Spark executes it (``run``: planning again only if the table moved
+since), like lakerules' other statements; it returns one row as Delta's does: the table's location
+and a struct of metrics.
 
 1. Validate, before anything is read or written: the WHERE names only partition source columns
    and translates exactly into an Iceberg predicate; each ZORDER BY column exists (a top-level

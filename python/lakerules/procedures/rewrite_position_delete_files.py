@@ -50,7 +50,7 @@ from lakerules.write.files import PART_COL, discard, write_position_deletes
 PROCEDURE = "rewrite_position_delete_files"
 
 # Iceberg's options (its size-based rewriter's and its action's): name -> (field, kind), as
-# lakerules.optimize.rewrite._options reads them; refused ones say why.
+# lakerules.procedures.rewrite_data_files.options_of reads them; refused ones say why.
 OPTIONS = {
     "target-file-size-bytes": ("target", "size"),
     "min-file-size-bytes": ("min", "count"),

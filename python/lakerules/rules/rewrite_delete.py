@@ -9,7 +9,7 @@ or, when the table says ``write.delete.mode=copy-on-write`` (or is format v1), a
 files that hold matched rows. ``TRUNCATE TABLE lake.db.t`` is DELETE without WHERE (TruncateLake:
 one snapshot that removes every data and delete file), with no result rows. The table's write.delete.* properties (mode, isolation level,
 granularity) are read here, so a bad value fails before anything is written. The files are
-planned here (row_plans.plan_files: which may hold matching rows, which are dropped whole), so
+planned here (lakerules.scan.row_files.plan_files: which may hold matching rows, which are dropped whole), so
 EXPLAIN shows them; what runs is in lakerules.rowlevel.run, which plans again only if the table
 moved since.
 """

@@ -8,7 +8,7 @@ becomes
 
 or, when the table says ``write.merge.mode=copy-on-write`` (or is format v1), a rewrite of the
 target files that hold an updated or deleted row. Each action's assignments are resolved here as
-Spark's own MERGE resolves them (row_plans.resolve_assignments): UPDATE SET as UPDATE's, INSERT
+Spark's own MERGE resolves them (lakerules.scan.row_files.resolve_assignments): UPDATE SET as UPDATE's, INSERT
 with a value or default for every column. Its ON and WHEN conditions are checked as Spark 4 checks
 those of its own MERGE (no subquery, aggregate or non-deterministic expression: Spark's
 UNSUPPORTED_MERGE_CONDITION errors). MERGE reads its own write.merge.* properties (mode,

@@ -7,7 +7,7 @@ becomes
 
 or a copy-on-write rewrite of the affected files when the table says
 ``write.update.mode=copy-on-write`` (or is format v1). The assignments are resolved here as
-Spark's own UPDATE resolves them (row_plans.resolve_assignments): one value per column, nested
+Spark's own UPDATE resolves them (lakerules.scan.row_files.resolve_assignments): one value per column, nested
 fields folded into their struct, store-assignment casts and NOT NULL checks. The table's
 write.update.* properties (mode, isolation level) and write.delete.granularity are read here too,
 so a bad value fails before anything is written. What runs is in lakerules.rowlevel.

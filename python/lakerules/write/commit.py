@@ -224,7 +224,7 @@ def overwrite(table: Table, removed: list, added: list, summary: dict | None = N
 
 
 def replace_table(replacement, data_files: list, summary: dict | None = None) -> None:
-    """A replace (lakerules.write.replace) in one commit: the new schema, spec, order, properties and
+    """A replace (lakerules.iceberg.replace) in one commit: the new schema, spec, order, properties and
     location, and main moved to a snapshot of just ``data_files`` (none: main removed, the
     table empty). Its requirements are the table as the replace was planned on."""
     table = replacement.base
@@ -259,7 +259,7 @@ MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
 MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
 MANIFEST_TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"
 MANIFEST_MERGE_ENABLED_DEFAULT = True  # Iceberg Java's default (pyiceberg's is false)
-MANIFEST_MIN_MERGE_COUNT_DEFAULT = 10  # Iceberg Java: 100 (see README: at most 9 small manifests)
+MANIFEST_MIN_MERGE_COUNT_DEFAULT = 10  # Iceberg Java: 100 (see docs/planning.md, Manifests: at most 9 small manifests)
 MANIFEST_TARGET_SIZE_BYTES_DEFAULT = 8 * 1024 * 1024  # Iceberg Java's
 
 
@@ -423,7 +423,7 @@ class Validation:
     ``conflict_filter``: rows the statement read; under serializable isolation no data file
     that may hold such rows may have been added meanwhile (None: no check).
     ``statement``: the row-level statement validated, ``delete``, ``update`` or ``merge``: its
-    isolation level is the table's ``write.<statement>.isolation-level`` (row_plans.isolation_level).
+    isolation level is the table's ``write.<statement>.isolation-level`` (lakerules.scan.row_files.isolation_level).
     """
 
     must_exist: frozenset = frozenset()

@@ -112,7 +112,7 @@ def _validated(ctx, t, table: Table, read, start, level, replaced: list, conditi
 
 def run_ctas(ctx, node, query_plan):
     """CREATE TABLE ... AS SELECT / [CREATE OR] REPLACE TABLE ... AS SELECT on a lake catalog.
-    A replace of an existing table is one commit on it (lakerules.write.replace): the new rows are
+    A replace of an existing table is one commit on it (lakerules.iceberg.replace): the new rows are
     written as the replacement's files first, and if anything fails before the commit the table
     is as it was."""
     t = node.table
@@ -257,7 +257,7 @@ def write_position_deletes(spark, table: Table, df: DataFrame, groups: list[tupl
     an index into ``groups``, the (spec id, partition) of the data file each row points at. A
     group is one data file (write.delete.granularity=file: each delete file then names one data
     file, its file_path bounds equal) or one partition (granularity partition); the caller
-    numbers them (rowlevel._delete_groups). Rows are shuffled by group in one write job, and
+    numbers them (lakerules.rowlevel.run._delete_groups). Rows are shuffled by group in one write job, and
     written partitioned by it, so each group's deletes are written by one task into one file,
     sorted by file path then position as the spec asks."""
     progress.step(spark, "write delete files")

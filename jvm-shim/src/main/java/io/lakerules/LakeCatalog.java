@@ -213,7 +213,7 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
   // ---- staged: REPLACE TABLE and CREATE OR REPLACE TABLE in one commit ---------------------
   // Spark plans these as AtomicReplaceTableExec for a staging catalog (else as a drop, then a
   // create: a create that fails would leave no table). The staged table holds the arguments;
-  // its commit is one Python call (lakerules.write.replace); nothing happens before it. AS SELECT
+  // its commit is one Python call (lakerules.iceberg.replace); nothing happens before it. AS SELECT
   // forms never get here: the rules plan them as lake commands (lakerules.write.files.run_ctas).
 
   @Override

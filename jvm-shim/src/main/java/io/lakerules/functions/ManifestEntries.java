@@ -43,7 +43,7 @@ import org.apache.spark.sql.types.StructType;
  * configured with) and turns each live entry into a row: the entry's fields as written, plus
  * the lower and upper bounds of some columns decoded from Iceberg's single-value serialization,
  * so that a filter over them can run in the same Spark job. Which entries to keep, and what the
- * rows mean, is decided by the caller (lakerules.distributed_planning); nothing here plans.
+ * rows mean, is decided by the caller (lakerules.scan.manifest_job); nothing here plans.
  *
  * <p>The row layout is the schema handed in: 21 fixed fields (see {@code FIXED}), then a lower
  * and an upper bound per decoded column. The partition struct's Spark types say how each
