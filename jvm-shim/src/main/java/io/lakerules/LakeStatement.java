@@ -18,7 +18,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * UnresolvedRelation Spark resolves as it would for its own statement; OneRowRelation for a
  * statement on a catalog, such as CALL), the payload the statement's arguments as JSON
  * (lakerules.plan.statements). The registry turns it into a planned command right after
- * analysis (lakerules.plan.nodes.from_jvm); Spark may analyze one parsed plan several times
+ * analysis (lakerules.plan.convert.from_jvm); Spark may analyze one parsed plan several times
  * (Spark Connect, views, EXPLAIN), and each analysis reads the same data. It never runs itself.
  */
 public final class LakeStatement extends LogicalPlan {
