@@ -66,9 +66,9 @@ class Backend:
             return J.statement_node(ctx.spark, list(parsed.table) if parsed.table is not None else None,
                                     plan_statements.to_json(parsed))
         except LakeSyntaxError as e:  # Spark's own ParseException: the one a parser may throw
-            return self.spark._jvm.io.lakerules.Bridge.parseError(e.sql, e.line, e.column - 1, e.near, e.hint)
+            return J.parse_error(self.spark, e.sql, e.line, e.column - 1, e.near, e.hint)
         except TooComplex as e:  # as Spark's parser refuses its own statements nested too deep
-            return self.spark._jvm.io.lakerules.Bridge.parseTooComplex(e.sql)
+            return J.parse_too_complex(self.spark, e.sql)
         except BaseException as e:  # noqa: BLE001 - returned to the JVM, which rethrows it
             return self.java_error(e)
 
@@ -132,7 +132,7 @@ class Backend:
         return J.stream_write_node(ctx.spark, PlannedStreamWrite(self, node), lower(node.query), node.describe())
 
     def session(self, jsession) -> SparkSession:
-        if jsession is None or jsession.equals(self.spark._jsparkSession):
+        if jsession is None or J.is_session(self.spark, jsession):
             return self.spark
         return SparkSession(self.spark.sparkContext, jsparkSession=jsession)
 
@@ -142,7 +142,7 @@ class Backend:
         origin = getattr(e, "_origin", None)  # pyspark's captured JVM exceptions
         if origin is not None:
             return origin
-        return self.spark._jvm.io.lakerules.Bridge.analysisError(_message(e))
+        return J.analysis_error(self.spark, _message(e))
 
 
 class PlannedCommand:

@@ -28,32 +28,9 @@ USAGE = (
 
 def connect():
     """The PySpark session of the JVM that started this process (its own SparkSession object)."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-    from pyspark.sql import SparkSession
+    from lakerules.spark import jvm as J
 
-    gateway = launch_gateway()  # connects to the JVM named by PYSPARK_GATEWAY_PORT/_SECRET
-    jvm = gateway.jvm
-    jsession = jvm.io.lakerules.PythonBackend.session()
-    if jsession is None:
-        raise RuntimeError("the JVM has no SparkSession waiting for a rule registry")
-    jsc = jvm.org.apache.spark.api.java.JavaSparkContext(jsession.sparkContext())
-    jvm_version = jsc.version()
-    import pyspark
-
-    if jvm_version.split(".")[:2] != pyspark.__version__.split(".")[:2]:
-        logging.getLogger("lakerules").warning(
-            "lakerules: this Python has pyspark %s, the JVM runs Spark %s; use an interpreter whose "
-            "pyspark matches (%s)", pyspark.__version__, jvm_version, shared.PYTHON_SETTING
-        )
-    conf = SparkConf(_jconf=jsc.getConf())  # a copy of the JVM context's: nothing is set on it
-    # lakerules itself starts no Python worker (its small DataFrames are LocalRelations); Python
-    # UDFs that rules or users register run the interpreter this process names, as spark-submit
-    # does: spark.pyspark.python, else PYSPARK_PYTHON, else this interpreter, which has pyspark.
-    worker = conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable
-    os.environ["PYSPARK_PYTHON"] = worker
-    sc = SparkContext(gateway=gateway, jsc=jsc, conf=conf)
-    return SparkSession(sc, jsparkSession=jsession)
+    return J.connect_to_driver(shared.PYTHON_SETTING)
 
 
 def main() -> int:

@@ -234,7 +234,7 @@ def lower_metadata_scan(ctx, scan: MetadataScan, lower):
                               else "rows built from the table's metadata and manifests, no data file read"))
     df = dataframe(ctx.spark, table, scan.meta, scan.snapshot_id)
     names = [a.name for a in scan.output]
-    plan = J.select(df, names)._jdf.queryExecution().optimizedPlan()
+    plan = J.optimized_plan(J.select(df, names))
     return J.rename_project(ctx.spark, plan, [a.jvm for a in scan.output])
 
 

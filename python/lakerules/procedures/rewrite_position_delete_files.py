@@ -40,7 +40,7 @@ from lakerules.write import commit
 from lakerules.spark import jvm as J, progress
 from lakerules.iceberg import names
 from lakerules.errors import ConflictError, LakeError, NotSupported
-from lakerules.optimize.rewrite import _partition_predicate
+from lakerules.optimize.clauses import partition_predicate as _partition_predicate
 from lakerules.procedures.rewrite_data_files import options_of as _options
 from lakerules.plan.nodes import TableRef
 from lakerules.scan.planning import plan_scan

@@ -115,11 +115,10 @@ def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool):
         )
     plan = J.analyzed(J.select(df, [*names, FILE_COL, POS_COL]))
     plan = J.rename_project(spark, plan, [a.jvm for a in node.relation.output])
-    e = J.expressions(spark)
     condition = node.condition
     if not keep_matching:
         # a row stays unless the condition is TRUE for it (NULL keeps it, as SQL's WHERE does)
-        condition = e.Not(e.EqualNullSafe(condition, J.true_literal(spark)))
+        condition = J.not_true(spark, condition)
     return J.dataframe(spark, J.filter_plan(spark, condition, plan))
 
 
@@ -447,7 +446,6 @@ KEEP, UPDATE, DELETE, INSERT = 0, 1, 2, 3
 def run_merge(ctx, node):
     spark = ctx.spark
     t = node.table
-    e = J.expressions(spark)
     table = ctx.catalogs.load_for_write(t, ctx.conf)
     snapshot = table.current_snapshot()
     # the read of the target: pruned by the ON condition's target-only parts, unless rows that
@@ -470,13 +468,13 @@ def run_merge(ctx, node):
     out = J.from_seq(joined.output())
     t_attr = next(a for a in out if a.name() == T_COL)
     s_attr = next(a for a in out if a.name() == S_COL)
-    t_in, s_in = e.IsNotNull(t_attr), e.IsNotNull(s_attr)
+    t_in, s_in = J.is_not_null(spark, t_attr), J.is_not_null(spark, s_attr)
 
     branches = []  # (condition, action)
-    for clauses, when in ((node.matched, e.And(t_in, s_in)), (node.not_matched, e.IsNull(t_attr)),
-                          (node.not_matched_by_source, e.IsNull(s_attr))):
+    for clauses, when in ((node.matched, J.all_of(spark, (t_in, s_in))), (node.not_matched, J.is_null(spark, t_attr)),
+                          (node.not_matched_by_source, J.is_null(spark, s_attr))):
         for a in clauses:
-            branches.append((when if a.condition is None else e.And(when, a.condition), a))
+            branches.append((when if a.condition is None else J.all_of(spark, (when, a.condition)), a))
     codes = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
     op = J.case_when(spark, [c for c, _ in branches], [J.literal(spark, codes[a.kind]) for _, a in branches],
                      J.literal(spark, KEEP))

@@ -122,7 +122,7 @@ def _answer(ctx, agg: SparkNode, scan: LakeScan, filters: list):
 
     out_schema = StructType.fromJson(json.loads(agg.jvm.schema().json()))
     frame = J.local_frame(ctx.spark, [tuple(values)], out_schema)
-    plan = frame._jdf.queryExecution().optimizedPlan()
+    plan = J.optimized_plan(frame)
     return J.rename_project(ctx.spark, plan, list(J.from_seq(agg.jvm.output()))), len(files)
 
 

@@ -89,11 +89,9 @@ def section(plan) -> str:
 
 def explain_text(spark, plan, keyword: str | None) -> str:
     """Spark's EXPLAIN text for a plan, with the lake scans section."""
-    df = J.dataframe(spark, plan)
-    qe = df._jdf.queryExecution()
     mode = _MODES.get(keyword.upper() if keyword else None, "simple")
-    text = spark._jvm.PythonSQLUtils.explainString(qe, mode)  # plans the query: scans are remembered
-    return text + section(qe.analyzed())
+    text, analyzed = J.explain_string(spark, J.dataframe(spark, plan), mode)  # plans the query: scans are remembered
+    return text + section(analyzed)
 
 
 def install_dataframe_explain() -> None:
@@ -109,7 +107,7 @@ def install_dataframe_explain() -> None:
 
     def explain(self, extended=None, mode=None):
         original(self, extended, mode)
-        extra = section(self._jdf.queryExecution().analyzed())
+        extra = section(J.analyzed(self))
         if extra:
             print(extra.strip("\n"))
 

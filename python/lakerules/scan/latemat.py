@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import reduce
 
 from pyiceberg.schema import Schema
 from pyspark.sql import functions as F
@@ -341,8 +340,7 @@ def _page_plan(spark, names: list[str], by_name: dict, ids: list[int]) -> dict[s
     if not names:
         return {}
     request = "\n".join(f"{n}\t{','.join(map(str, sorted(by_name.get(n, ()))))}" for n in names)
-    conf = spark._jsparkSession.sessionState().newHadoopConf()
-    answer = spark._jvm.io.lakerules.PageRanges.plan(conf, request, ",".join(map(str, ids)))
+    answer = J.page_ranges(spark, request, ",".join(map(str, ids)))
     out = {}
     for line in answer.splitlines():
         name, spans, counts = line.rsplit("\t", 2)
@@ -374,7 +372,5 @@ def _phase_one(ctx, scan: LateScan, files: list):
                    plan=replace(scan.plan, files=tuple(files)))
     df = scan_dataframe(ctx, part, positions=True)
     aliased = aliased_plan(ctx, part, df, extra=[FILE_COL, POS_COL])
-    jvm = spark._jvm.org.apache.spark.sql.catalyst
-    condition = reduce(lambda a, b: jvm.expressions.And(a, b), scan.conjuncts)
-    filtered = jvm.plans.logical.Filter(condition, aliased)
+    filtered = J.filter_plan(spark, J.all_of(spark, scan.conjuncts), aliased)
     return J.dataframe(spark, filtered).select(FILE_COL, POS_COL)

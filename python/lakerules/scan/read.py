@@ -91,7 +91,7 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
                 F.lit(None).cast("long").alias(SIZE_COL),
             )
         return df
-    jschema = spark._jsparkSession.parseDataType(read_schema.json())
+    jschema = J.data_type(spark, read_schema.json())
     fmt, options = ((shared.ROW_GROUPS_FORMAT, _joined([shared.ROW_GROUPS_OPTION, row_groups])) if row_groups is not None
                     else ("parquet", ""))
     # what Spark's planner sees (a join's broadcast side): the rows in memory, as Iceberg's scans
@@ -99,8 +99,7 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
     # sequential ids compress below the 10 MiB broadcast threshold
     rows = sum(f.record_count for f in files)
     estimate = min(rows * max(jschema.defaultSize(), 1), (1 << 63) - 1)
-    plan = spark._jvm.io.lakerules.LakeFileIndex.read(spark._jsparkSession, _listing(files), jschema, fmt, options,
-                                                       estimate)
+    plan = J.file_index_read(spark, _listing(files), jschema, fmt, options, estimate)
     df = J.dataframe(spark, plan)
     if with_positions:
         df = df.select(
@@ -124,7 +123,7 @@ def status_names(spark, paths: list[str]) -> dict[str, str]:
         known = {p: _names[(app, p)] for p in paths if (app, p) in _names}
     missing = [p for p in dict.fromkeys(paths) if p not in known]
     if missing:
-        joined = spark._jvm.io.lakerules.LakeFileIndex.namesOf(_joined(missing), spark._jsc.hadoopConfiguration())
+        joined = J.file_names(spark, _joined(missing))
         named = dict(zip(missing, joined.split("\0")))
         known.update(named)
         with _cache_lock:
@@ -193,7 +192,7 @@ def aliased_plan(ctx, scan: LakeScan, df: DataFrame, extra: list[str] = ()):
             f"lakerules: column(s) {missing} of {scan.table} are not in the schema the scan was planned "
             "with; the table changed while the query was planned, run it again"
         )
-    plan = J.select(df, [*names, *extra])._jdf.queryExecution().optimizedPlan()
+    plan = J.optimized_plan(J.select(df, [*names, *extra]))
     return J.rename_project(spark, plan, [attr.jvm for attr in scan.output])
 
 
@@ -248,7 +247,7 @@ def _position_set(spark, pairs: list[tuple[str, str, str]], delete_files: list):
         .join(F.broadcast(allowed), ["d_file", "d_path"])
         .select("d_name", "d_pos")
     )
-    deleted = spark._jvm.io.lakerules.functions.PositionDeleteSet.collect(spark._jsparkSession, J.analyzed(rows))
+    deleted = J.position_delete_set(spark, J.analyzed(rows))
     with _cache_lock:
         _position_sets[key] = deleted
         while len(_position_sets) > 1 and sum(s.rows() for s in _position_sets.values()) > _POSITION_SET_ROWS:

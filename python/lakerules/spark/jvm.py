@@ -206,19 +206,42 @@ def can_up_cast(spark: SparkSession, source, target) -> bool:
 # ---- Catalyst objects lakerules builds (so the rest of the package does not reach into _jvm) ----
 
 
-def expressions(spark: SparkSession):
+def _expressions(spark: SparkSession):
     """Catalyst's expressions package (org.apache.spark.sql.catalyst.expressions)."""
     return spark._jvm.org.apache.spark.sql.catalyst.expressions
 
 
+def is_null(spark: SparkSession, expr):
+    """IsNull(expr)."""
+    return _expressions(spark).IsNull(expr)
+
+
+def is_not_null(spark: SparkSession, expr):
+    """IsNotNull(expr)."""
+    return _expressions(spark).IsNotNull(expr)
+
+
+def all_of(spark: SparkSession, conditions):
+    """And(c1, And(c2, ...)): every condition (at least one)."""
+    from functools import reduce
+
+    return reduce(lambda a, b: _expressions(spark).And(a, b), list(conditions))
+
+
+def not_true(spark: SparkSession, condition):
+    """NOT (condition <=> TRUE): what a row keeps when SQL's WHERE drops it (FALSE or NULL)."""
+    e = _expressions(spark)
+    return e.Not(e.EqualNullSafe(condition, true_literal(spark)))
+
+
 def literal(spark: SparkSession, value, data_type=None):
     """A Catalyst Literal of a Python value (of ``data_type``, a JVM DataType, when given)."""
-    lit = getattr(getattr(expressions(spark), "Literal$"), "MODULE$")
+    lit = getattr(getattr(_expressions(spark), "Literal$"), "MODULE$")
     return lit.create(value, data_type) if data_type is not None else lit.apply(value)
 
 
 def true_literal(spark: SparkSession):
-    return getattr(getattr(expressions(spark), "Literal$"), "MODULE$").TrueLiteral()
+    return getattr(getattr(_expressions(spark), "Literal$"), "MODULE$").TrueLiteral()
 
 
 def filter_plan(spark: SparkSession, condition, plan):
@@ -297,7 +320,7 @@ def recache_table(spark: SparkSession, name_parts: list[str]) -> None:
 
 
 def has_subquery(spark: SparkSession, condition) -> bool:
-    return bool(expressions(spark).SubqueryExpression.hasSubquery(condition))
+    return bool(_expressions(spark).SubqueryExpression.hasSubquery(condition))
 
 
 def name_parts(spark: SparkSession, name: str) -> list[str]:
@@ -374,3 +397,129 @@ def analyze_sql(spark: SparkSession, sql_text: str):
     """The analyzed plan of a statement (Spark's parser and analyzer; nothing runs)."""
     state = spark._jsparkSession.sessionState()
     return state.analyzer().execute(state.sqlParser().parsePlan(sql_text))
+
+
+# ---- plans and query executions ------------------------------------------------------------------
+
+
+def optimized_plan(df: DataFrame):
+    """The optimized logical plan of a DataFrame (Spark's optimizer; nothing runs)."""
+    return df._jdf.queryExecution().optimizedPlan()
+
+
+def explain_string(spark: SparkSession, df: DataFrame, mode: str) -> tuple[str, Any]:
+    """(Spark's EXPLAIN text of df in ``mode``, df's analyzed plan): planning the query, no job."""
+    qe = df._jdf.queryExecution()
+    return str(spark._jvm.PythonSQLUtils.explainString(qe, mode)), qe.analyzed()
+
+
+def is_session(spark: SparkSession, jsession) -> bool:
+    """Whether the JVM session ``jsession`` is ``spark``'s own."""
+    return bool(jsession.equals(spark._jsparkSession))
+
+
+# ---- Spark's errors, as the JVM throws them --------------------------------------------------------
+
+
+def parse_error(spark: SparkSession, sql: str, line: int, column: int, near: str, hint: str):
+    """Spark's ParseException for a syntax error of a lakerules statement (its position)."""
+    return bridge(spark).parseError(sql, line, column, near, hint)
+
+
+def parse_too_complex(spark: SparkSession, sql: str):
+    """Spark's FAILED_TO_PARSE_TOO_COMPLEX ParseException."""
+    return bridge(spark).parseTooComplex(sql)
+
+
+def analysis_error(spark: SparkSession, message: str):
+    """A lakerules error as Spark's AnalysisException (one line, no JVM stack)."""
+    return bridge(spark).analysisError(message)
+
+
+# ---- files, through Hadoop's file system (the session's settings) ---------------------------------
+
+
+def hadoop_list(spark: SparkSession, folder: str) -> tuple[str, list[tuple[str, int]]]:
+    """(the folder's qualified path, (path, length) of every file below it), listed by Hadoop."""
+    path = spark._jvm.org.apache.hadoop.fs.Path(folder)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    root = fs.makeQualified(path).toUri().getPath()
+    it = fs.listFiles(path, True)
+    out = []
+    while it.hasNext():
+        status = it.next()
+        out.append((status.getPath().toUri().getPath(), status.getLen()))
+    return root, out
+
+
+def hadoop_delete_tree(spark: SparkSession, folder: str) -> None:
+    """Delete a folder and what is in it, through Hadoop's file system."""
+    path = spark._jvm.org.apache.hadoop.fs.Path(folder)
+    path.getFileSystem(spark._jsc.hadoopConfiguration()).delete(path, True)
+
+
+# ---- the shim's readers ----------------------------------------------------------------------------
+
+
+def data_type(spark: SparkSession, json_text: str):
+    """Spark's DataType of a schema's JSON, in the JVM."""
+    return spark._jsparkSession.parseDataType(json_text)
+
+
+def file_index_read(spark: SparkSession, listing: str, jschema, fmt: str, options: str, estimate: int):
+    """io.lakerules.LakeFileIndex.read: the plan reading the listed files (no listing, no status calls)."""
+    return spark._jvm.io.lakerules.LakeFileIndex.read(spark._jsparkSession, listing, jschema, fmt, options, estimate)
+
+
+def file_names(spark: SparkSession, joined_paths: str) -> str:
+    """io.lakerules.LakeFileIndex.namesOf: Spark's names of the paths (NUL-joined), in one call."""
+    return str(spark._jvm.io.lakerules.LakeFileIndex.namesOf(joined_paths, spark._jsc.hadoopConfiguration()))
+
+
+def position_delete_set(spark: SparkSession, plan):
+    """io.lakerules.functions.PositionDeleteSet of the (file name, position) rows of ``plan``."""
+    return spark._jvm.io.lakerules.functions.PositionDeleteSet.collect(spark._jsparkSession, plan)
+
+
+def page_ranges(spark: SparkSession, request: str, ids: str) -> str:
+    """io.lakerules.PageRanges.plan: the row ranges to read of each file, from footers and offset indexes."""
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    return str(spark._jvm.io.lakerules.PageRanges.plan(conf, request, ids))
+
+
+# ---- the Python process a JVM driver starts ------------------------------------------------------
+
+
+def connect_to_driver(python_setting: str):
+    """The PySpark session of the JVM that started this process (PYSPARK_GATEWAY_PORT/_SECRET):
+    its own SparkContext and SparkSession wrapped, neither created (io.lakerules.PythonBackend
+    holds the session waiting for a registry). ``python_setting`` names the setting of the
+    interpreter, in the warning when its pyspark and the JVM's Spark differ."""
+    import logging
+    import os
+    import sys
+
+    import pyspark
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    gateway = launch_gateway()  # connects to the JVM named by PYSPARK_GATEWAY_PORT/_SECRET
+    jvm = gateway.jvm
+    jsession = jvm.io.lakerules.PythonBackend.session()
+    if jsession is None:
+        raise RuntimeError("the JVM has no SparkSession waiting for a rule registry")
+    jsc = jvm.org.apache.spark.api.java.JavaSparkContext(jsession.sparkContext())
+    jvm_version = jsc.version()
+    if jvm_version.split(".")[:2] != pyspark.__version__.split(".")[:2]:
+        logging.getLogger("lakerules").warning(
+            "lakerules: this Python has pyspark %s, the JVM runs Spark %s; use an interpreter whose "
+            "pyspark matches (%s)", pyspark.__version__, jvm_version, python_setting
+        )
+    conf = SparkConf(_jconf=jsc.getConf())  # a copy of the JVM context's: nothing is set on it
+    # lakerules itself starts no Python worker (its small DataFrames are LocalRelations); Python
+    # UDFs that rules or users register run the interpreter this process names, as spark-submit
+    # does: spark.pyspark.python, else PYSPARK_PYTHON, else this interpreter, which has pyspark.
+    worker = conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable
+    os.environ["PYSPARK_PYTHON"] = worker
+    sc = SparkContext(gateway=gateway, jsc=jsc, conf=conf)
+    return SparkSession(sc, jsparkSession=jsession)

@@ -34,6 +34,7 @@ from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntrySt
 from pyiceberg.table.snapshots import ancestors_of
 
 from lakerules.scan import read as scan
+from lakerules.spark import jvm as J
 from lakerules.errors import LakeError, NotSupported
 
 FROM_TIMESTAMP = "stream-from-timestamp"
@@ -212,7 +213,7 @@ def batch(ctx, args: dict):
     end = _locate(name, table, snapshots, args["end"])
     files, _ = _files_between(name, table, snapshots, start, end, options, limits=False)
     df = scan.read_files(ctx.spark, table.schema(), files)
-    return df._jdf.queryExecution().analyzed()
+    return J.analyzed(df)
 
 
 def _load(ctx, args: dict):

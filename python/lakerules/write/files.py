@@ -361,19 +361,14 @@ def _written(relative: str, target: str) -> bool:
 
 
 def _list_files_hadoop(spark, target: str) -> list[tuple[str, int]]:
-    jvm = spark._jvm
-    path = jvm.org.apache.hadoop.fs.Path(target)
-    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-    root = fs.makeQualified(path).toUri().getPath().rstrip("/")
-    it = fs.listFiles(path, True)
+    root, files = J.hadoop_list(spark, target)
+    root = root.rstrip("/")
     out = []
-    while it.hasNext():
-        status = it.next()
-        full = status.getPath().toUri().getPath()
+    for full, length in files:
         relative = full[len(root) + 1:]
         if not _written(relative, target):
             continue
-        out.append((relative, status.getLen()))
+        out.append((relative, length))
     return sorted(out)
 
 
