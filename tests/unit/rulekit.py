@@ -190,10 +190,13 @@ def _capturing(phase: str, seen: list):
     def capture(tree, ctx, ph):
         if ph != phase:
             return real(tree, ctx, ph)
-        seen.append(tree)
-        if phase == "analysis":  # a command: nothing more to do, and it must never run
-            raise _Captured("lakerules: plan captured for a unit test")
-        return tree  # a query: optimized on, its lake relations left unplanned
+        if phase == "optimizer":
+            seen.append(tree)
+            return tree  # optimized on, its lake relations left unplanned
+        if isinstance(tree, (P.SparkNode, P.LakeRelation)):  # a query (a subquery of the statement)
+            return real(tree, ctx, ph)
+        seen.append(tree)  # a command: nothing more to do, and it must never run
+        raise _Captured("lakerules: plan captured for a unit test")
 
     registry.apply_rules = capture
     try:
@@ -204,8 +207,9 @@ def _capturing(phase: str, seen: list):
 
 def planned(spark, sql: str, phase: str = "optimizer") -> P.Node:
     """The lakerules plan of ``sql`` as the registry receives it in ``phase``: ``analysis``, a
-    resolved statement (DELETE, UPDATE, MERGE, INSERT: the statement is stopped there and never
-    runs); ``optimizer``, a query as Spark's operator optimization hands it over (the first time)."""
+    resolved command (DELETE, UPDATE, MERGE, INSERT: the statement is stopped there and never
+    runs); ``optimizer``, a query as Spark's operator optimization first hands it over (for a
+    query with subqueries, a subquery's plan comes first: use plans without them)."""
     jsession = spark._jsparkSession
     state = jsession.sessionState()
     seen: list = []
