@@ -1,5 +1,6 @@
 # make setup: a fresh machine to a working install (.venv/, the deps, a JDK, the Java shim jar).
 # make test:  the test suite (installs the PostgreSQL server the concurrency test starts, if missing).
+# make unit:  the rule unit layer alone (tests/unit: each rule applied to small plans; part of make test too).
 # make test-matrix: the wheel built, installed into a fresh venv and run, per pyspark version.
 # make demo: examples/demo.py on the embedded catalog.
 # make docs: the documentation site (README.md, docs/) into site/, mkdocs build --strict.
@@ -9,7 +10,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 JAR    := python/lakerules/jars/lakerules-shim.jar
 
-.PHONY: setup java postgres venv shim test test-matrix soak demo docs bench clean
+.PHONY: setup java postgres venv shim test unit test-matrix soak demo docs bench clean
 
 setup: java venv shim
 
@@ -42,6 +43,9 @@ shim:
 
 test: postgres
 	$(PY) -m pytest python/lakerules tests
+
+unit:
+	$(PY) -m pytest tests/unit -q
 
 # The built wheel in a fresh venv (tests/test_packaging.py), once with the newest dependencies
 # pip resolves and once with the oldest the package declares (pyproject.toml). Minutes, mostly

@@ -22,6 +22,14 @@ query). It holds when:
 Otherwise the plan is left as it is and Spark reads the files.
 EXPLAIN's ``== lakerules scans ==`` section says which happened and why. The setting
 ``spark.sql.iceberg.aggregate-push-down.enabled`` (Iceberg's, default true) turns it off.
+
+What it leaves alone, built by hand (an answer needs a planned scan:
+tests/unit/test_aggregates_from_metadata.py has queries Spark optimized, their rows, and why not):
+
+>>> from lakerules.plan.nodes import LakeRelation, TableRef
+>>> rel = LakeRelation(TableRef("lake", ("db",), "t"), 42, False, (), None)
+>>> aggregates_from_metadata(rel, ctx=None) is rel
+True
 """
 
 from __future__ import annotations

@@ -8,6 +8,18 @@ runs; so is a write whose target contradicts itself (lakerules.iceberg.refs): to
 table lacks, or to a branch while write-audit-publish settings name another. Which snapshot a
 read option chooses is decided when the scan is planned (rules/resolve_scans.py); what a write
 option sets, when the write commits.
+
+Alone, on nodes built by hand (tests/unit/test_check_options.py has the write targets):
+
+>>> from lakerules.plan.nodes import TableRef
+>>> t = TableRef("lake", ("db",), "t")
+>>> rel = LakeRelation(t, snapshot_id=42, time_travel=False, output=(), jvm=None, options=(("snapshot-id", "42"),))
+>>> check_options(rel, ctx=None) is rel  # checked, and never rewritten
+True
+>>> check_options(LakeRelation(t, 42, False, (), None, options=(("split-size", "1"),)), ctx=None)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+lakerules.errors.NotSupported: lakerules: read option(s) ['split-size'] on lake.db.t are not supported; ...
 """
 
 from __future__ import annotations

@@ -6,6 +6,18 @@
 becomes the same tree with the relation's ``filters`` = (ts >= 2026-01-02, kind = 'a'), which
 resolve_scans uses to prune manifests and files. The Filter stays: pruning only skips files
 that cannot hold a matching row; Spark still filters the rows it reads.
+
+Alone, on a plan built by hand (in a session the conjuncts are Catalyst expressions; here their
+SQL text stands for them). tests/unit/test_push_filters.py has plans Spark made:
+
+>>> from lakerules.plan.nodes import TableRef
+>>> rel = LakeRelation(TableRef("lake", ("db",), "t"), snapshot_id=42, time_travel=False, output=(), jvm=None)
+>>> plan = Filter(jvm=None, kids=(rel,), conjuncts=("ts >= DATE'2026-01-02'", "kind = 'a'"))
+>>> out = push_filters(plan, ctx=None)
+>>> out.kids[0].describe(), out.kids[0].filters
+('LakeRelation lake.db.t snapshot=42 filters=2', ("ts >= DATE'2026-01-02'", "kind = 'a'"))
+>>> out.conjuncts == plan.conjuncts, push_filters(rel, ctx=None) is rel  # nothing to change: the same node
+(True, True)
 """
 
 from __future__ import annotations

@@ -11,6 +11,15 @@ write-audit-publish on, the head of ``spark.wap.branch`` (lakerules.iceberg.refs
 read uses the table's current schema, as Iceberg does. The relation's filters become one
 pyiceberg expression; a part that cannot be translated becomes AlwaysTrue (read more, never
 less).
+
+Alone, on a metadata table's relation built by hand (a table's scan needs its catalog:
+tests/unit/test_resolve_scans.py plans them, and the filters of plans Spark made):
+
+>>> from lakerules.plan.nodes import TableRef
+>>> files = LakeRelation(TableRef("lake", ("db",), "t"), snapshot_id=42, time_travel=True, output=(), jvm=None,
+...                      metadata_table="files")
+>>> resolve_scans(files, ctx=None).describe()  # its rows are built when the plan is lowered
+'MetadataScan lake.db.t.files snapshot=42'
 """
 
 from __future__ import annotations

@@ -12,6 +12,15 @@ granularity) are read here, so a bad value fails before anything is written. The
 planned here (lakerules.scan.row_files.plan_files: which may hold matching rows, which are dropped whole), so
 EXPLAIN shows them; what runs is in lakerules.rowlevel.run, which plans again only if the table
 moved since.
+
+What it leaves alone, built by hand (the rewrite needs the table's catalog:
+tests/unit/test_rewrite_delete.py has statements Spark resolved and the plans they become):
+
+>>> from lakerules.plan.nodes import LakeRelation, TableRef
+>>> t = TableRef("lake", ("db",), "t")
+>>> planned = TruncateLake(table=t, relation=LakeRelation(t, 42, False, (), None))
+>>> rewrite_delete(planned, ctx=None) is planned  # a planned command is not planned again
+True
 """
 
 from __future__ import annotations

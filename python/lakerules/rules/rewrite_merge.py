@@ -14,6 +14,15 @@ those of its own MERGE (no subquery, aggregate or non-deterministic expression: 
 UNSUPPORTED_MERGE_CONDITION errors). MERGE reads its own write.merge.* properties (mode,
 isolation level; never write.update.* or write.delete.mode) and write.delete.granularity here,
 so a bad value fails before anything is written. What runs is in lakerules.rowlevel.
+
+What it leaves alone, built by hand (the rewrite needs a session and the table's catalog:
+tests/unit/test_rewrite_merge.py has statements Spark resolved and the plans they become):
+
+>>> from lakerules.plan.nodes import LakeRelation, TableRef
+>>> t = TableRef("lake", ("db",), "t")
+>>> planned = WriteMerge(table=t, relation=LakeRelation(t, 42, False, (), None), source=None, condition=None)
+>>> rewrite_merge(planned, ctx=None) is planned  # a planned command is not planned again
+True
 """
 
 from __future__ import annotations

@@ -11,6 +11,15 @@ Spark's own UPDATE resolves them (lakerules.scan.row_files.resolve_assignments):
 fields folded into their struct, store-assignment casts and NOT NULL checks. The table's
 write.update.* properties (mode, isolation level) and write.delete.granularity are read here too,
 so a bad value fails before anything is written. What runs is in lakerules.rowlevel.
+
+What it leaves alone, built by hand (the rewrite needs a session and the table's catalog:
+tests/unit/test_rewrite_update.py has statements Spark resolved and the plans they become):
+
+>>> from lakerules.plan.nodes import DeleteFromLake, LakeRelation, TableRef
+>>> t = TableRef("lake", ("db",), "t")
+>>> delete = DeleteFromLake(table=t, relation=LakeRelation(t, 42, False, (), None))
+>>> rewrite_update(delete, ctx=None) is delete
+True
 """
 
 from __future__ import annotations

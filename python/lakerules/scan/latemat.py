@@ -51,6 +51,20 @@ other column to read late). ``auto`` splits only when, from what is known before
   spread over every row group still do, as phase two reads only their pages.
 
 ``EXPLAIN`` shows, under ``== lakerules scans ==``, whether each filtered scan was split and why.
+
+The rule alone, on a plan built by hand (tests/unit/test_late_materialize.py has the decisions
+on plans Spark optimized):
+
+>>> from types import SimpleNamespace
+>>> from lakerules.plan.nodes import TableRef
+>>> scan = LakeScan(TableRef("lake", ("db",), "t"), 42, output=(), iceberg=None, schema=None, plan=None)
+>>> plan = Filter(jvm=None, kids=(scan,), conjuncts=())
+>>> late_materialize(plan, SimpleNamespace(conf=lambda key, default=None: "off")) is plan
+True
+>>> late_materialize(plan, SimpleNamespace(conf=lambda key, default=None: "sometimes"))
+Traceback (most recent call last):
+...
+lakerules.errors.LakeError: lakerules: spark.lakerules.read.lateMaterialization must be one of auto, on, off, not 'sometimes'
 """
 
 from __future__ import annotations
