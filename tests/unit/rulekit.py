@@ -121,6 +121,7 @@ class Ctx:
     catalogs: Any = None
     settings: dict = field(default_factory=dict)
     lowerings: dict = field(default_factory=dict)
+    planners: dict = field(default_factory=dict)
 
     def conf(self, key: str, default: str | None = None) -> str | None:
         return self.settings.get(key, default)
