@@ -1,7 +1,7 @@
 """A Spark Connect server with the lakerules flags, as a separate JVM on a free localhost port.
 
 The server is a JVM driver like spark-sql: it gets the rule registry from the configuration alone
-(the shim starts `python -m lakerules.backend.jvm_driver` on its first lake statement, with the
+(the shim starts `python -m lakerules.jvm_driver` on its first lake statement, with the
 interpreter `spark.lakerules.python` names, which `python -m lakerules conf` sets to this one).
 """
 

@@ -1,5 +1,5 @@
 """JVM drivers: spark-sql (spark-submit with `--jars`) and a Java application get the registry
-from the configuration alone (the shim starts `python -m lakerules.backend.jvm_driver`), and read and
+from the configuration alone (the shim starts `python -m lakerules.jvm_driver`), and read and
 write the same tables as the Python API; a wrong interpreter is a clear error, fixed by SET."""
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_jar_routes_are_the_registrys():
 
 def test_jvm_driver_by_hand_says_what_it_is():
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
-    r = subprocess.run([sys.executable, "-m", "lakerules.backend.jvm_driver"], capture_output=True, text=True, env=env,
+    r = subprocess.run([sys.executable, "-m", "lakerules.jvm_driver"], capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 2 and "PYSPARK_GATEWAY_PORT" in r.stderr
 
@@ -319,7 +319,7 @@ def test_missing_interpreter_is_a_clear_error(iceberg_catalog, drivers):
     assert res[5]["pid"] == -1  # nothing started
     assert res[6]["rows"] == [("43",)]
     error = res[8]["error"]
-    assert f"'{no_lakerules} -m lakerules.backend.jvm_driver' exited with code 1" in error, error
+    assert f"'{no_lakerules} -m lakerules.jvm_driver' exited with code 1" in error, error
     assert "No module named 'lakerules'" in error and "spark.lakerules.python" in error
     assert not iceberg_catalog.load_table(f"{names['pre']}.t").spec().fields  # the ALTER did nothing
 
@@ -339,7 +339,7 @@ def test_java_application(spark, iceberg_catalog, drivers):
         assert res[i].get("ok"), res[i]
     assert res[FIXED + 1 + n]["rows"] == EXPECTED
     killed = res[FIXED + 2 + n]["error"]
-    assert f"'{sys.executable} -m lakerules.backend.jvm_driver', pid {first}) exited" in killed, killed
+    assert f"'{sys.executable} -m lakerules.jvm_driver', pid {first}) exited" in killed, killed
     assert "spark.lakerules.python" in killed
     assert res[FIXED + 3 + n]["rows"] == [(str(len(EXPECTED)),)]  # the killed statement committed nothing
     second = res[FIXED + 4 + n]["pid"]

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "lakerules"
 # (lakerules/__init__.py, __main__.py); each package's __init__ says what it owns.
 LAYERS = ["errors", "spark", "iceberg", "plan", "sql", "scan", "metadata", "write", "rules", "rowlevel", "optimize",
           "procedures", "streaming", "execute", "backend"]
-PUBLIC = {"lakerules", "lakerules.__main__"}
+PUBLIC = {"lakerules", "lakerules.__main__", "lakerules.jvm_driver"}
 
 
 def _module_name(path: Path) -> str:
@@ -42,7 +42,7 @@ def _imports() -> dict[str, set[str]]:
             for t in targets:
                 while t and t not in modules:
                     t = t.rpartition(".")[0]
-                if t and t != name and t != "lakerules":
+                if t and t != name:  # the package root too: `import lakerules` is a dependency on its face
                     graph[name].add(t)
     return graph
 

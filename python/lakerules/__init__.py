@@ -40,7 +40,9 @@ def delete_by_key(spark, table: str, keys, on: list[str]) -> int:
     """Delete rows by key with equality delete files (see lakerules.rowlevel.delete_by_key)."""
     from lakerules.rowlevel.delete_by_key import delete_by_key as run
 
-    return run(spark, table, keys, on)
+    if _backend is None:
+        raise LakeError("lakerules: no registry attached: call lakerules.attach(spark) first")
+    return run(spark, _backend.catalogs, table, keys, on)
 
 
 def inspect(table, columns=(), plot=None, catalog_properties: dict[str, str] | None = None):
@@ -52,7 +54,8 @@ def inspect(table, columns=(), plot=None, catalog_properties: dict[str, str] | N
 
     name = None
     if isinstance(table, str):
-        name, table = table, health.load(table, catalog_properties)
+        name, table = table, health.load(table, catalog_properties,
+                                         attached=_attached_catalog if catalog_properties is None else None)
     h = health.health(table, list(columns), name)
     if plot is not None:
         health.plot(h, plot)

@@ -382,9 +382,10 @@ def _short(v) -> str:
     return text if len(text) <= 14 else text[:13] + "…"
 
 
-def load(name: str, catalog_properties: dict[str, str] | None = None):
-    """The pyiceberg Table ``catalog.namespace.table``: through the attached session's catalogs when
-    lakerules runs in this process, else a pyiceberg catalog from ``catalog_properties``."""
+def load(name: str, catalog_properties: dict[str, str] | None = None, attached=None):
+    """The pyiceberg Table ``catalog.namespace.table``: through the attached session's catalogs
+    (``attached(catalog name)``) when lakerules runs in this process, else a pyiceberg catalog
+    from ``catalog_properties``."""
     parts = name.split(".")
     if len(parts) < 3:
         raise LakeError(f"lakerules inspect: name a table as catalog.namespace.table, not {name!r}")
@@ -392,9 +393,10 @@ def load(name: str, catalog_properties: dict[str, str] | None = None):
 
     try:
         if catalog_properties is None:
-            from lakerules import _attached_catalog
-
-            catalog = _attached_catalog(parts[0])
+            if attached is None:
+                raise LakeError("lakerules inspect: no session attached in this process: give the catalog's "
+                                "properties (python -m lakerules inspect --warehouse W, or catalog_properties=)")
+            catalog = attached(parts[0])
         else:
             from pyiceberg.catalog import load_catalog
 

@@ -49,11 +49,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from pyiceberg.exceptions import ValidationException
-from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
-from pyiceberg.expressions.visitors import bind, expression_evaluator, extract_field_ids, inclusive_projection
+from pyiceberg.expressions.visitors import expression_evaluator, inclusive_projection
 from pyiceberg.schema import Schema
-from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import StructType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -61,13 +58,11 @@ from lakerules.write import commit, metrics as column_metrics
 from lakerules.sql import dialect
 from lakerules.spark import jvm as J, progress
 from lakerules.iceberg import partitioning
-from lakerules.iceberg import schema as schemas
 from lakerules.write import order as write_order
 from lakerules.optimize import curves as zorder
 from lakerules.optimize.select import CURVE, MAX_FILE_SIZE_RATIO, ZORDER_COLUMNS, Stats as _Stats, Unit as _Unit
 from lakerules.optimize import clauses, select
 from lakerules.errors import ConflictError, LakeError
-from lakerules.plan.expressions import to_iceberg
 from lakerules.plan.nodes import LakeScan, TableRef
 from lakerules.scan.planning import PlannedFile, ScanPlan, plan_scan
 from lakerules.scan.read import POS_COL, scan_dataframe

@@ -24,12 +24,9 @@ from lakerules.errors import LakeError
 from lakerules.write.files import discard, write_files
 
 
-def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: list[str]) -> int:
-    """Delete the rows whose ``on`` columns equal a row of ``keys``; returns the keys written."""
-    from lakerules import _backend
-
-    if _backend is None:
-        raise LakeError("lakerules: no registry attached: call lakerules.attach(spark) first")
+def delete_by_key(spark: SparkSession, catalogs, table_name: str, keys: DataFrame, on: list[str]) -> int:
+    """Delete the rows whose ``on`` columns equal a row of ``keys``; returns the keys written.
+    ``catalogs``: the attached session's (lakerules.iceberg.catalogs.Catalogs)."""
     if not on:
         raise LakeError("lakerules: delete_by_key needs at least one key column in on=[...]")
     catalog_name, namespace, name = _resolve(spark, table_name)
@@ -37,7 +34,7 @@ def delete_by_key(spark: SparkSession, table_name: str, keys: DataFrame, on: lis
     from lakerules.plan.nodes import TableRef
 
     # to the branch write-audit-publish names, or staged, as every write (lakerules.iceberg.refs)
-    table = _backend.catalogs.load_for_write(TableRef(catalog_name, tuple(namespace), name),
+    table = catalogs.load_for_write(TableRef(catalog_name, tuple(namespace), name),
                                              lambda key: spark.conf.get(key, None))
     schema, spec = table.schema(), table.spec()
     key_fields = [_column(table, schema, c) for c in on]

@@ -14,7 +14,7 @@ STATEMENT_CLASS = "io.lakerules.LakeStatement"  # a statement lakerules parsed, 
 NESTED_IDS_FORMAT_CLASS = "io.lakerules.NestedIdParquetFormat"  # Parquet writes with nested field ids
 
 # ---- the Python process a JVM driver starts (io.lakerules.PythonBackend) -------------------------
-JVM_DRIVER_MODULE = "lakerules.backend.jvm_driver"  # python -m <this>
+JVM_DRIVER_MODULE = "lakerules.jvm_driver"  # python -m <this>
 PYTHON_SETTING = "spark.lakerules.python"  # the interpreter it runs
 PYTHON_START_TIMEOUT_SETTING = "spark.lakerules.python.startTimeout"  # how long the JVM waits for it
 

@@ -21,7 +21,7 @@ import org.apache.spark.sql.SparkSession;
  * The Python rule registry of a JVM driver that has none attached in-process: spark-sql, the
  * Thrift server, Java and Scala applications, a Python application that never imported
  * lakerules. The first statement that needs the registry starts {@code python -m
- * lakerules.backend.jvm_driver}, which connects back to this JVM the way spark-submit connects a Python
+ * lakerules.jvm_driver}, which connects back to this JVM the way spark-submit connects a Python
  * driver to its JVM (a Py4J server with a secret, its port and secret in PYSPARK_GATEWAY_PORT
  * and PYSPARK_GATEWAY_SECRET), wraps the running SparkSession and calls lakerules.attach. That
  * one process then serves every statement of this JVM until the JVM exits.
@@ -47,7 +47,7 @@ public final class PythonBackend {
 
   private PythonBackend() {}
 
-  // ---- called by Python (lakerules.backend.jvm_driver) while it starts ---------------------------------
+  // ---- called by Python (lakerules.jvm_driver) while it starts ---------------------------------
 
   /** The JVM SparkSession the starting Python process wraps (never blocks: the starter holds the lock). */
   public static Object session() {

@@ -1,4 +1,4 @@
-"""The rule registry of a JVM driver: ``python -m lakerules.backend.jvm_driver``.
+"""The rule registry of a JVM driver: ``python -m lakerules.jvm_driver``.
 
 spark-sql, the Thrift server, Java and Scala applications (and Python applications that never
 import lakerules) have no Python process of their own that could attach the registry. The shim
