@@ -9,7 +9,6 @@ LakeCatalog asks for are answered in lakerules.backend.catalog_ops.
 from __future__ import annotations
 
 import json
-import re
 import threading
 
 from pyiceberg import exceptions as ie
@@ -18,7 +17,7 @@ from pyiceberg.table import Table
 
 from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import far_dates, metadata_cache, metadata_files, refs
-from lakerules.iceberg.guarded import guarded, sqlite_locks_wait
+from lakerules.iceberg.guarded import guarded, qualified, shown_property, sqlite_locks_wait  # noqa: F401 - qualified for callers
 
 metadata_cache.install()
 metadata_files.install()
@@ -36,20 +35,6 @@ def namespace_exists(cat: Catalog, ns: tuple) -> bool:
         return True
     except ie.NoSuchNamespaceError:
         return False
-
-
-def qualified(catalog: str, namespace, name: str) -> str:
-    return ".".join([catalog, *namespace, name])
-
-
-_SECRET_WORDS = ("password", "secret", "token", "credential", "key")
-
-
-def shown_property(key: str, value: str) -> str:
-    """A catalog property as an error message may show it: secrets and URI passwords masked."""
-    if any(w in key.lower() for w in _SECRET_WORDS):
-        return "***"
-    return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", str(value))
 
 
 def kept_as_spelled(catalog: str, cat: Catalog, namespace) -> None:
