@@ -11,7 +11,7 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.types import LongType, NestedField, StringType
 
 import lakerules
-from lakerules.write import commit
+from lakerules.write import row_delta
 from lakerules.write.files import write_files
 
 from common import Report, side_by_side, timed, verdict
@@ -72,7 +72,7 @@ def position_deletes(spark, runs, report):
             .join(mapping, "n").selectExpr("manifest_path AS file_path", "pos")
             .repartition(10).sortWithinPartitions("file_path", "pos"))
     written = write_files(spark, "lake", table, rows, fields=fields, content=DataFileContent.POSITION_DELETES)
-    commit.row_delta(table, [], written)
+    row_delta.commit(table, [], written)
     deleted = sum(f.record_count for f in written)
     base = spark.table("lake.bench.t").count()
     assert spark.table("lake.bench.pos").count() == base - deleted

@@ -10,7 +10,7 @@ from pyiceberg.io.pyarrow import compute_statistics_plan, data_file_statistics_f
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 
-from lakerules.write import commit
+from lakerules.write import row_delta
 
 
 def _field(name, type_, field_id, nullable=True):
@@ -71,4 +71,4 @@ def equality_delete_file(table, columns: dict[str, list], partition, spec_id: in
 
 
 def commit_deletes(catalog, name: str, delete_files: list[DataFile]) -> None:
-    commit.row_delta(catalog.load_table(name), [], delete_files)
+    row_delta.commit(catalog.load_table(name), [], delete_files)

@@ -22,7 +22,7 @@ def create(spark, table: str) -> list[tuple]:
 
     import lakerules
     from deletes_util import position_delete_file
-    from lakerules.write import commit
+    from lakerules.write import row_delta
 
     spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING, p INT) PARTITIONED BY (p) "
               f"TBLPROPERTIES ({TABLE_PROPERTIES})")
@@ -38,7 +38,7 @@ def create(spark, table: str) -> list[tuple]:
              if e.data_file.partition[0] == 1)
     with t.io.new_input(f.file_path).open() as fh:
         pos = pq.read_table(fh).column("id").to_pylist().index(7)
-    commit.row_delta(t, [], [position_delete_file(t, [(f.file_path, pos)], f.partition)])
+    row_delta.commit(t, [], [position_delete_file(t, [(f.file_path, pos)], f.partition)])
     return [(i, f"v{i}", i % 3) for i in range(24) if i != 7]
 
 

@@ -158,7 +158,7 @@ def test_write_audit_publish(spark, ns, iceberg_catalog, duck):
 def test_a_branch_write_is_validated_against_the_branch_head(spark, ns, iceberg_catalog, monkeypatch):
     """A DELETE on a branch conflicts with a commit that removed its file on that branch meanwhile;
     a commit on main meanwhile is no conflict (the branch's head did not move)."""
-    from lakerules.write import commit
+    from lakerules.write import row_delta
     from lakerules.rowlevel import run as rowlevel
 
     t = f"lake.{ns}.brc"
@@ -166,7 +166,7 @@ def test_a_branch_write_is_validated_against_the_branch_head(spark, ns, iceberg_
     spark.sql(f"CREATE TABLE {t} (id INT) TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
     spark.sql(f"INSERT INTO {t} VALUES (1), (2), (3)")
     spark.sql(f"ALTER TABLE {t} CREATE BRANCH b")
-    real = commit.row_delta
+    real = row_delta.commit
 
     def meanwhile(branch):
         def concurrent_then_commit(table, *args, **kwargs):
@@ -174,12 +174,12 @@ def test_a_branch_write_is_validated_against_the_branch_head(spark, ns, iceberg_
             rows = other.scan(snapshot_id=other.metadata.refs[branch].snapshot_id).to_arrow()
             other.overwrite(rows, branch=branch)  # the same rows in a new file: the old one removed
             return real(table, *args, **kwargs)
-        monkeypatch.setattr(rowlevel.commit, "row_delta", concurrent_then_commit)
+        monkeypatch.setattr(rowlevel.row_delta, "commit", concurrent_then_commit)
 
     meanwhile("b")
     refused(spark, f"DELETE FROM {t}.branch_b WHERE id = 2", "conflict", "nothing was committed")
     meanwhile("main")
     spark.sql(f"DELETE FROM {t}.branch_b WHERE id = 2")
-    monkeypatch.setattr(rowlevel.commit, "row_delta", real)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", real)
     assert ids_at(iceberg_catalog, t, "b") == [1, 3] == ours(spark, f"{t}.branch_b")
     assert ids_at(iceberg_catalog, t) == [1, 2, 3]

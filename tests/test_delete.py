@@ -9,7 +9,7 @@ import pytest
 from pyiceberg.expressions import EqualTo
 from pyiceberg.manifest import DataFileContent
 
-from lakerules.write import commit
+from lakerules.write import row_delta
 from lakerules.rowlevel import run as rowlevel
 
 
@@ -175,7 +175,7 @@ def test_a_file_removed_meanwhile_is_a_conflict(spark, events, iceberg_catalog, 
     """A concurrent writer removes a data file the new deletes point at (as OPTIMIZE would):
     the DELETE must fail cleanly, not commit deletes that would resurrect nothing."""
     name = events.split(".", 1)[1]
-    real = commit.row_delta
+    real = row_delta.commit
 
     def concurrent_then_commit(table, *args, **kwargs):
         # another writer rewrites partition 'a' (same rows, new file) before this commit lands
@@ -184,10 +184,10 @@ def test_a_file_removed_meanwhile_is_a_conflict(spark, events, iceberg_catalog, 
         other.overwrite(rows, overwrite_filter=EqualTo("kind", "a"))
         return real(table, *args, **kwargs)
 
-    monkeypatch.setattr(rowlevel.commit, "row_delta", concurrent_then_commit)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", concurrent_then_commit)
     with pytest.raises(Exception, match="conflict on .*concurrently deleted.*nothing was committed"):
         spark.sql(f"DELETE FROM {events} WHERE id IN (3, 4)").collect()
-    monkeypatch.setattr(rowlevel.commit, "row_delta", real)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", real)
     assert ids(spark, events) == list(range(30))
     assert files(iceberg_catalog, name, DataFileContent.POSITION_DELETES) == []
     assert orphans(iceberg_catalog, name) == set()  # the delete files written were removed
@@ -197,7 +197,7 @@ def test_a_file_removed_meanwhile_is_a_conflict(spark, events, iceberg_catalog, 
 
 def test_an_unrelated_commit_meanwhile_is_retried(spark, events, iceberg_catalog, monkeypatch):
     name = events.split(".", 1)[1]
-    real = commit.row_delta
+    real = row_delta.commit
     calls = []
 
     def concurrent_then_commit(table, *args, **kwargs):
@@ -206,22 +206,22 @@ def test_an_unrelated_commit_meanwhile_is_retried(spark, events, iceberg_catalog
             spark.sql(f"INSERT INTO {events} VALUES (100, 'c', 0.5)")  # matches no part of the condition
         return real(table, *args, **kwargs)
 
-    monkeypatch.setattr(rowlevel.commit, "row_delta", concurrent_then_commit)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", concurrent_then_commit)
     assert spark.sql(f"DELETE FROM {events} WHERE id < 3").collect()[0].num_affected_rows == 3
     assert ids(spark, events) == list(range(3, 30)) + [100]
 
 
 def test_serializable_isolation_refuses_new_matching_rows(spark, events, iceberg_catalog, monkeypatch):
-    real = commit.row_delta
+    real = row_delta.commit
 
     def concurrent_then_commit(table, *args, **kwargs):
         spark.sql(f"INSERT INTO {events} VALUES (1, 'b', 0.5)")  # a row the DELETE should have seen
         return real(table, *args, **kwargs)
 
-    monkeypatch.setattr(rowlevel.commit, "row_delta", concurrent_then_commit)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", concurrent_then_commit)
     with pytest.raises(Exception, match="conflict on .*added meanwhile"):
         spark.sql(f"DELETE FROM {events} WHERE id < 3").collect()
-    monkeypatch.setattr(rowlevel.commit, "row_delta", real)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", real)
     assert ids(spark, events).count(1) == 2
 
 

@@ -286,26 +286,25 @@ def test_a_database_error_around_a_commit_is_read_back(spark, ns, warehouse, ice
     """The database fails the commit's update (landed=False: before it; True: after it, as a lost
     answer would): the catalog is read back, so a commit that landed is a success and one that did
     not leaves nothing (its metadata JSON, manifests and data files are deleted)."""
-    from pyiceberg.catalog import load_catalog
+    from pyiceberg.catalog.sql import SqlCatalog
     from sqlalchemy.exc import OperationalError
 
     from lakerules.iceberg import catalogs
 
     full, name, rows, t = table
     props = lakerules.embedded_catalog(warehouse)
-    inner = load_catalog("lake", **props)
-    commit_table = inner.commit_table
     calls = []
 
-    def failing_commit(tbl, requirements, updates):
-        calls.append(1)
-        if landed:
-            commit_table(tbl, requirements, updates)
-        else:
-            inner._write_metadata(tbl.metadata, tbl.io, f"{tbl.location()}/metadata/99999-written-before-failing.metadata.json")
-        raise OperationalError("UPDATE iceberg_tables ...", {}, sqlite3.OperationalError("disk I/O error"))
+    class FailingCommit(SqlCatalog):
+        def commit_table(self, tbl, requirements, updates):
+            calls.append(1)
+            if landed:
+                super().commit_table(tbl, requirements, updates)
+            else:  # a metadata file written (through the catalog, as its commit writes one), then the failure
+                self._write_metadata(tbl.metadata, tbl.io, f"{tbl.location()}/metadata/99999-written-before-failing.metadata.json")
+            raise OperationalError("UPDATE iceberg_tables ...", {}, sqlite3.OperationalError("disk I/O error"))
 
-    inner.commit_table = failing_commit
+    inner = FailingCommit("lake", **props)
     before = state(warehouse, ns, name, t.location())
     with catalog_swapped(catalogs.guarded(inner, "lake", props)):
         statement = f"INSERT INTO {full} VALUES (100, 'new', 1)"

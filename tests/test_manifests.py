@@ -25,7 +25,7 @@ from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 
 import lakerules
 from deletes_util import equality_delete_file, position_delete_file
-from lakerules.write import commit
+from lakerules.write import commit, row_delta
 from lakerules.scan.planning import plan_scan
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "v", StringType(), required=False),
@@ -176,7 +176,7 @@ def test_deletes_written_before_a_merge_still_apply_after_it(catalog, duck):
     t = create(catalog)
     files = append_rows(t, range(4), p=0)  # ids 0..3, each its own file, partition 0
     # a position delete of id 1 and an equality delete of id 2, committed at sequence number 5
-    commit.row_delta(t, [], [position_delete_file(t, [(files[1].file_path, 0)], Record(0)),
+    row_delta.commit(t, [], [position_delete_file(t, [(files[1].file_path, 0)], Record(0)),
                              equality_delete_file(t, {"id": [2]}, Record(0))])
     # id 2 again, appended later: the equality delete is older and must not apply to it
     later = tiny_file(t, 2, p=0, v="again")
@@ -208,7 +208,7 @@ def test_row_deltas_merge_delete_manifests_apart_from_data_manifests(catalog, du
     counts = []
     for i in range(1, 12):  # 11 DELETEs of one row each: one delete manifest each before merging
         f = files[i]
-        commit.row_delta(t, [], [position_delete_file(t, [(f.file_path, 0)], f.partition)])
+        row_delta.commit(t, [], [position_delete_file(t, [(f.file_path, 0)], f.partition)])
         t = catalog.load_table("db.t")
         counts.append(len(manifests(t, ManifestContent.DELETES)))
     assert max(counts) == 9 and counts[9] == 1
@@ -226,7 +226,7 @@ def test_manifests_of_dropped_files_are_not_carried_over(catalog):
     commit.overwrite(t, [files[0]], [])  # a manifest whose one entry is DELETED
     t = catalog.load_table("db.t")
     assert any(not m.has_added_files() and not m.has_existing_files() for m in manifests(t))
-    commit.row_delta(t, [], [position_delete_file(t, [(files[1].file_path, 0)], files[1].partition)])
+    row_delta.commit(t, [], [position_delete_file(t, [(files[1].file_path, 0)], files[1].partition)])
     t = catalog.load_table("db.t")
     assert all(m.has_added_files() or m.has_existing_files() for m in manifests(t))
     assert pyiceberg_rows(t) == expected([2])
@@ -248,7 +248,7 @@ def test_rewrite_manifests_clusters_by_partition(spark, ns, iceberg_catalog, eng
         files += fs
     t = iceberg_catalog.load_table(f"{ns}.r")
     for f in (files[5], files[6]):  # pyiceberg's reader (engines) refuses equality deletes
-        commit.row_delta(t, [], [position_delete_file(t, [(f.file_path, 0)], f.partition)])
+        row_delta.commit(t, [], [position_delete_file(t, [(f.file_path, 0)], f.partition)])
     t = iceberg_catalog.load_table(f"{ns}.r")
     before = entries(t)
     assert len(manifests(t, ManifestContent.DATA)) == 6 and len(manifests(t, ManifestContent.DELETES)) == 2

@@ -114,20 +114,20 @@ def test_explain_merge_does_not_run(spark, stock, iceberg_catalog):
 
 def test_merge_conflict_leaves_the_table_alone(spark, stock, iceberg_catalog, monkeypatch):
     """A data file the MERGE deletes from is rewritten by another writer before the commit."""
-    from lakerules.write import commit
+    from lakerules.write import row_delta
     from lakerules.rowlevel import run as rowlevel
 
     name = stock.split(".", 1)[1]
-    real = commit.row_delta
+    real = row_delta.commit
 
     def concurrent_then_commit(table, *args, **kwargs):
         spark.sql(f"INSERT OVERWRITE {stock} SELECT * FROM {stock}")  # same rows, new files
         return real(table, *args, **kwargs)
 
-    monkeypatch.setattr(rowlevel.commit, "row_delta", concurrent_then_commit)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", concurrent_then_commit)
     with pytest.raises(Exception, match="conflict on .*nothing was committed"):
         spark.sql(f"""MERGE INTO {stock} t USING changes c ON t.id = c.id
                       WHEN MATCHED THEN UPDATE SET qty = 0""").collect()
-    monkeypatch.setattr(rowlevel.commit, "row_delta", real)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", real)
     assert rows(spark, stock) == sorted(base().values())
     assert files(iceberg_catalog, name, DataFileContent.POSITION_DELETES) == []

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from pyiceberg.manifest import DataFileContent, ManifestContent
 
 from deletes_util import position_delete_file
-from lakerules.write import commit
+from lakerules.write import commit, row_delta
 
 
 def live(t, content):
@@ -50,7 +50,7 @@ def test_rewrite_position_delete_files(spark, ns, iceberg_catalog, engines):
     # one delete file naming three data files of partition 0, one of them spelled another way
     deletes.append(position_delete_file(t, [(p0[0].file_path, 3), (p0[1].file_path, 3), (other_form(p0[2].file_path), 4)],
                                         p0[0].partition))
-    commit.row_delta(t, [], deletes)
+    row_delta.commit(t, [], deletes)
     commit.overwrite(t, [p0[0]], [])  # its deletes dangle: two files wholly, one partly
     t = iceberg_catalog.load_table(short)
     # lakerules reads /x and file:///x as one file; pyiceberg and DuckDB compare the strings, until
@@ -179,7 +179,7 @@ def test_rewrite_position_delete_files_conflict_leaves_no_trace(spark, ns, icebe
     t = iceberg_catalog.load_table(short)
     t.append(pa.table({"id": pa.array(range(10), pa.int64())}, schema=t.schema().as_arrow()))
     (f,) = live(t, DataFileContent.DATA)
-    commit.row_delta(t, [], [position_delete_file(t, [(f.file_path, i)], f.partition) for i in range(2)])
+    row_delta.commit(t, [], [position_delete_file(t, [(f.file_path, i)], f.partition) for i in range(2)])
     t = iceberg_catalog.load_table(short)
     gone = live(t, DataFileContent.POSITION_DELETES)[0]
     data_dir = t.location().replace("file://", "") + "/data"
@@ -191,7 +191,7 @@ def test_rewrite_position_delete_files_conflict_leaves_no_trace(spark, ns, icebe
 
     def meanwhile(table):
         commit.before_commit = None
-        commit.row_delta(iceberg_catalog.load_table(short), [], [], removed_delete_files=[gone])
+        row_delta.commit(iceberg_catalog.load_table(short), [], [], removed_delete_files=[gone])
 
     commit.before_commit = meanwhile
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakerules.write import commit
+from lakerules.write import row_delta
 from lakerules.rowlevel import run as rowlevel
 
 
@@ -19,7 +19,7 @@ def small(spark, ns):
 
 def meanwhile(monkeypatch, *statements):
     """Run statements (another writer) once, just before the next row-level commit lands."""
-    real, calls = commit.row_delta, []
+    real, calls = row_delta.commit, []
 
     def concurrent_then_commit(table, *args, **kwargs):
         if not calls:
@@ -28,8 +28,8 @@ def meanwhile(monkeypatch, *statements):
                 s()
         return real(table, *args, **kwargs)
 
-    monkeypatch.setattr(rowlevel.commit, "row_delta", concurrent_then_commit)
-    return lambda: monkeypatch.setattr(rowlevel.commit, "row_delta", real)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", concurrent_then_commit)
+    return lambda: monkeypatch.setattr(rowlevel.row_delta, "commit", real)
 
 
 # ---- concurrency: rows deleted meanwhile must not come back ---------------------------------------

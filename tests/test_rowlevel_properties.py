@@ -9,7 +9,7 @@ import pytest
 from pyiceberg.manifest import DataFileContent, ManifestContent
 
 from errors_util import refused
-from lakerules.write import commit
+from lakerules.write import row_delta
 from lakerules.rowlevel import run as rowlevel
 from test_delete import files, orphans, snapshot_id
 from test_merge import base, make_stock, merged, rows
@@ -116,7 +116,7 @@ def test_each_statement_reads_its_own_isolation_level(spark, ns, iceberg_catalog
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
               + ", ".join(f"'{k}' = '{v}'" for k, v in props.items()) + ")")
     sql, change = STATEMENTS[statement]
-    real = commit.row_delta
+    real = row_delta.commit
     raced = []
 
     def concurrent_then_commit(tbl, *args, **kwargs):
@@ -125,16 +125,16 @@ def test_each_statement_reads_its_own_isolation_level(spark, ns, iceberg_catalog
             spark.sql(f"INSERT INTO {table} VALUES (1, 'race', 1000)")  # matches the statement's condition
         return real(tbl, *args, **kwargs)
 
-    monkeypatch.setattr(rowlevel.commit, "row_delta", concurrent_then_commit)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", concurrent_then_commit)
     if level == "serializable":
         with pytest.raises(Exception, match="conflict on"):
             spark.sql(sql.format(t=table)).collect()
-        monkeypatch.setattr(rowlevel.commit, "row_delta", real)
+        monkeypatch.setattr(rowlevel.row_delta, "commit", real)
         want = sorted([*base().values(), (1, "race", 1000)])
         assert orphans(iceberg_catalog, name) == set()
     else:
         spark.sql(sql.format(t=table)).collect()
-        monkeypatch.setattr(rowlevel.commit, "row_delta", real)
+        monkeypatch.setattr(rowlevel.row_delta, "commit", real)
         want = sorted([r for r in map(change, base().values()) if r is not None] + [(1, "race", 1000)])
     assert raced
     assert rows(spark, table) == want

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyiceberg.manifest import DataFileContent
 
-from lakerules.write import commit
+from lakerules.write import row_delta
 from lakerules.rowlevel import run as rowlevel
 
 from test_delete import files, orphans, snapshot_id
@@ -133,17 +133,17 @@ def test_update_conflict_leaves_the_table_alone(spark, people, iceberg_catalog, 
     from pyiceberg.expressions import EqualTo
 
     name = people.split(".", 1)[1]
-    real = commit.row_delta
+    real = row_delta.commit
 
     def concurrent_then_commit(table, *args, **kwargs):
         other = iceberg_catalog.load_table(name)
         other.overwrite(other.scan(row_filter=EqualTo("team", "b")).to_arrow(), overwrite_filter=EqualTo("team", "b"))
         return real(table, *args, **kwargs)
 
-    monkeypatch.setattr(rowlevel.commit, "row_delta", concurrent_then_commit)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", concurrent_then_commit)
     with pytest.raises(Exception, match="conflict on"):
         spark.sql(f"UPDATE {people} SET score = 0 WHERE id = 1").collect()
-    monkeypatch.setattr(rowlevel.commit, "row_delta", real)
+    monkeypatch.setattr(rowlevel.row_delta, "commit", real)
     assert rows(spark, people) == sorted(model().values())
     assert orphans(iceberg_catalog, name) == set()
 

@@ -15,7 +15,7 @@ from pyiceberg.table.update import SetLocationUpdate
 
 from lakerules.errors import CatalogError, LakeError, NotSupported, UnreadableFile
 from lakerules.iceberg import format_version, names, owners, partitioning, paths, refs
-from lakerules.iceberg import schema as schemas
+from lakerules.iceberg import pyiceberg_edge as edge, schema as schemas
 from lakerules.spark import shared
 from lakerules.iceberg.catalogs import Catalogs, kept_as_spelled as _kept_as_spelled, namespace_exists, qualified
 from lakerules.iceberg.replace import create_table, plan_replace, previous_folders
@@ -317,7 +317,7 @@ def _alter(table: Table, changes: list[dict], check_folders) -> None:
     with table.transaction() as tx:
         if location is not None:
             paths.check_location(location)
-            tx._stage((SetLocationUpdate(location=location.rstrip("/")),))  # pyiceberg's update_location is not implemented
+            edge.stage(tx, (SetLocationUpdate(location=location.rstrip("/")),))  # pyiceberg's update_location is not implemented
         if column_ops:
             with tx.update_schema() as us:
                 for c in column_ops:

@@ -17,7 +17,7 @@ from pyiceberg.table import Table
 
 from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import far_dates, metadata_cache, metadata_files, refs
-from lakerules.iceberg.guarded import guarded, shown_property, sqlite_locks_wait
+from lakerules.iceberg.guarded import guarded, qualified, shown_property, sqlite_locks_wait  # noqa: F401 - qualified, shown_property for callers
 from lakerules.spark import jvm as J
 from lakerules.spark import shared
 
@@ -37,10 +37,6 @@ def namespace_exists(cat: Catalog, ns: tuple) -> bool:
         return True
     except ie.NoSuchNamespaceError:
         return False
-
-
-def qualified(catalog: str, namespace, name: str) -> str:
-    return ".".join([catalog, *namespace, name])
 
 
 def kept_as_spelled(catalog: str, cat: Catalog, namespace) -> None:

@@ -1,16 +1,37 @@
 """A pyiceberg catalog whose faults are clear errors (see :func:`guarded`), and SQLite's locks
-waited for (see :func:`sqlite_locks_wait`)."""
+waited for (see :func:`sqlite_locks_wait`).
+
+Both wrap a catalog by subclassing its own class: the catalog returned is an instance of a
+subclass of the loaded catalog's class (``GuardedSqlCatalog``, ...) holding the loaded catalog's
+state (its engine, properties and file IO; nothing is connected twice), whose methods call the
+class's own through ``super()``. A proxy around the catalog would not do: pyiceberg's catalogs
+call their own methods through ``self`` (a SQL catalog's commit_table loads the table and writes
+the metadata file; create_table, register_table and rename_table load the table they made), and
+the tables they return point back at the catalog, whose commit_table their commits call.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
+from dataclasses import dataclass, field
 
-from pyiceberg import exceptions as ie  # noqa: F401
+from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog
 
 from lakerules.errors import CatalogUnavailable, UnreadableFile
 from lakerules.iceberg import metadata_files
+from lakerules.iceberg.pyiceberg_edge import MetadataWriteHook, catalog_file_io
+
+try:
+    from sqlalchemy.exc import DBAPIError
+except ImportError:  # no SQL catalog without it: no database faults to guard
+    DBAPIError = None
+
+
+def qualified(catalog: str, namespace, name: str) -> str:
+    return ".".join([catalog, *namespace, name])
 
 
 _SECRET_WORDS = ("password", "secret", "token", "credential", "key")
@@ -21,10 +42,6 @@ def shown_property(key: str, value: str) -> str:
     if any(w in key.lower() for w in _SECRET_WORDS):
         return "***"
     return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", str(value))
-
-
-def qualified(catalog: str, namespace, name: str) -> str:
-    return ".".join([catalog, *namespace, name])
 
 
 # Catalog methods that only read, and those that change the catalog, by what the error says.
@@ -44,129 +61,144 @@ def guarded(cat: Catalog, name: str, props: dict | None = None) -> Catalog:
     CatalogUnavailable naming the catalog, its database and what was done. A commit or CREATE TABLE
     that fails there is checked against the catalog afterwards: one that did land is a success, one
     that did not leaves nothing behind (its new metadata file is deleted)."""
-    load_table = cat.load_table
+    engine = getattr(cat, "engine", None)
+    uri = None if engine is None else shown_property("uri", (props or {}).get("uri", str(engine.url)))
+    mixins = (_Guarded,) if engine is None else (_Guarded, MetadataWriteHook)
+    out = _rewrapped(cat, _subclass(mixins, type(cat)))
+    out.lakerules_guard = _Guard(name, uri)
+    return out
 
-    def load(identifier):
+
+@dataclass
+class _Guard:
+    """What a guarded catalog's errors name, and the metadata file each thread's call wrote last."""
+
+    name: str
+    uri: str | None  # its database, as errors show it; None: a catalog without one
+    written: threading.local = field(default_factory=threading.local)
+
+    def failed(self, what: str, e, change: bool, outcome: str = "") -> str:
+        cause = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        verb = "refused the change" if change else "could not be read"
+        return (f"lakerules: catalog {self.name!r} could not {what}: its database {self.uri} {verb} ({cause}). "
+                f"{outcome or ('Nothing was changed.' if change else '')} Check that the database "
+                "(for SQLite, the file and its folder) can be read and written by this process."
+                ).replace("  ", " ").strip()
+
+    def what_of(self, op: str, args) -> str:
+        if op in ("rename_table",):
+            a, b = (Catalog.identifier_to_tuple(x) for x in args[:2])
+            return f"rename table {qualified(self.name, a[:-1], a[-1])} to {qualified(self.name, b[:-1], b[-1])}"
+        target = Catalog.identifier_to_tuple(args[0]) if args and isinstance(args[0], (str, tuple, list)) else ()
+        words = (_READS | _WRITES)[op]
+        if op in ("list_namespaces", "list_tables") and not target:
+            return f"{words} catalog {self.name}"
+        return f"{words} {'.'.join((self.name, *target))}"
+
+    def forget_written(self) -> str | None:
+        path, self.written.path = getattr(self.written, "path", None), None
+        return path
+
+
+class _Guarded:
+    """In front of a catalog's class (see :func:`guarded`)."""
+
+    lakerules_guard: _Guard
+
+    def _database_call(self, op: str, change: bool, call, args, kwargs):
+        """call(*args, **kwargs), a database error of a SQL catalog made a CatalogUnavailable."""
+        guard = self.lakerules_guard
+        if guard.uri is None:
+            return call(*args, **kwargs)
+        try:
+            return call(*args, **kwargs)
+        except DBAPIError as e:
+            raise CatalogUnavailable(guard.failed(guard.what_of(op, args), e, change)) from e
+
+    def load_table(self, *args, **kwargs):
+        return self._database_call("load_table", False, self._load_named, args, kwargs)
+
+    def _load_named(self, identifier):
         ident = Catalog.identifier_to_tuple(identifier)
+        name = self.lakerules_guard.name
         if any(not part.strip() for part in ident[:-1]):  # pyiceberg raises a ValueError for it
             raise ie.NoSuchTableError(f"Table does not exist: {'.'.join(ident)}")
         try:
-            table = load_table(identifier)
+            table = super().load_table(identifier)
         except UnreadableFile as e:
             raise metadata_files.named(e, qualified(name, ident[:-1], ident[-1])) from e.cause
         metadata_files.remember_table(table.location(), qualified(name, ident[:-1], ident[-1]))
         return table
 
-    cat.load_table = load
-    engine = getattr(cat, "engine", None)
-    if engine is None:
-        return cat
-    from sqlalchemy.exc import DBAPIError
+    def writing_metadata(self, metadata_path: str) -> None:  # MetadataWriteHook's, for a SQL catalog
+        self.lakerules_guard.written.path = metadata_path
 
-    uri = shown_property("uri", (props or {}).get("uri", str(engine.url)))
-    written = threading.local()  # the metadata file this thread's catalog call wrote last
-    write_metadata = cat._write_metadata
-
-    def recording_write_metadata(metadata, io, metadata_path):
-        written.path = metadata_path
-        return write_metadata(metadata, io, metadata_path)
-
-    cat._write_metadata = recording_write_metadata
-
-    def failed(what: str, e: DBAPIError, change: bool, outcome: str = "") -> str:
-        cause = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-        verb = "refused the change" if change else "could not be read"
-        return (f"lakerules: catalog {name!r} could not {what}: its database {uri} {verb} ({cause}). "
-                f"{outcome or ('Nothing was changed.' if change else '')} Check that the database "
-                "(for SQLite, the file and its folder) can be read and written by this process."
-                ).replace("  ", " ").strip()
-
-    def what_of(op: str, args) -> str:
-        if op in ("rename_table",):
-            a, b = (Catalog.identifier_to_tuple(x) for x in args[:2])
-            return f"rename table {qualified(name, a[:-1], a[-1])} to {qualified(name, b[:-1], b[-1])}"
-        target = Catalog.identifier_to_tuple(args[0]) if args and isinstance(args[0], (str, tuple, list)) else ()
-        words = (_READS | _WRITES)[op]
-        if op in ("list_namespaces", "list_tables") and not target:
-            return f"{words} catalog {name}"
-        return f"{words} {'.'.join((name, *target))}"
-
-    def wrap(op: str, change: bool):
-        inner = getattr(cat, op)
-
-        def call(*args, **kwargs):
-            try:
-                return inner(*args, **kwargs)
-            except DBAPIError as e:
-                raise CatalogUnavailable(failed(what_of(op, args), e, change)) from e
-
-        setattr(cat, op, call)
-
-    for op in _READS:
-        if hasattr(cat, op):
-            wrap(op, change=False)
-    for op in _WRITES:
-        if hasattr(cat, op):
-            wrap(op, change=True)
-
-    def forget_written() -> str | None:
-        path, written.path = getattr(written, "path", None), None
-        return path
-
-    def delete_written(path: str | None) -> None:
+    def _delete_written(self, path: str | None) -> None:
         if path:
             try:
-                cat._load_file_io(location=path).delete(path)
+                catalog_file_io(self, path).delete(path)
             except Exception:  # noqa: BLE001 - an orphan at worst; remove_orphan_files finds it
                 pass
 
-    create_table = cat.create_table
-
-    def create(identifier, *args, **kwargs):
+    def create_table(self, identifier, *args, **kwargs):
+        guard = self.lakerules_guard
+        if guard.uri is None:
+            return super().create_table(identifier, *args, **kwargs)
         ident = Catalog.identifier_to_tuple(identifier)
-        forget_written()
+        guard.forget_written()
         try:
-            return create_table(identifier, *args, **kwargs)
+            return super().create_table(identifier, *args, **kwargs)
         except DBAPIError as e:
-            ours = forget_written()
+            ours = guard.forget_written()
             try:
-                table = load_table(identifier)
+                table = super().load_table(identifier)
                 if ours and table.metadata_location == ours:
                     return table  # the row landed, the error came after
             except Exception:  # noqa: BLE001 - not there, or the catalog cannot be read at all
                 pass
-            delete_written(ours)
-            raise CatalogUnavailable(failed(f"create table {qualified(name, ident[:-1], ident[-1])}", e, True)) from e
+            self._delete_written(ours)
+            what = f"create table {qualified(guard.name, ident[:-1], ident[-1])}"
+            raise CatalogUnavailable(guard.failed(what, e, True)) from e
 
-    cat.create_table = create
-    commit_table = cat.commit_table
-
-    def commit(table, requirements, updates):
+    def commit_table(self, table, requirements, updates):
+        guard = self.lakerules_guard
+        if guard.uri is None:
+            return super().commit_table(table, requirements, updates)
         ident = table.name()
-        forget_written()
+        guard.forget_written()
         try:
-            return commit_table(table, requirements, updates)
+            return super().commit_table(table, requirements, updates)
         except CatalogUnavailable as e:  # reading the table back before writing anything
-            if forget_written() is None:
+            if guard.forget_written() is None:
                 e.landed = False  # nothing written: the commit cannot have landed
             raise
         except DBAPIError as e:
-            ours = forget_written()
-            landed, current = _commit_landed(load_table, ident, table.metadata_location, ours)
+            ours = guard.forget_written()
+            landed, current = _commit_landed(super().load_table, ident, table.metadata_location, ours)
             if landed:
                 from pyiceberg.table import CommitTableResponse
 
                 return CommitTableResponse(metadata=current.metadata, metadata_location=current.metadata_location)
-            what = f"commit to table {qualified(name, ident[:-1], ident[-1])}"
+            what = f"commit to table {qualified(guard.name, ident[:-1], ident[-1])}"
             if landed is False:
-                delete_written(ours)
-                raise CatalogUnavailable(failed(what, e, True, "The commit did not land: nothing was committed."),
+                self._delete_written(ours)
+                raise CatalogUnavailable(guard.failed(what, e, True, "The commit did not land: nothing was committed."),
                                          landed=False) from e
-            raise CatalogUnavailable(failed(what, e, True, "Whether the commit landed is not known: the catalog "
-                                                           "could not be read back."), landed=None) from e
+            raise CatalogUnavailable(guard.failed(what, e, True, "Whether the commit landed is not known: the catalog "
+                                                                 "could not be read back."), landed=None) from e
 
-    cat.commit_table = commit
-    return cat
+
+def _database_method(op: str, change: bool):
+    def method(self, *args, **kwargs):
+        return self._database_call(op, change, getattr(super(_Guarded, self), op), args, kwargs)
+
+    method.__name__ = method.__qualname__ = op
+    return method
+
+
+for _op in (*_READS, *_WRITES):
+    if _op != "load_table":
+        setattr(_Guarded, _op, _database_method(_op, _op in _WRITES))
 
 
 def _commit_landed(load_table, ident, base: str | None, ours: str | None):
@@ -195,26 +227,39 @@ def sqlite_locks_wait(cat: Catalog) -> Catalog:
     engine = getattr(cat, "engine", None)
     if engine is None or engine.dialect.name != "sqlite":
         return cat
-    from pyiceberg.exceptions import CommitFailedException
     from sqlalchemy import event
-    from sqlalchemy.exc import OperationalError
 
     @event.listens_for(engine, "connect")
     def _busy_timeout(dbapi_connection, _record):
         dbapi_connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
 
     engine.dispose()  # connections opened before the listener
-    commit_table = cat.commit_table
+    return _rewrapped(cat, _subclass((_SqliteLocksFail,), type(cat)))
 
-    def commit_table_locks_fail(table, requirements, updates):
+
+class _SqliteLocksFail:
+    """In front of a SQL catalog's class on SQLite (see :func:`sqlite_locks_wait`)."""
+
+    def commit_table(self, table, requirements, updates):
+        from pyiceberg.exceptions import CommitFailedException
+        from sqlalchemy.exc import OperationalError
+
         try:
-            return commit_table(table, requirements, updates)
+            return super().commit_table(table, requirements, updates)
         except OperationalError as e:
             if "locked" not in str(e) and "busy" not in str(e):
                 raise
             raise CommitFailedException(f"the SQLite catalog stayed locked by another writer: {e.orig}") from e
 
-    cat.commit_table = commit_table_locks_fail
-    return cat
+
+@functools.cache
+def _subclass(mixins: tuple, base: type) -> type:
+    """``base`` with ``mixins`` in front of it (one class per pair)."""
+    return type(mixins[0].__name__.strip("_") + base.__name__, (*mixins, base), {"__module__": __name__})
 
 
+def _rewrapped(cat: Catalog, cls: type) -> Catalog:
+    """A catalog of ``cls`` (a subclass of ``cat``'s class) holding ``cat``'s state."""
+    out = cls.__new__(cls)
+    out.__dict__.update(vars(cat))
+    return out

@@ -18,9 +18,9 @@ Write-audit-publish, as Iceberg's Spark runtime: on a table with ``write.wap.ena
 Both at once, or a WAP branch and a branch named in the statement that differ, are refused.
 On other tables the two settings mean nothing, as in Iceberg.
 
-A write's pyiceberg Table is a *view* (:func:`for_write`): its metadata's current snapshot is the
-branch's head (so the statement plans its read there) and it carries the commit's target, which
-lakerules.write.commit reads (:func:`target_of`).
+A write's pyiceberg Table is a *view* (:func:`for_write`, a :class:`WriteTable`): its metadata's
+current snapshot is the branch's head (so the statement plans its read there) and it carries the
+commit's target, which lakerules.write.commit reads (:func:`target_of`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ WAP_ENABLED = "write.wap.enabled"
 WAP_ID = "spark.wap.id"
 WAP_BRANCH = "spark.wap.branch"
 WAP_SETTINGS = (WAP_ID, WAP_BRANCH)
-_ATTR = "_lakerules_target"
 
 
 def parse_ref(text: str | None) -> tuple[str, str] | None:
@@ -137,29 +136,28 @@ def write_target(table: Table, name, ref: tuple[str, str] | None, conf) -> Targe
     return Target()
 
 
-def view(table: Table, snapshot_id: int | None) -> Table:
-    """``table`` with ``snapshot_id`` as its current snapshot (a copy: the catalog's metadata and
-    every cached object are unchanged). Commits send updates to the catalog, which applies them
-    to the table's metadata as it has it: the view only changes what is planned."""
-    if table.metadata.current_snapshot_id == snapshot_id:
-        return table
-    metadata = table.metadata.model_copy(update={"current_snapshot_id": snapshot_id})
-    return Table(table._identifier, metadata, table.metadata_location, table.io, table.catalog)
-
-
 def for_write(table: Table, target: Target) -> Table:
     """The table a write plans and commits with: the target branch's head as its current snapshot
-    (main's when the branch does not exist yet or the write is staged), the target attached."""
+    (main's when the branch does not exist yet or the write is staged), the target attached. A
+    copy: the catalog's metadata and every cached object are unchanged. Commits send updates to
+    the catalog, which applies them to the table's metadata as it has it: the view only changes
+    what is planned."""
     head = table.metadata.refs.get(target.branch) if target.branch else None
-    out = table
-    if target.branch not in (None, MAIN_BRANCH) and head is not None:
-        out = view(table, head.snapshot_id)
-    if out is table:
-        out = Table(table._identifier, table.metadata, table.metadata_location, table.io, table.catalog)
-    setattr(out, _ATTR, target)
-    return out
+    metadata = table.metadata
+    if target.branch not in (None, MAIN_BRANCH) and head is not None and metadata.current_snapshot_id != head.snapshot_id:
+        metadata = metadata.model_copy(update={"current_snapshot_id": head.snapshot_id})
+    return WriteTable(table, metadata, target)
+
+
+class WriteTable(Table):
+    """A table as a write sees it (:func:`for_write`): ``metadata`` (its current snapshot may be a
+    branch's head), and the ``target`` its commit goes to."""
+
+    def __init__(self, table: Table, metadata, target: Target):
+        super().__init__(table.name(), metadata, table.metadata_location, table.io, table.catalog)
+        self.target = target
 
 
 def target_of(table: Table) -> Target:
-    """The commit target attached by :func:`for_write` (main when none)."""
-    return getattr(table, _ATTR, None) or Target()
+    """The commit target of a write's table (:func:`for_write`); main for any other table."""
+    return table.target if isinstance(table, WriteTable) else Target()

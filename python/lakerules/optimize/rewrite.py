@@ -36,7 +36,7 @@ and a struct of metrics.
    HILBERT BY is the same with the Hilbert curve (its cubes are another clustering: a HILBERT BY
    after a ZORDER BY of the same columns rewrites the partition).
 4. Rewrite with Spark: the scan applies the files' deletes; lakerules.optimize.curves clusters.
-5. Commit one "replace" snapshot (lakerules.write.commit.rewrite): atomic, validated against commits
+5. Commit one "replace" snapshot (lakerules.write.rewrites.rewrite_files): atomic, validated against commits
    made meanwhile, delete files that no longer apply to any live data file removed.
 """
 
@@ -54,7 +54,7 @@ from pyiceberg.schema import Schema
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules.write import commit, metrics as column_metrics
+from lakerules.write import metrics as column_metrics, rewrites
 from lakerules.sql import dialect
 from lakerules.spark import jvm as J, progress
 from lakerules.iceberg import partitioning
@@ -384,7 +384,7 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
         delete_files(table, written)
         raise
     try:
-        dropped = commit.rewrite(table, snapshot.snapshot_id, removed, written, list(candidates.values()), needed, summary)
+        dropped = rewrites.rewrite_files(table, snapshot.snapshot_id, removed, written, list(candidates.values()), needed, summary)
     except ValidationException as e:
         discard(table, written, e)
         raise ConflictError(

@@ -22,7 +22,7 @@ from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Operation, ancestors_of, latest_ancestor_before_timestamp
 
-from lakerules.write import commit
+from lakerules.write import commit, history as moves
 from lakerules.spark import jvm as J
 from lakerules.iceberg import names
 from pyiceberg.exceptions import ValidationException
@@ -107,7 +107,7 @@ def set_current_snapshot(ctx, table, args: dict):
 
 def _set_main(ctx, table, previous, target: int):
     if previous != target:
-        commit.move_branch(table, MAIN_BRANCH, target)
+        moves.move_branch(table, MAIN_BRANCH, target)
     return J.result_rows(ctx.spark, [(previous, target)], SNAPSHOT_RESULT)
 
 
@@ -153,7 +153,7 @@ class _PickConflict(ValidationException):
     """A cherry-pick's check failed against the table as a retry found it: nothing landed."""
 
 
-class _CherryPick(commit._Append):
+class _CherryPick(commit.AppendFiles):
     """The picked append's data files appended anew; the checks run again on every attempt (a
     failed check is a ValidationException, which tells lakerules' commit path nothing landed)."""
 
@@ -161,13 +161,13 @@ class _CherryPick(commit._Append):
         super().__init__(**kwargs)
         self._picked, self._where, self._name = picked, where, name
 
-    def _commit(self):
-        metadata = self._transaction.table_metadata
+    def produce(self):
+        metadata = self.metadata
         try:
             _check_pick(metadata, self._picked, self._where, self._name)
         except LakeError as e:
             raise _PickConflict(str(e)) from None
-        return super()._commit()
+        return super().produce()
 
 
 def _cherrypick(ctx, table, sid: int, where: str):
@@ -177,7 +177,7 @@ def _cherrypick(ctx, table, sid: int, where: str):
     operation = picked.summary.operation if picked.summary is not None else None
     if _is_fast_forward(metadata, picked):
         # Iceberg fast-forwards whenever the picked snapshot's parent is the current snapshot
-        commit.move_branch(table, MAIN_BRANCH, sid)
+        moves.move_branch(table, MAIN_BRANCH, sid)
         return J.result_rows(ctx.spark, [(sid, sid)], PICK_RESULT)
     if operation != Operation.APPEND:
         raise LakeError(
@@ -190,7 +190,7 @@ def _cherrypick(ctx, table, sid: int, where: str):
     if wap_id is not None:
         summary[PUBLISHED_WAP_ID] = wap_id
     try:
-        with commit._transaction(table) as tx:
+        with commit.transaction(table) as tx:
             with _CherryPick(picked, where, _name(table), operation=Operation.APPEND, transaction=tx, io=table.io,
                              snapshot_properties=commit.snapshot_properties(summary)) as fa:
                 for f in added:
@@ -229,7 +229,7 @@ def fast_forward(ctx, table, args: dict):
         if b.snapshot_id not in _ancestor_ids(table.metadata, target):
             raise LakeError(f"lakerules: {where}: cannot fast-forward {branch!r} of table {_name(table)} to {to!r}: "
                             f"{branch!r}'s head {b.snapshot_id} is not an ancestor of {to!r}'s head {t.snapshot_id}")
-        commit.move_branch(table, branch, t.snapshot_id)
+        moves.move_branch(table, branch, t.snapshot_id)
     return J.result_rows(ctx.spark, [(branch, b.snapshot_id, t.snapshot_id)], FAST_FORWARD_RESULT)
 
 
@@ -352,9 +352,9 @@ def _restore(ctx, table, version, ref, timestamp_us):
            sum(e.data_file.file_size_in_bytes for e in removed), sum(e.data_file.file_size_in_bytes for e in readded))
     if head is not None and target.snapshot_id != head.snapshot_id and (removed or readded):
         try:
-            commit.restore(table, head.snapshot_id, removed, readded,
+            moves.restore(table, head.snapshot_id, removed, readded,
                            {"lakerules.operation": "restore", "lakerules.restored-snapshot-id": str(target.snapshot_id)})
-        except commit.RestoreConflict as e:
+        except moves.RestoreConflict as e:
             raise ConflictError(str(e)) from None
     return J.result_rows(ctx.spark, [row], RESTORE_RESULT)
 
@@ -410,7 +410,7 @@ def _ref_ddl(table, op: str, kind: str, name: str, a: dict) -> None:
             raise LakeError(f"lakerules: {where}: the table has no {kind} {name!r}")
         if name == MAIN_BRANCH:
             raise LakeError(f"lakerules: {where}: the main branch cannot be dropped")
-        commit.remove_ref(table, name, existing.snapshot_id)
+        moves.remove_ref(table, name, existing.snapshot_id)
         return
     if existing is None:  # a new ref: its name follows lakerules.iceberg.names' rule (existing ones still move)
         names.check_ref_name(name, kind, where)
@@ -436,7 +436,7 @@ def _ref_ddl(table, op: str, kind: str, name: str, a: dict) -> None:
     def chosen(key: str, attr: str):
         return a[key] if a.get(key) is not None else (getattr(keep, attr) if keep is not None else None)
 
-    commit.set_ref(
+    moves.set_ref(
         table, name, SnapshotRefType(kind), snapshot_id,
         expected=existing.snapshot_id if existing is not None else None,
         max_ref_age_ms=chosen("retain_ms", "max_ref_age_ms"),

@@ -430,9 +430,9 @@ def expire_snapshots(ctx, table, args: dict):
 def rewrite_manifests(ctx, table, args: dict):
     """Iceberg's rewrite_manifests: the manifests of one partition spec (default the current one)
     rewritten into manifests clustered by partition, data and delete manifests apart, in one
-    "replace" snapshot with the same files (lakerules.write.commit.rewrite_manifests)."""
-    from lakerules.write import commit
+    "replace" snapshot with the same files (lakerules.write.rewrites.rewrite_manifests)."""
+    from lakerules.write import rewrites
 
-    done = commit.rewrite_manifests(table, args["spec_id"], {"lakerules.operation": "rewrite_manifests"})
+    done = rewrites.rewrite_manifests(table, args["spec_id"], {"lakerules.operation": "rewrite_manifests"})
     return J.result_rows(ctx.spark, [(done.rewritten, done.added)], RESULTS["rewrite_manifests"])
 

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.snapshots import Operation
 
-from lakerules.write import commit
+from lakerules.write import row_delta
 from lakerules.spark import jvm as J
 from lakerules.iceberg import metadata_files, names
 from lakerules.errors import LakeError
@@ -125,9 +125,9 @@ def remove_missing_files(ctx, table, args: dict):
                 gone_deletes.append(d)
                 rows.append((d.file_path, _CONTENT[d.content], "applies only to removed data files"))
     if not dry_run and (gone_data or gone_deletes):
-        commit.row_delta(table, [], [], {"lakerules.operation": PROCEDURE},
+        row_delta.commit(table, [], [], {"lakerules.operation": PROCEDURE},
                          removed_data_files=gone_data, removed_delete_files=gone_deletes,
-                         validation=commit.Validation(must_exist=frozenset(gone_data)), operation=Operation.DELETE)
+                         validation=row_delta.Validation(must_exist=frozenset(gone_data)), operation=Operation.DELETE)
     return J.result_rows(ctx.spark, rows, RESULT)
 
 

@@ -21,7 +21,7 @@ As Iceberg's action (RewritePositionDeleteFiles), per partition:
    it; each group becomes round(size / target) files (at least one), sorted by path and position
    (lakerules.write.files.write_position_deletes), its data files split between them in path order.
 5. One "replace" snapshot removes the rewritten and dangling delete files and adds the new ones,
-   changing no data file (lakerules.write.commit.rewrite_deletes). The table's rows are unchanged.
+   changing no data file (lakerules.write.rewrites.rewrite_deletes). The table's rows are unchanged.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pyiceberg.typedef import Record
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakerules.write import commit
+from lakerules.write import rewrites
 from lakerules.spark import jvm as J, progress
 from lakerules.iceberg import names
 from lakerules.errors import ConflictError, LakeError, NotSupported
@@ -197,7 +197,7 @@ def run(ctx, table, values: dict):
     # 5. commit
     summary = {"lakerules.operation": PROCEDURE}
     try:
-        commit.rewrite_deletes(table, snapshot.snapshot_id, removed, written, summary)
+        rewrites.rewrite_deletes(table, snapshot.snapshot_id, removed, written, summary)
     except ValidationException as e:
         discard(table, written, e)
         raise ConflictError(

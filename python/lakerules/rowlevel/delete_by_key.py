@@ -17,7 +17,7 @@ from __future__ import annotations
 from pyiceberg.manifest import DataFileContent
 from pyspark.sql import DataFrame, SparkSession
 
-from lakerules.write import commit
+from lakerules.write import commit, row_delta
 from lakerules.spark import jvm as J
 from lakerules.iceberg import names, schema as schemas
 from lakerules.errors import LakeError
@@ -65,7 +65,7 @@ def delete_by_key(spark: SparkSession, catalogs, table_name: str, keys: DataFram
             content=DataFileContent.EQUALITY_DELETES, equality_ids=[f.field_id for f in key_fields], cluster=True,
         )
         try:
-            commit.row_delta(table, [], written, {"lakerules.operation": "delete_by_key"})
+            row_delta.commit(table, [], written, {"lakerules.operation": "delete_by_key"})
         except BaseException as e:
             discard(table, written, e)
             raise

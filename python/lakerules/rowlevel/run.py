@@ -18,7 +18,7 @@ DELETE FROM t WHERE c, merge-on-read (the default), is the seed's
    its partition (``partition``: one delete file per partition), sorted by path then position.
    The path written is the data file's path in the manifest.
 4. One snapshot commits the delete files and the dropped files, validated against what was
-   committed since the read (commit.Validation): a data file removed meanwhile (say by a
+   committed since the read (row_delta.Validation): a data file removed meanwhile (say by a
    concurrent OPTIMIZE) is a conflict, never deleted rows coming back.
 
 With ``write.delete.mode=copy-on-write`` (or a v1 table) the files with matched rows are
@@ -28,7 +28,7 @@ UPDATE and MERGE INTO run here too (sections below), each by its own table prope
 ``write.update.mode`` / ``write.merge.mode`` choose merge-on-read (position deletes + new rows)
 or copy-on-write (the touched files rewritten, _rewrite_files, which DELETE's copy-on-write
 shares), and ``write.<statement>.isolation-level`` the commit's validation
-(commit.Validation.statement).
+(row_delta.Validation.statement).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pyiceberg.table.snapshots import Operation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from lakerules.write import commit, files as write
+from lakerules.write import files as write, row_delta
 from lakerules.spark import jvm as J, progress
 from lakerules.scan import row_files as row_plans
 from lakerules.errors import LakeError
@@ -181,12 +181,12 @@ def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entir
             rows = rows.where(~F.col("file_path").isin([p.file.file_path for p in entire]))
         written = write.write_position_deletes(spark, table, rows, partitions)
     try:
-        commit.row_delta(
+        row_delta.commit(
             table, [], written,
             {"lakerules.operation": "delete"},
             removed_data_files=[p.file for p in whole],
             removed_delete_files=dangling_deletes(table, snapshot, whole),
-            validation=commit.Validation(
+            validation=row_delta.Validation(
                 must_exist=frozenset(p.file for p in whole + touched),
                 conflict_filter=expr,
                 statement="delete",
@@ -225,7 +225,7 @@ def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
     _rewrite_files(
         ctx, node, table, kept, whole + touched,
         {"lakerules.operation": "delete", "lakerules.delete-mode": "copy-on-write"},
-        commit.Validation(
+        row_delta.Validation(
             must_exist=frozenset(p.file for p in whole + touched),
             no_new_deletes=frozenset(p.file for p in touched),
             conflict_filter=expr,
@@ -235,7 +235,7 @@ def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
     )
 
 
-def _rewrite_files(ctx, node, table, rows, removed, summary: dict, validation: commit.Validation,
+def _rewrite_files(ctx, node, table, rows, removed, summary: dict, validation: row_delta.Validation,
                    removed_deletes=()) -> None:
     """Copy-on-write's write and commit (DELETE, UPDATE, MERGE): ``rows`` (the table's columns,
     None: no rows) become new data files, and one snapshot adds them and removes the data files
@@ -245,7 +245,7 @@ def _rewrite_files(ctx, node, table, rows, removed, summary: dict, validation: c
     try:
         if rows is not None:
             written = write.write_data_files(ctx, node.table.catalog, table, rows)
-        commit.row_delta(
+        row_delta.commit(
             table, written, [], summary,
             removed_data_files=[p.file for p in removed],
             removed_delete_files=list(removed_deletes),
@@ -266,10 +266,10 @@ def _truncate(ctx, table, snapshot):
     planned = plan_scan(table, snapshot.snapshot_id)
     affected = _live_rows(ctx, table, snapshot, list(planned.files))
     if data or deletes:
-        commit.row_delta(
+        row_delta.commit(
             table, [], [], {"lakerules.operation": "delete"},
             removed_data_files=data, removed_delete_files=deletes,
-            validation=commit.Validation(must_exist=frozenset(data), conflict_filter=AlwaysTrue(), statement="delete"),
+            validation=row_delta.Validation(must_exist=frozenset(data), conflict_filter=AlwaysTrue(), statement="delete"),
             operation=Operation.DELETE,
         )
     return _affected(ctx.spark, affected)
@@ -294,13 +294,13 @@ def dangling_deletes(table, snapshot, removed: list) -> list:
     return list(candidates.values())
 
 
-def _update_validation(touched: list, expr: BooleanExpression, statement: str) -> commit.Validation:
+def _update_validation(touched: list, expr: BooleanExpression, statement: str) -> row_delta.Validation:
     """What an UPDATE or MERGE (``statement``), which deletes rows of the touched files and writes
     new ones, needs still true when it commits: the touched files exist, no delete landed on them
     meanwhile (a row deleted meanwhile stays deleted), and, under the statement's serializable
     isolation, no file added meanwhile may hold rows expr matches."""
     files = frozenset(p.file for p in touched)
-    return commit.Validation(must_exist=files, no_new_deletes=files, conflict_filter=expr, statement=statement)
+    return row_delta.Validation(must_exist=files, no_new_deletes=files, conflict_filter=expr, statement=statement)
 
 
 def _affected(spark, n: int):
@@ -366,7 +366,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
         written_data = write.write_files(spark, node.table.catalog, table, rows.select(*new_columns), cluster=True)
         deletes = rows.select(F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
         written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
-        commit.row_delta(
+        row_delta.commit(
             table, written_data, written_deletes, {"lakerules.operation": "update"},
             validation=_update_validation(touched, expr, "update"),
             operation=Operation.OVERWRITE,
@@ -531,7 +531,7 @@ def run_merge(ctx, node):
             deletes = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
                 F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
             written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
-        commit.row_delta(
+        row_delta.commit(
             table, written_data, written_deletes, {"lakerules.operation": "merge"},
             validation=_update_validation(touched, expr, "merge"),
             operation=Operation.OVERWRITE if written_data else Operation.DELETE,

@@ -30,7 +30,6 @@ from typing import Callable
 import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import (
-    _InclusiveMetricsEvaluator,
     bind,
     expression_evaluator,
     inclusive_projection,
@@ -43,7 +42,7 @@ from pyiceberg.table import Table
 from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules.scan import manifests as cached
-from lakerules.iceberg import names
+from lakerules.iceberg import names, pyiceberg_edge as edge
 from lakerules.errors import NotSupported
 
 MANIFEST_THREADS = 8
@@ -105,7 +104,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
         return lambda data_file: evaluate(data_file.partition)
 
     partition_evaluators = KeyDefaultDict(partition_evaluator)
-    metrics = _InclusiveMetricsEvaluator(schema, row_filter, True, False).eval
+    metrics = edge.inclusive_metrics(schema, row_filter, True, False)
     # the same tests over whole manifests at once, from cached Arrow columns (see manifests.py)
     row_prefilter = _bound(schema, row_filter)
     partition_prefilters = KeyDefaultDict(lambda spec_id: _partition_prefilter(metadata.specs()[spec_id], schema,

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, Not, NotEqualTo, NotIn, NotStartsWith
 from pyiceberg.expressions.visitors import (
-    _StrictMetricsEvaluator,
     bind,
     expression_evaluator,
     extract_field_ids,
@@ -24,6 +23,7 @@ from pyiceberg.table.snapshots import IsolationLevel
 from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules.spark import jvm as J
+from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.scan import manifest_job, manifests
 from lakerules.errors import LakeError
 from lakerules.plan.expressions import to_iceberg
@@ -127,7 +127,7 @@ def every_row_matches(table: Table, expr: BooleanExpression):
     schema = table.schema()
     top_level = {f.field_id for f in schema.fields}
     bound = bind(schema, expr, case_sensitive=True)
-    metrics = _StrictMetricsEvaluator(schema, expr) if extract_field_ids(bound) <= top_level else None
+    metrics = edge.strict_metrics(schema, expr) if extract_field_ids(bound) <= top_level else None
 
     def partition_test(spec_id: int):
         spec = table.specs()[spec_id]
@@ -135,7 +135,7 @@ def every_row_matches(table: Table, expr: BooleanExpression):
         return expression_evaluator(Schema(*spec.partition_type(schema).fields), projected, True)
 
     tests = KeyDefaultDict(partition_test)
-    return lambda f: bool(tests[f.spec_id](f.partition)) or (metrics is not None and metrics.eval(f) is True)
+    return lambda f: bool(tests[f.spec_id](f.partition)) or (metrics is not None and metrics(f) is True)
 
 
 @dataclass(frozen=True)

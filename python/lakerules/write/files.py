@@ -29,7 +29,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakerules.write import commit, metrics, parquet_props, order as write_order
+from lakerules.write import commit, metrics, parquet_props, order as write_order, row_delta
 from lakerules.spark import jvm as J, progress, shared
 from lakerules.iceberg import names, options, partitioning, paths, schema as schemas
 from lakerules.errors import LakeError, NotSupported
@@ -106,7 +106,7 @@ def _validated(ctx, t, table: Table, read, start, level, replaced: list, conditi
     conflict_filter = None
     if level != "snapshot" and condition is not None:
         conflict_filter = to_iceberg(condition)[0]
-    commit.validate_overwrite(fresh, base, replaced, conflict_filter, partitions if level != "snapshot" else None)
+    row_delta.validate_overwrite(fresh, base, replaced, conflict_filter, partitions if level != "snapshot" else None)
     return fresh
 
 

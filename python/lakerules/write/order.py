@@ -70,7 +70,7 @@ def _set_order(table, stmt) -> None:
         if nulls_first is None:
             nulls_first = not desc
         resolved.append((column, transform, desc, nulls_first))
-    with commit._transaction(table) as tx:
+    with commit.transaction(table) as tx:
         with tx.update_sort_order() as order:
             for column, transform, desc, nulls_first in resolved:
                 null_order = NullOrder.NULLS_FIRST if nulls_first else NullOrder.NULLS_LAST

@@ -1,0 +1,332 @@
+"""pyiceberg's private names behind public ones: the only module of lakerules that uses them.
+
+lakerules commits what pyiceberg has no public API for (delete files, rewrites, restores, merged
+manifests, refs moved with their retention kept), validates commits as Iceberg's Java writers
+do, and makes a catalog's faults clear errors. For that it extends pyiceberg's private snapshot
+producers, stages updates on its transactions and hooks a catalog's metadata writes. Every other
+module uses the public functions and classes below; pyproject.toml pins pyiceberg to one minor.
+
+Each private relied on, and why. tests/test_pyiceberg_private.py reads this list: it checks that
+each still exists with these parameters and fingerprints its source, and that this module uses
+no private the list lacks, so a pyiceberg upgrade fails that one test naming what changed.
+
+Snapshot producers (SnapshotProducer, FastAppendFiles, OverwriteFiles below subclass them):
+- ``pyiceberg.table.update.snapshot._SnapshotProducer(operation, transaction, io, commit_uuid, snapshot_properties, branch)``:
+  writes a snapshot's manifests and manifest list, and is what a transaction re-runs on a retry.
+- ``pyiceberg.table.update.snapshot._FastAppendFiles(operation, transaction, io, commit_uuid, snapshot_properties, branch)``:
+  an append's carried-over manifests.
+- ``pyiceberg.table.update.snapshot._OverwriteFiles(operation, transaction, io, commit_uuid, snapshot_properties, branch)``:
+  an overwrite's carried-over manifests and the entries of the data files it removes.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._commit()``: the hook that builds the
+  snapshot (``produce``): checks that must run on every attempt run first.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._manifests()``: the new snapshot's manifests
+  (``manifests``), written by lakerules for rewrites and restores.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._process_manifests(manifests)``: the list
+  before it is written (``process_manifests``): where manifests are merged.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._existing_manifests()``: carried-over
+  manifests (``existing_manifests``), less the entries a row delta removes.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._deleted_entries()``: removed entries
+  (``deleted_entries``), of data and delete files.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._summary(snapshot_properties)``: the summary
+  (``summary``), each file counted under its own partition spec.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._validate_concurrency()``: validation against
+  commits that landed meanwhile, before a retry (``validate_concurrency``).
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._cleanup_uncommitted()``: after the commit
+  landed (``cleanup_after_commit``): merged-away manifests are deleted too.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._clean_all_uncommitted()``: deletes every
+  manifest and manifest list written, when nothing landed (``clean_all_uncommitted``).
+- ``pyiceberg.table.update.UpdateTableMetadata._transaction``: the producer's transaction.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._io``: the file IO manifests are read with.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._operation``: the snapshot's operation.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._parent_snapshot_id``: the branch head the
+  snapshot goes on (refreshed on a retry).
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._starting_snapshot_id``: where the window a
+  retry validates starts (``validate_from``): a rewrite's is the snapshot it read.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._target_branch``: the branch committed to.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._added_data_files``: data files added.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._deleted_data_files``: data files removed.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._compression``: the Avro codec of manifests,
+  for delete manifests written by lakerules.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._commit_window``: the snapshots committed
+  meanwhile that a retry validates.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._written_manifests``: the manifests written,
+  of which those the snapshot does not list are deleted after the commit.
+- ``pyiceberg.manifest.ManifestWriterV2._meta``: a delete manifest's Avro metadata says
+  ``content=deletes`` (pyiceberg writes no delete manifests).
+
+Transactions:
+- ``pyiceberg.table.Transaction._stage(updates, requirements)``: updates pyiceberg has no API for
+  (a ref moved with its retention kept, a replace, a location change), with their requirements.
+- ``pyiceberg.table.Transaction._table``: the table a transaction commits to.
+- ``pyiceberg.table.Transaction._updates``: the staged updates (CachingTransaction's cache key).
+- ``pyiceberg.table.Transaction._requirements``: a requirement of a type already staged (main's
+  head, next to the target branch's).
+- ``pyiceberg.table.Transaction._snapshot_producers``: the producers whose files go when the
+  catalog refused the commit outright.
+
+Validation and metrics:
+- ``pyiceberg.table.update.validate._validate_data_files_exist(table, starting_snapshot, data_files, parent_snapshot)``:
+  files a commit removes or points deletes at were not removed meanwhile.
+- ``pyiceberg.table.update.validate._added_data_files(table, starting_snapshot, data_filter, partition_set, parent_snapshot)``:
+  data files added meanwhile (serializable isolation, partition overwrites).
+- ``pyiceberg.expressions.visitors._InclusiveMetricsEvaluator(schema, expr, case_sensitive, include_empty_files)``:
+  whether a data file may hold matching rows, from its column metrics (scan planning, validation).
+- ``pyiceberg.expressions.visitors._StrictMetricsEvaluator(schema, expr, case_sensitive, include_empty_files)``:
+  whether every row of a data file matches (a DELETE drops such files unread).
+
+Catalogs (lakerules.iceberg.guarded):
+- ``pyiceberg.catalog.MetastoreCatalog._write_metadata(metadata, io, metadata_path)``: which metadata
+  file a failed commit or CREATE TABLE wrote, to delete it when it did not land
+  (``MetadataWriteHook.writing_metadata``).
+- ``pyiceberg.catalog.Catalog._load_file_io(properties, location)``: the file IO that deletes it.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Iterator
+
+from pyiceberg.expressions import BooleanExpression
+from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluator, _StrictMetricsEvaluator
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntry, ManifestWriterV2
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table, Transaction
+from pyiceberg.table.update.snapshot import _FastAppendFiles, _OverwriteFiles, _SnapshotProducer
+from pyiceberg.table.update.validate import _added_data_files, _validate_data_files_exist
+from pyiceberg.typedef import EMPTY_DICT
+
+# ---- snapshot producers -------------------------------------------------------------------------
+
+
+class _PublicHooks:
+    """In front of a pyiceberg snapshot producer: its private hooks call public ones, which a
+    subclass overrides (calling ``super()`` for pyiceberg's own), and its state read by name."""
+
+    # what pyiceberg calls ...
+    def _commit(self):
+        return self.produce()
+
+    def _manifests(self):
+        return self.manifests()
+
+    def _process_manifests(self, manifests):
+        return self.process_manifests(manifests)
+
+    def _existing_manifests(self):
+        return self.existing_manifests()
+
+    def _deleted_entries(self):
+        return self.deleted_entries()
+
+    def _summary(self, snapshot_properties=EMPTY_DICT):
+        return self.summary(snapshot_properties)
+
+    def _validate_concurrency(self):
+        return self.validate_concurrency()
+
+    def _cleanup_uncommitted(self):
+        return self.cleanup_after_commit()
+
+    # ... calls these: pyiceberg's own unless overridden
+    def produce(self) -> tuple:
+        """Write the snapshot's manifests and manifest list: its (updates, requirements)."""
+        return super()._commit()
+
+    def manifests(self) -> list:
+        """The new snapshot's manifests (written by pyiceberg from the hooks below by default)."""
+        return super()._manifests()
+
+    def process_manifests(self, manifests: list) -> list:
+        return super()._process_manifests(manifests)
+
+    def existing_manifests(self) -> list:
+        return super()._existing_manifests()
+
+    def deleted_entries(self) -> list:
+        return super()._deleted_entries()
+
+    def summary(self, snapshot_properties=EMPTY_DICT):
+        return super()._summary(snapshot_properties)
+
+    def validate_concurrency(self) -> None:
+        """Before a retry: fail (ValidationException) if a commit that landed meanwhile conflicts."""
+        return super()._validate_concurrency()
+
+    def cleanup_after_commit(self) -> None:
+        """The commit landed: delete the files of failed attempts."""
+        return super()._cleanup_uncommitted()
+
+    def clean_all_uncommitted(self) -> None:
+        """Nothing landed: delete every manifest and manifest list written."""
+        self._clean_all_uncommitted()
+
+    @property
+    def transaction(self) -> Transaction:
+        return self._transaction
+
+    @property
+    def table(self) -> Table:
+        return self._transaction._table
+
+    @property
+    def metadata(self):
+        """The table's metadata as the transaction has it (its staged updates applied)."""
+        return self._transaction.table_metadata
+
+    @property
+    def io(self) -> FileIO:
+        return self._io
+
+    @property
+    def operation(self):
+        return self._operation
+
+    @property
+    def parent_snapshot_id(self) -> int | None:
+        return self._parent_snapshot_id
+
+    @property
+    def target_branch(self) -> str | None:
+        return self._target_branch
+
+    @property
+    def added_data_files(self) -> list:
+        return self._added_data_files
+
+    @property
+    def deleted_data_files(self) -> set:
+        return self._deleted_data_files
+
+    @property
+    def commit_window(self):
+        """(base, head) of the commits that landed meanwhile, or None on the first attempt."""
+        return self._commit_window
+
+    @property
+    def written_manifests(self) -> list:
+        return self._written_manifests
+
+    def validate_from(self, snapshot_id: int | None) -> None:
+        """Validate retries against the commits since snapshot_id (default: the parent when created)."""
+        self._starting_snapshot_id = snapshot_id
+
+    def new_delete_manifest_writer(self, spec):
+        """A writer of a delete manifest of ``spec`` (pyiceberg's writers write data manifests)."""
+        return DeleteManifestWriter(spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
+                                    snapshot_id=self.snapshot_id, avro_compression=self._compression)
+
+
+class SnapshotProducer(_PublicHooks, _SnapshotProducer):
+    """A snapshot producer that writes its own manifests (rewrites, restores)."""
+
+    @abstractmethod
+    def existing_manifests(self) -> list: ...
+
+    @abstractmethod
+    def deleted_entries(self) -> list: ...
+
+
+class FastAppendFiles(_PublicHooks, _FastAppendFiles):
+    """pyiceberg's append: every manifest of the parent carried over."""
+
+
+class OverwriteFiles(_PublicHooks, _OverwriteFiles):
+    """pyiceberg's overwrite: removed data files' entries marked deleted, the rest carried over."""
+
+
+class DeleteManifestWriter(ManifestWriterV2):
+    """A manifest of delete files (format version 2 and later)."""
+
+    def content(self) -> ManifestContent:
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
+
+
+# ---- transactions -------------------------------------------------------------------------------
+
+
+class CachingTransaction(Transaction):
+    """pyiceberg's transaction, whose table_metadata is computed once per state. pyiceberg applies
+    the staged updates and deep-copies the whole metadata (every snapshot of the table's history)
+    on each access, and a snapshot producer reads it a dozen times per commit: a cost that grew
+    with the table's history, not with what the commit changes (the catalog's commit still copies,
+    parses and writes the whole metadata once: one metadata JSON per commit). The state is the
+    table's metadata (replaced on a refresh) and the staged updates (a new tuple on each stage),
+    held here, so the identity test is sound; callers treat the metadata as immutable, as
+    pyiceberg's own code does."""
+
+    _metadata_cache: tuple | None = None
+
+    @property
+    def table_metadata(self):
+        base, updates = self._table.metadata, self._updates
+        cached = self._metadata_cache
+        if cached is None or cached[0] is not base or cached[1] is not updates:
+            # nothing staged yet: the table's metadata itself, no copy
+            cached = self._metadata_cache = (base, updates, super().table_metadata if updates else base)
+        return cached[2]
+
+
+def stage(tx: Transaction, updates: tuple, requirements: tuple = ()) -> None:
+    """Stage table updates and their requirements on ``tx`` (one requirement per type is kept)."""
+    tx._stage(tuple(updates), tuple(requirements))
+
+
+def require(tx: Transaction, requirement) -> None:
+    """Add ``requirement`` to ``tx``'s, even when one of its type is there already."""
+    tx._requirements += (requirement,)
+
+
+def clean_all_uncommitted(tx: Transaction) -> None:
+    """Delete the manifests and manifest lists every producer of ``tx`` wrote (nothing landed)."""
+    for producer in tx._snapshot_producers:
+        producer._clean_all_uncommitted()
+
+
+# ---- validation and metrics ---------------------------------------------------------------------
+
+
+def validate_data_files_exist(table: Table, head, data_files, base) -> None:
+    """ValidationException if a commit after snapshot ``base`` up to ``head`` removed one of data_files."""
+    _validate_data_files_exist(table, head, set(data_files), base)
+
+
+def added_data_file_entries(table: Table, head, base) -> Iterator[ManifestEntry]:
+    """The entries of the data files added by the commits after snapshot ``base`` up to ``head``."""
+    return _added_data_files(table, head, None, None, base)
+
+
+def inclusive_metrics(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True,
+                      include_empty_files: bool = False) -> Callable[[DataFile], bool]:
+    """A test of whether a data file may hold rows matching expr, from its column metrics."""
+    return _InclusiveMetricsEvaluator(schema, expr, case_sensitive, include_empty_files).eval
+
+
+def strict_metrics(schema: Schema, expr: BooleanExpression, case_sensitive: bool = True) -> Callable[[DataFile], bool]:
+    """A test of whether every row of a data file matches expr, from its column metrics (top-level
+    columns only)."""
+    return _StrictMetricsEvaluator(schema, expr, case_sensitive).eval
+
+
+# ---- catalogs -----------------------------------------------------------------------------------
+
+
+class MetadataWriteHook:
+    """In front of a pyiceberg catalog class: ``writing_metadata(path)`` is called before the
+    catalog writes a table metadata file (a commit, CREATE TABLE)."""
+
+    def writing_metadata(self, metadata_path: str) -> None:
+        """Override: the catalog is about to write ``metadata_path``."""
+
+    def _write_metadata(self, metadata, io, metadata_path):
+        self.writing_metadata(metadata_path)
+        return super()._write_metadata(metadata, io, metadata_path)
+
+
+def catalog_file_io(catalog, location: str) -> FileIO:
+    """The file IO ``catalog`` reads and writes ``location`` with."""
+    return catalog._load_file_io(location=location)
