@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import io
 import re
 import subprocess
@@ -30,9 +31,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", ROOT / "RELIABILITY.md", *sorted(DOCS.glob("*.md"))]
-FENCE = re.compile(r"^(```|~~~)")
-CODE_SPAN = re.compile(r"(`+)(?:.+?)\1", re.S)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _load_hooks():
+    spec = importlib.util.spec_from_file_location("lakerules_docs_hooks", DOCS / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    return hooks
+
+
+_HOOKS = _load_hooks()
 
 
 def _rel(path: Path) -> str:
@@ -40,29 +49,9 @@ def _rel(path: Path) -> str:
 
 
 def _split(text: str):
-    """(is_code, piece) over a markdown text: fenced blocks and inline code spans are code."""
-    chunk, inside = [], None
-
-    def prose(lines):
-        text, last = "".join(lines), 0
-        for m in CODE_SPAN.finditer(text):
-            yield False, text[last:m.start()]
-            yield True, m.group(0)
-            last = m.end()
-        yield False, text[last:]
-
-    for line in text.splitlines(keepends=True):
-        fence = FENCE.match(line)
-        if inside is None and fence:
-            yield from prose(chunk)
-            chunk, inside = [line], fence.group(1)
-        elif inside is not None and fence and fence.group(1) == inside:
-            chunk.append(line)
-            yield True, "".join(chunk)
-            chunk, inside = [], None
-        else:
-            chunk.append(line)
-    yield from (prose(chunk) if inside is None else [(True, "".join(chunk))])
+    """(is_code, piece) over a markdown text: the site's own split (docs/hooks.py), so the links
+    this test checks are the ones the site rewrites."""
+    return _HOOKS._prose(text)
 
 
 def _prose(text: str) -> str:
