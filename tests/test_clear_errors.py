@@ -149,8 +149,9 @@ def nested(n: int, inner: str) -> str:
 
 def test_statements_nested_too_deep_fail_as_spark_parser_does(spark, iceberg_catalog, t):
     for statement in (f"OPTIMIZE {t} WHERE {nested(300, 'id = 1')}",
-                      f"CALL lake.system.expire_snapshots(table => '{t[5:]}', retain_last => {nested(300, '1')})",
-                      f"SELECT {nested(600, '1')}"):  # Spark's own statement, for comparison
+                      f"CALL lake.system.expire_snapshots(table => '{t[5:]}', retain_last => {nested(300, '1')})"):
+        # (Spark's own parser says the same of a SELECT nested ~600 deep, but only once its JIT has
+        # compiled the parser: in a cold JVM it may overflow outside its catch, a raw StackOverflowError)
         before = state(spark, iceberg_catalog, t)
         condition, message = error_class(lambda: spark.sql(statement).collect())
         assert condition == "FAILED_TO_PARSE_TOO_COMPLEX", message
