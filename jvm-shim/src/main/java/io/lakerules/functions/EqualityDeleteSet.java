@@ -147,6 +147,11 @@ public final class EqualityDeleteSet implements Serializable {
         }
       }
     }
+    for (Table t : byScope) {
+      if (t instanceof BytesTable) {
+        ((BytesTable) t).trim();
+      }
+    }
     Tables tables = new Tables(byScope, keyTypes, maxSeq);
     Broadcast<Tables> b = session.sparkContext().broadcast(tables, scala.reflect.ClassTag$.MODULE$.apply(Tables.class));
     return new EqualityDeleteSet(b, total, tables);
@@ -386,6 +391,11 @@ public final class EqualityDeleteSet implements Serializable {
       hashes[e] = h;
       table[i] = e + 1;
       bloom.add(mix(h));
+    }
+
+    /** The key bytes' array cut to what they use (it grows by doubling while the table is built). */
+    void trim() {
+      data = Arrays.copyOf(data, used);
     }
 
     private boolean same(int e, Object base, long offset, int len) {
