@@ -15,7 +15,12 @@ Reported: per-batch latency (median, p90) of each, a replayed batch skipped, the
 read identically, and the reads (a full-scan aggregate, a point query) after the batches and
 after OPTIMIZE as slowdowns against the same reads before the batches, each read timed
 relative to the same read of a third, never changed copy (the reference) measured in turns
-with it, so that the machine's load, which differs from one phase to the next, cancels.
+with it, so that the machine's load, which differs from one phase to the next, cancels. After
+the batches, the delete_by_key copy is also read with its equality deletes anti-joined
+(``spark.lakerules.read.equalityDeleteSetBytes=0``) in the same turns as with the JVM hash set,
+both checked to read the same rows; issue 33's rows: those reads against the reference table
+(target <= 1.5x) and OPTIMIZE of the delete_by_key copy against OPTIMIZE of the MERGE copy
+(target <= 2x).
 
 Small files: --stream-batches micro-batches of a streaming append (``toTable``, 10 rows each,
 one JSON file a batch): per-batch latency (Spark's triggerExecution), the data files left, then
@@ -95,15 +100,38 @@ def _quantiles(xs: list[float]) -> str:
     return f"median {statistics.median(xs):.2f} s, p90 {p90:.2f} s"
 
 
-def _reads(spark, runs: int, point_id: int) -> tuple[dict, list]:
+EQ_SET_BYTES = "spark.lakerules.read.equalityDeleteSetBytes"
+
+
+def _with_anti_join(spark, fn):
+    """fn run with the equality deletes applied by the anti-join (no JVM hash set)."""
+    def run():
+        spark.conf.set(EQ_SET_BYTES, "0")
+        try:
+            return fn()
+        finally:
+            spark.conf.unset(EQ_SET_BYTES)
+    return run
+
+
+def _reads(spark, runs: int, point_id: int, anti_join: bool = False) -> tuple[dict, list]:
     """Median seconds of the aggregate and the point query on both copies and on the reference
-    table (never changed), in turns; the copies' results."""
+    table (never changed), in turns; the copies' results. With ``anti_join``, also the
+    delete_by_key copy read with its equality deletes anti-joined (``eqjoin``) instead of the
+    per-file hash set, in the same turns."""
     fns = {}
     for t in ("merge", "eqdel", "ref"):
         fns[f"agg_{t}"] = lambda t=t: spark.sql(AGG.format(t=f"lake.bench.{t}")).collect()
         fns[f"point_{t}"] = lambda t=t: spark.sql(POINT.format(t=f"lake.bench.{t}", id=point_id)).collect()
+    if anti_join:
+        fns["agg_eqjoin"] = _with_anti_join(spark, fns["agg_eqdel"])
+        fns["point_eqjoin"] = _with_anti_join(spark, fns["point_eqdel"])
     times = side_by_side(runs, **fns)
-    results = [sorted(tuple(r) for r in fns[k]()) for k in ("agg_merge", "agg_eqdel", "point_merge", "point_eqdel")]
+    keys = ["agg_merge", "agg_eqdel", "point_merge", "point_eqdel"]
+    results = [sorted(tuple(r) for r in fns[k]()) for k in keys]
+    if anti_join:  # the hash set and the anti-join read the same rows
+        assert results[1] == sorted(tuple(r) for r in fns["agg_eqjoin"]()), "hash set and anti-join differ"
+        assert results[3] == sorted(tuple(r) for r in fns["point_eqjoin"]()), "hash set and anti-join differ"
     return times, results
 
 
@@ -175,7 +203,7 @@ def _changes(spark, args, report: Report, cat) -> None:
         len(cat.load_table(f"bench.{t}").snapshots()) == n for t, n in snapshots.items())
 
     files_after = {t: _files(cat.load_table(f"bench.{t}")) for t in ("merge", "eqdel")}
-    after, after_results = _reads(spark, args.runs, point_id)
+    after, after_results = _reads(spark, args.runs, point_id, anti_join=True)
     same_after = after_results[0] == after_results[1] and after_results[2] == after_results[3]
     optimize_s = {}
     for t in ("merge", "eqdel"):
@@ -206,6 +234,17 @@ def _changes(spark, args, report: Report, cat) -> None:
                        f"after OPTIMIZE {compacted[key + '_' + t]:.2f} vs {compacted[key + '_ref']:.2f})", "report", "")
         report.add(f"  {label} table: files (data / delete) after the batches, OPTIMIZE time, files after it",
                    f"{fa[0]:,} / {fa[1]:,}; OPTIMIZE {optimize_s[t]:.1f} s; {fo[0]:,} / {fo[1]:,}", "report", "")
+    # issue 33: the equality deletes applied per data file by a JVM hash set (lakerules.scan.equality_deletes)
+    for key, what in (("agg", "full-scan aggregate"), ("point", f"point query (id = {point_id})")):
+        ratio = after[f"{key}_eqdel"] / after[f"{key}_ref"]
+        report.add(f"  delete_by_key table after the batches (no OPTIMIZE): {what}, time vs the reference table "
+                   "(JVM hash set; the anti-join in the same turns)",
+                   f"**{ratio:.2f}x** ({after[key + '_eqdel']:.2f} s vs {after[key + '_ref']:.2f} s; anti-join "
+                   f"{after[key + '_eqjoin']:.2f} s = {after[key + '_eqjoin'] / after[key + '_ref']:.2f}x)",
+                   "<= 1.5x", verdict(ratio <= 1.5))
+    ratio = optimize_s["eqdel"] / optimize_s["merge"]
+    report.add("  OPTIMIZE of the delete_by_key table vs OPTIMIZE of the MERGE table (same rows)",
+               f"**{ratio:.2f}x** ({optimize_s['eqdel']:.1f} s vs {optimize_s['merge']:.1f} s)", "<= 2x", verdict(ratio <= 2))
 
 
 def _small_files(spark, args, report: Report, cat) -> None:

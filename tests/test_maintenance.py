@@ -213,6 +213,34 @@ def test_optimize_makes_equality_deletes_readable_by_pyiceberg(spark, ns, iceber
     assert len(engines.assert_same(t, expected=expected)) == 17  # pyiceberg and DuckDB read lakerules' rows
 
 
+def test_optimize_and_rewrite_data_files_read_through_the_equality_delete_set(spark, ns, iceberg_catalog, engines, monkeypatch):
+    """OPTIMIZE and rewrite_data_files read the rows to rewrite through the scan's read path: CDC
+    batches' equality deletes (each batch's apply to every older file) by the JVM hash set."""
+    import lakerules
+    from lakerules.scan import equality_deletes
+
+    applied = []
+    real = equality_deletes.Sets.apply
+    monkeypatch.setattr(equality_deletes.Sets, "apply", lambda self, *a: applied.append(self) or real(self, *a))
+    expected = {}
+    for name, rewrite in (("eq_opt", "OPTIMIZE {t}"), ("eq_rdf", "CALL lake.system.rewrite_data_files(table => '{i}')")):
+        t = f"lake.{ns}.{name}"
+        spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING)")
+        for batch in range(3):
+            spark.sql(f"INSERT INTO {t} SELECT id, 'b{batch}' FROM range({batch * 10}, {batch * 10 + 10}, 1, 1)")
+            if batch:  # a key of every older batch, and one that is re-inserted after (it stays)
+                keys = spark.createDataFrame([(b * 10 + batch,) for b in range(batch)] + [(100 + batch,)], "id long")
+                lakerules.delete_by_key(spark, t, keys, on=["id"])
+                spark.sql(f"INSERT INTO {t} VALUES ({100 + batch}, 'again')")
+        expected[name] = engines.lakerules(t)
+        assert len(expected[name]) == 30 + 2 - 3
+        del applied[:]
+        spark.sql(rewrite.format(t=t, i=f"{ns}.{name}")).collect()
+        assert applied, "the rewrite did not read through the equality delete set"
+        assert iceberg_catalog.load_table(f"{ns}.{name}").current_snapshot().summary["total-equality-deletes"] == "0"
+        assert engines.assert_same(t, expected=expected[name])  # pyiceberg and DuckDB read the rewritten rows
+
+
 def test_plain_optimize_keeps_equality_deletes_of_large_files(spark, ns, iceberg_catalog):
     """Why docs/sql.md (CDC deletes) names deleteFileThreshold: a file of minFileSize or more is not compacted."""
     import lakerules

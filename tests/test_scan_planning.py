@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 
 import pytest
@@ -265,14 +266,111 @@ def test_equality_deletes_only_for_older_data(spark, bears, iceberg_catalog):
 
 
 def test_large_equality_delete_sets_use_the_anti_join(spark, bears, iceberg_catalog):
+    """Past the filter threshold: the JVM hash set; with no room for it, the anti-join."""
     spark.conf.set("spark.lakerules.read.equalityDeleteFilterThreshold", "1")
     try:
         got = _eq(spark, iceberg_catalog, bears, {"id": [1, 2, 999]}, {"category": [None, "Cat"]})
         assert got == [4, 5]
-        df = spark.table(bears)
-        assert "BroadcastHashJoin" in df._jdf.queryExecution().executedPlan().toString() or "Join" in df._jdf.queryExecution().executedPlan().toString()
+        assert PROBE in executed(spark.table(bears))
+        with set_bytes(spark, 0):
+            assert sorted(r.id for r in spark.table(bears).collect()) == [4, 5]
+            plan = executed(spark.table(bears))
+            assert "Join" in plan and PROBE not in plan
     finally:
         spark.conf.unset("spark.lakerules.read.equalityDeleteFilterThreshold")
+
+
+# ---- equality deletes as a JVM hash set per data file (issue 33) ------------------------------
+
+PROBE = "EqualityDeleteSet$Probe"
+
+
+def executed(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+@contextlib.contextmanager
+def set_bytes(spark, value):
+    spark.conf.set("spark.lakerules.read.equalityDeleteSetBytes", str(value))
+    try:
+        yield
+    finally:
+        spark.conf.unset("spark.lakerules.read.equalityDeleteSetBytes")
+
+
+def _same_by_anti_join(spark, table, expected):
+    """The hash set read the expected rows; the anti-join (no room for a set) reads the same."""
+    df = spark.table(table)
+    assert PROBE in executed(df)
+    got = sorted(tuple(r) for r in df.collect())
+    assert sorted(r[0] for r in got) == expected
+    with set_bytes(spark, 0):
+        plan = executed(spark.table(table))
+        assert PROBE not in plan
+        assert sorted(tuple(r) for r in spark.table(table).collect()) == got
+
+
+def test_equality_delete_set_multi_column_nulls_and_sequence_numbers(spark, ns, iceberg_catalog):
+    """Row keys (a string and a double) and long keys, NULL deleting NULL, 0.0 and -0.0 equal
+    (as Spark's null-safe equality has them), rows added after a delete staying."""
+    table = f"lake.{ns}.eqset"
+    name = table.split(".", 1)[1]
+    spark.sql(f"CREATE TABLE {table} (id INT, category STRING, score DOUBLE)")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES (1, 'a', 1.0), (2, 'a', NULL), "
+              "(3, NULL, 2.0), (4, NULL, NULL), (5, 'b', -0.0D), (6, 'b', 3.0)")
+    t = iceberg_catalog.load_table(name)
+    commit_deletes(iceberg_catalog, name, [equality_delete_file(
+        t, {"category": ["a", None, "b"], "score": [None, None, 0.0]}, Record())])  # 2, 4, 5
+    spark.sql(f"INSERT INTO {table} VALUES (7, 'a', NULL), (8, 'b', 3.0)")  # 7 stays: newer than the delete
+    t = iceberg_catalog.load_table(name)
+    commit_deletes(iceberg_catalog, name, [equality_delete_file(t, {"id": [6, None]}, Record())])
+    t = iceberg_catalog.load_table(name)
+    commit_deletes(iceberg_catalog, name, [equality_delete_file(t, {"category": ["b"], "score": [3.0]}, Record())])  # 6, 8
+    spark.sql(f"INSERT INTO {table} VALUES (9, 'b', 3.0)")
+    _same_by_anti_join(spark, table, [1, 3, 7, 9])
+
+
+def test_equality_delete_set_with_a_dropped_column(spark, ns, iceberg_catalog):
+    """A key column dropped since the deletes were written reads as NULL: only the delete rows
+    with NULL there still match (a row they no longer match is back)."""
+    table = f"lake.{ns}.eqdrop"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, tag STRING, note STRING)")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES (1, 'x', 'n1'), (2, NULL, 'n2'), (3, 'y', 'n3')")
+    keys = spark.createDataFrame([(1, "x"), (2, None), (3, None)], "id long, tag string")
+    lakerules.delete_by_key(spark, table, keys, on=["id", "tag"])
+    spark.sql(f"INSERT INTO {table} VALUES (4, 'z', 'n4')")
+    lakerules.delete_by_key(spark, table, spark.createDataFrame([(4, None)], "id long, tag string"), on=["id", "tag"])
+    _same_by_anti_join(spark, table, [3, 4])
+    spark.sql(f"ALTER TABLE {table} DROP COLUMN tag")
+    df = spark.table(table)
+    assert PROBE in executed(df)
+    assert sorted(tuple(r) for r in df.collect()) == [(1, "n1")]
+    with set_bytes(spark, 0):  # the anti-join's path reads delete columns of the current schema only
+        with pytest.raises(AnalysisException, match="equality delete column 2 of .* is not in the table schema"):
+            spark.table(table).collect()
+
+
+def test_equality_delete_set_at_its_size_limit(spark, ns, iceberg_catalog):
+    """spark.lakerules.read.equalityDeleteSetBytes bounds the tables, estimated before they are
+    built (delete rows x 64 bytes for long keys): at the bound the set, one byte below the
+    anti-join, with the same rows."""
+    from lakerules.scan.equality_deletes import BYTES_PER_LONG_KEY
+
+    table = f"lake.{ns}.eqlimit"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING)")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, CAST(id AS STRING) FROM range(10)")
+    lakerules.delete_by_key(spark, table, spark.range(0, 3), on=["id"])
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'again'), (20, 'new')")
+    lakerules.delete_by_key(spark, table, spark.range(7, 9), on=["id"])
+    bound = 5 * BYTES_PER_LONG_KEY
+    expected = [(1, "again"), (3, "3"), (4, "4"), (5, "5"), (6, "6"), (9, "9"), (20, "new")]
+    with set_bytes(spark, bound):
+        assert PROBE in executed(spark.table(table))
+        assert sorted(tuple(r) for r in spark.table(table).collect()) == expected
+    with set_bytes(spark, bound - 1):
+        plan = executed(spark.table(table))
+        assert PROBE not in plan and "Join" in plan
+        assert sorted(tuple(r) for r in spark.table(table).collect()) == expected
 
 
 def test_partitioned_equality_deletes_stay_in_their_partition(spark, ns, iceberg_catalog):
@@ -417,3 +515,8 @@ def test_batches_of_equality_deletes_are_one_anti_join(spark, ns, iceberg_catalo
     ours = engines.lakerules(table)
     assert sorted(map(repr, ours)) == sorted(map(repr, rows.values()))
     assert engines.duckdb(table) == ours, "DuckDB reads differently"
+    # applied per data file by the JVM hash set; the anti-join (no room for it) reads the same
+    assert PROBE in executed(spark.table(table))
+    with set_bytes(spark, 0):
+        assert PROBE not in executed(spark.table(table))
+        assert engines.lakerules(table) == ours

@@ -18,11 +18,16 @@ Deletes (see lakerules.scan.planning for which apply to which data file):
   larger than ``spark.lakerules.read.equalityDeleteFilterThreshold`` rows becomes a null-safe
   anti-join instead, which Spark broadcasts while the key rows (rows x width, read_files' size
   estimate) fit its autoBroadcastJoinThreshold, and sort-merges beyond.
+- equality deletes past that filter (or with data files whose delete sets differ, as CDC batches
+  make them): a hash set of keys per scope in the JVM, probed per row by data file (sequence
+  number, partition), while its tables fit spark.lakerules.read.equalityDeleteSetBytes
+  (lakerules.scan.equality_deletes); past that, the anti-joins below.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections import OrderedDict, defaultdict
 from functools import reduce
@@ -35,6 +40,7 @@ from pyspark.sql.types import StructField, StructType
 
 from lakerules.spark import jvm as J, settings, shared
 from lakerules.errors import LakeError
+from lakerules.scan import equality_deletes
 from lakerules.scan.explain import remember
 from lakerules.plan.nodes import LakeScan
 from lakerules.iceberg.schema import iceberg_to_spark
@@ -148,7 +154,10 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
     columns = [f.name for f in schema.as_struct().fields]
     if positions:
         columns += [FILE_COL, POS_COL]
-    joined = _equality_by_join(scan)
+    threshold = settings.count(EQ_FILTER_THRESHOLD_KEY, ctx.conf(EQ_FILTER_THRESHOLD_KEY, None),
+                               EQ_FILTER_THRESHOLD_DEFAULT, "rows")
+    hashed = equality_deletes.plan(ctx, scan, threshold)  # per-file hash sets in the JVM
+    joined = hashed is not None or _equality_by_join(scan)
     groups: dict[tuple, list] = defaultdict(list)
     for planned in scan.plan.files:
         # Files without position deletes are read apart: no row positions, no join.
@@ -169,7 +178,9 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
             df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
         parts.append(df)
     df = reduce(lambda a, b: a.unionByName(b), parts)
-    if joined:
+    if hashed is not None:
+        df = J.select(hashed.apply(ctx, scan, df, sys.modules[__name__]), columns)
+    elif joined:
         df = J.select(_equality_anti_joins(ctx, scan, df), columns)
     return df
 

@@ -481,6 +481,11 @@ def position_delete_set(spark: SparkSession, plan):
     return spark._jvm.io.lakerules.functions.PositionDeleteSet.collect(spark._jsparkSession, plan)
 
 
+def equality_delete_set(spark: SparkSession, plan, scopes: int):
+    """io.lakerules.functions.EqualityDeleteSet of the (key, delete sequence number, scope) rows of ``plan``."""
+    return spark._jvm.io.lakerules.functions.EqualityDeleteSet.collect(spark._jsparkSession, plan, scopes)
+
+
 def page_ranges(spark: SparkSession, request: str, ids: str) -> str:
     """io.lakerules.PageRanges.plan: the row ranges to read of each file, from footers and offset indexes."""
     conf = spark._jsparkSession.sessionState().newHadoopConf()
