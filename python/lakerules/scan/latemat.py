@@ -43,8 +43,8 @@ other column to read late). ``auto`` splits only when, from what is known before
   (default 64 MiB, again from the manifests' column sizes): below that, the extra Spark jobs of
   the first pass and of phase one cost about what the split could save;
 - at run time, the first pass is phase one itself, over every file, stopped after 1,000
-  matches (a tenth of ``maxRows`` if less; one Spark job whatever the number of files, so a table of one file is
-  judged as one of a thousand):
+  matches (a tenth of ``maxRows`` if less). It is one Spark job whatever the number of files,
+  so a table of one file is judged as one of a thousand:
   - stopped short (all the matches known): the pages phase two would read for them (from the
     matched files' offset indexes: row groups without a match cost nothing, a row group without
     offset indexes costs all its pages) must be at most half of the bytes the plain scan reads
@@ -53,8 +53,8 @@ other column to read late). ``auto`` splits only when, from what is known before
   - stopped at the cap: if its matches hit more than half of the pages they ran through (those
     of their row groups up to each group's last match), the filter is dense (a 1% or 50% filter
     spread over the rows) and the query reads plainly, having spent a few pages of the filter's
-    columns (each partition of the read stops at the cap too); otherwise the matches are clustered, phase one runs in full (up to
-    ``maxRows``) and the pages decide as above.
+    columns (each partition of the read stops at the cap too); otherwise the matches are
+    clustered, phase one runs in full (up to ``maxRows``) and the pages decide as above.
 
 ``EXPLAIN`` shows, under ``== lakerules scans ==``, whether each filtered scan was split and why.
 
@@ -310,11 +310,11 @@ def lower_late_scan(ctx, scan: LateScan, lower):
 
 def _first_pass(ctx, scan: LateScan, files: list, names: dict, ids: list[int], limit: int):
     """auto's first pass: phase one over every file, stopped after 1,000 matches (a tenth of
-    ``maxRows`` if less): each partition of the read stops there too, so a dense filter costs a
-    few of its pages. (all the matches, a note) when it stopped short; when it did not, the pages the
-    matches it found hit among those of their row groups it ran through tell a dense filter
-    (most pages hit: (None, why) to read plainly) from a clustered one (phase one is run in
-    full, up to ``maxRows`` matches)."""
+    ``maxRows`` if less; each partition of the read stops there too, so a dense filter costs a
+    few of its pages). (all the matches, a note) when it stopped short. When it did not, the
+    pages its matches hit among those of their row groups it ran through tell a dense filter
+    (most pages hit: (None, why), read plainly) from a clustered one (phase one runs in full,
+    up to ``maxRows`` matches: (those, a note))."""
     cap = max(1, min(FIRST_PASS_CAP, limit // 10))
     found = _matches(_phase_one(ctx, scan, files), cap + 1)
     if len(found) <= cap:
