@@ -29,6 +29,7 @@ import cdc  # noqa: E402
 import delete  # noqa: E402
 import foundation  # noqa: E402
 import latemat  # noqa: E402
+import latemat_grid  # noqa: E402
 import metadata  # noqa: E402
 import optimize  # noqa: E402
 import procedures  # noqa: E402
@@ -46,6 +47,7 @@ MODULES = {
     "optimize": ("OPTIMIZE ZORDER BY", optimize),
     "skipping": ("File skipping for any file count: z-order, Hilbert, delta-rs, linear sort", skipping),
     "latemat": ("Late materialization", latemat),
+    "latemat-grid": ("Late materialization: auto over a grid of tables and queries", latemat_grid),
     "scale": ("Scale: many files, many manifests, long histories", scale),
     "metadata": ("Answers from metadata", metadata),
     "procedures": ("Maintenance procedures on the statements' engine", procedures),

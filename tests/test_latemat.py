@@ -84,14 +84,15 @@ def test_auto_splits_only_when_it_pays(spark, wide):
 
 
 def _auto_decisions(spark, wide):
-    # a needle on narrow columns while a wide column is read: split after a first pass (over
-    # the oldest file, ids 0..99; the needle is in the second)
+    # a needle on narrow columns while a wide column is read: split after the first pass (phase
+    # one over every file): phase two reads one of the 6 files
     text = note(spark, f"SELECT * FROM {wide} WHERE {NEEDLE}", "auto")
-    assert "late materialization (auto): split" in text and "sampled file(s)" in text, text
+    assert "late materialization (auto): split" in text and "phase two would read" in text, text
+    assert "from 1 of 6 file(s)" in text, text
     # matches in every file: the first pass sees it, plain scan
     text = note(spark, f"SELECT * FROM {wide} WHERE k1 = 0 AND k2 = 'k2'", "auto")
-    assert "not split" in text and "the first pass found matches in 1 of 1 row group(s) of 1 sampled file(s)" in text, text
-    assert "phase two would read" in text and "(auto needs at most 50%)" in text, text
+    assert "not split" in text and "phase one matched 17 row(s) in 6 of 6 file(s), 6 of their 6 row group(s)" in text, text
+    assert "phase two would read" in text and "auto needs at most 50%" in text, text
     # the filter reads the wide column: its bytes are most of the scan's
     text = note(spark, f"SELECT * FROM {wide} WHERE length(a) = 3 AND k1 = 0", "auto")
     assert "not split" in text and "auto needs at most 25%" in text, text
@@ -100,6 +101,68 @@ def _auto_decisions(spark, wide):
     assert "not deterministic" in note(spark, f"SELECT * FROM {wide} WHERE k1 = 0 AND rand() < 2", "on")
     assert note(spark, f"SELECT * FROM {wide} WHERE {NEEDLE}", "off") == ""
     assert rows(spark, f"SELECT id FROM {wide} WHERE k1 = 0 AND rand() < 2", "on") == [(i,) for i in range(0, 600, 7)]
+
+
+@pytest.fixture
+def one_file(spark, ns):
+    """One file of 600 rows in 2 row groups of 30 pages of 10 rows each; `a` is wide."""
+    table = f"lake.{ns}.one"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, k1 INT, k2 STRING, a STRING, b DOUBLE, c BIGINT)")
+    small = {"parquet.block.row.count.limit": "300", "parquet.page.row.count.limit": "10",
+             "parquet.page.size.row.check.min": "1", "parquet.page.size.row.check.max": "10"}
+    for key, value in small.items():
+        spark.conf.set(key, value)
+    try:
+        spark.sql(f"""INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, CAST(id % 7 AS INT), concat('k', id % 5),
+                      concat(sha2(CAST(id AS STRING), 256), sha2(CAST(-id AS STRING), 256)), id / 4, id * 11
+                      FROM range(600)""")
+    finally:
+        for key in small:
+            spark.conf.unset(key)
+    return table
+
+
+def decided(spark, sql: str, split: bool, *needles: str) -> str:
+    """auto's EXPLAIN note of ``sql``, checked to say ``split`` or not and each needle; the rows
+    auto returns are the plain scan's."""
+    text = note(spark, sql, "auto")
+    assert ("late materialization (auto): split (" in text) == split, text
+    assert ("late materialization (auto): not split" in text) == (not split), text
+    for needle in needles:
+        assert needle in text, (needle, text)
+    assert rows(spark, sql, "auto") == rows(spark, sql, "off"), sql
+    return text
+
+
+def test_auto_decides_from_its_first_pass_on_a_table_of_one_file(spark, one_file):
+    spark.conf.set("spark.lakerules.read.lateMaterialization.minBytes", "0")
+    try:
+        # a needle: one file is enough to judge (the old rule needed 4 files to sample); phase
+        # two reads 1 of the 60 pages of each column read
+        decided(spark, f"SELECT * FROM {one_file} WHERE {NEEDLE}", True,
+                "phase two would read", "1 row(s) matched in 1 file(s)", "1 of their 2 row group(s), 6 of those row "
+                "groups' 180 pages")
+        # a handful of rows in a few pages of a narrower read (a filter on id and k1, a read late)
+        decided(spark, f"SELECT a FROM {one_file} WHERE k1 = 0 AND id BETWEEN 100 AND 130", True,
+                "4 row(s) matched in 1 file(s)")
+        # a broad filter (1 row in 7, in every page): the pages say read plainly
+        decided(spark, f"SELECT * FROM {one_file} WHERE k1 = 0 AND k2 <> 'x'", False,
+                "auto needs at most 50%: phase one matched 86 row(s) in 1 of 1 file(s), 2 of their 2 row group(s)")
+        # a narrow read: the filter's columns are most of what the scan reads
+        decided(spark, f"SELECT id, k1, b FROM {one_file} WHERE k1 = 0 AND id = 7", False, "auto needs at most 25%")
+        spark.conf.set("spark.lakerules.read.lateMaterialization.maxRows", "100")
+        try:
+            # the first pass stops at 11 matches: a dense filter's fill every page they ran through (ids 0..70)
+            decided(spark, f"SELECT * FROM {one_file} WHERE k1 = 0 AND k2 <> 'x'", False,
+                    "the first pass stopped at 11 matches, which hit 48 of the 48 pages it ran through (100%), auto "
+                    "needs at most 50%")
+            # 40 contiguous rows: the 11 first hit a few of the pages before them: phase one runs in full
+            decided(spark, f"SELECT * FROM {one_file} WHERE k1 >= 0 AND id BETWEEN 400 AND 439", True,
+                    "the first pass stopped at 11 matches, which hit 12 of the 72 pages it ran through (17%)", "40 row(s) matched in 1 file(s)")
+        finally:
+            spark.conf.unset("spark.lakerules.read.lateMaterialization.maxRows")
+    finally:
+        spark.conf.unset("spark.lakerules.read.lateMaterialization.minBytes")
 
 
 def test_bad_setting_is_named(spark, wide):
@@ -185,9 +248,11 @@ def test_row_group_reader_reads_only_the_listed_rows_pages(spark, tmp_path):
     conf = spark._jsparkSession.sessionState().newHadoopConf()
     line = jvm.plan(conf, f"{name}\t3,4,5,17,203,399", "").strip()
     _, spans, counts = line.rsplit("\t", 2)
-    groups_hit, groups, pages_hit, pages, bytes_hit, total = map(int, counts.split())
+    groups_hit, groups, pages_hit, pages, bytes_hit, total, covered = map(int, counts.split())
     assert (groups_hit, groups) == (2, 2) and spans.endswith(":3-5;17," + spans.split(",")[1].rsplit(":", 1)[0] + ":3;199")
     assert 0 < pages_hit < pages / 4 and bytes_hit < total / 4, counts
+    # pages up to each row group's last listed row: the second group's all, the first's up to row 17
+    assert pages_hit < covered and pages / 2 < covered < pages, counts
     df = (spark.read.format("io.lakerules.RowGroupParquetFormat").option("lakerules.rowgroups", f"{name}\t{spans}")
           .load(path).select("x", "s", "t", "_metadata.row_index"))
     got = sorted(tuple(r) for r in df.collect())

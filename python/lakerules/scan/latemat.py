@@ -42,13 +42,19 @@ other column to read late). ``auto`` splits only when, from what is known before
 - the columns read late are at least ``spark.lakerules.read.lateMaterialization.minBytes``
   (default 64 MiB, again from the manifests' column sizes): below that, the extra Spark jobs of
   the first pass and of phase one cost about what the split could save;
-- the scan reads at least 4 data files (so that the first pass below can sample);
-- a cheap first pass, phase one over an evenly spaced sample of 1/16 of the files (at least 1),
-  finds matches whose pages (those phase two would read, from the sampled files' offset
-  indexes: row groups without a match cost nothing, a row group without offset indexes costs
-  all its pages) are at most half of the sampled files' bytes of the columns read: a filter
-  that matches everywhere, or in every page, gains nothing from a second read; a few rows
-  spread over every row group still do, as phase two reads only their pages.
+- at run time, the first pass is phase one itself, over every file, stopped after 1,000
+  matches (a tenth of ``maxRows`` if less). It is one Spark job whatever the number of files,
+  so a table of one file is judged as one of a thousand:
+  - stopped short (all the matches known): the pages phase two would read for them (from the
+    matched files' offset indexes: row groups without a match cost nothing, a row group without
+    offset indexes costs all its pages) must be at most half of the bytes the plain scan reads
+    (the manifests' column sizes of the columns read, over every planned file); otherwise the
+    query reads plainly, having spent only the filter's columns;
+  - stopped at the cap: if its matches hit more than half of the pages they ran through (those
+    of their row groups up to each group's last match), the filter is dense (a 1% or 50% filter
+    spread over the rows) and the query reads plainly, having spent a few pages of the filter's
+    columns (each partition of the read stops at the cap too); otherwise the matches are
+    clustered, phase one runs in full (up to ``maxRows``) and the pages decide as above.
 
 ``EXPLAIN`` shows, under ``== lakerules scans ==``, whether each filtered scan was split and why.
 
@@ -69,7 +75,6 @@ lakerules.errors.LakeError: lakerules: spark.lakerules.read.lateMaterialization 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 from pyiceberg.schema import Schema
@@ -90,11 +95,10 @@ MODES = ("auto", "on", "off")
 MAX_ROWS_KEY = "spark.lakerules.read.lateMaterialization.maxRows"
 MAX_ROWS_DEFAULT = 100_000
 PREDICATE_SHARE = 0.25  # auto: the filter's columns are at most this share of the bytes read
-MIN_FILES = 4  # auto: at least this many data files
 MIN_BYTES_KEY = "spark.lakerules.read.lateMaterialization.minBytes"
 MIN_BYTES_DEFAULT = 64 * 2**20  # auto: at least this many bytes of columns read late
-SAMPLE_FRACTION = 1 / 16  # auto: the first pass reads this share of the files (at least 1)
-MATCHED_SHARE = 0.5  # auto: the pages phase two would read are at most this share of the sampled bytes
+FIRST_PASS_CAP = 1_000  # auto: the first pass stops after this many matches (or a tenth of maxRows)
+MATCHED_SHARE = 0.5  # auto: phase two reads at most this share of the bytes the plain scan reads
 # a conjunct with one of these cannot run on its own in phase one
 _NOT_ALONE = {"ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery", "OuterReference"}
 
@@ -211,7 +215,6 @@ def decide(scan: LakeScan, conjuncts: tuple, project, m: str, needed_ids: set | 
     rest = [n for n in needed if n not in predicate]
     if not rest:
         return plain("every column read is a filter column: nothing to read late")
-    files = scan.plan.files
     sizes = _column_bytes(scan, predicate, rest)
     shown = f"filter columns {', '.join(predicate)}: {len(predicate)} of {len(needed)} columns read"
     if sizes is not None:
@@ -219,8 +222,6 @@ def decide(scan: LakeScan, conjuncts: tuple, project, m: str, needed_ids: set | 
         shown += f", {p / max(p + r, 1):.1%} of {_size(p + r)}"
     if m == "on":
         return replace(late, reason=shown)
-    if len(files) < MIN_FILES:
-        return plain(f"{len(files)} data file(s), auto needs {MIN_FILES} to sample")
     if sizes is None:
         return plain("the manifests have no column sizes for these files")
     p, r = sizes
@@ -269,38 +270,30 @@ def lower_late_scan(ctx, scan: LateScan, lower):
     limit = settings.count(MAX_ROWS_KEY, ctx.conf(MAX_ROWS_KEY, None), MAX_ROWS_DEFAULT, "rows")
     names = status_names(spark, [p.file.file_path for p in files])
     ids = _field_ids(scan, scan.needed_columns)
-    rest, found = files, []
     if scan.mode == "auto":
-        k = min(len(files), max(1, math.ceil(len(files) * SAMPLE_FRACTION)))
-        # oldest first, so the sample does not depend on the order the manifests list files in
-        pool = sorted(files, key=lambda p: (p.sequence_number, p.file.file_path))
-        sample = [pool[(i * len(pool)) // k] for i in range(k)]
-        # a sample holding a tenth of maxRows predicts more than maxRows in all (16 times as many files)
-        cap = max(1, limit // 10)
-        found = _matches(_phase_one(ctx, scan, sample), cap + 1)
-        if len(found) > cap:
-            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found more than "
-                                            f"{cap} matches in {k} sampled files")
-        by_name = _by_name(found)
-        reads = _page_plan(spark, [names[p.file.file_path] for p in sample], by_name, ids)
-        t = _totals(reads.values())
-        seen = (f"matches in {t.groups_hit} of {t.groups} row group(s) of {k} sampled file(s), in {t.pages_hit} of "
-                f"those row groups' {t.pages} pages: phase two would read {_size(t.bytes_hit)} of their "
-                f"{_size(t.bytes)} ({t.bytes_hit / max(t.bytes, 1):.0%})")
-        if t.bytes_hit > MATCHED_SHARE * t.bytes:
-            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; the first pass found {seen} "
-                                            f"(auto needs at most {MATCHED_SHARE:.0%})")
-        why = f"{scan.reason}; first pass: {seen}"
-        rest = [p for p in files if all(p is not q for q in sample)]  # the sample's matches are known
+        rows, why = _first_pass(ctx, scan, files, names, ids, limit)
+        if rows is None:
+            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; {why}")
     else:
-        why = scan.reason
-    rows = found + (_matches(_phase_one(ctx, scan, rest), limit + 1 - len(found)) if rest else [])
+        rows, why = _matches(_phase_one(ctx, scan, files), limit + 1), ""
     if len(rows) > limit:
         return _plain(ctx, scan, lower, f"{head} not split: phase one matched more than {MAX_ROWS_KEY}={limit} rows")
     by_name = _by_name(rows)
     keep = [p.file for p in files if names[p.file.file_path] in by_name]
     reads = _page_plan(spark, [names[f.file_path] for f in keep], by_name, ids)
     t = _totals(reads.values())
+    if scan.mode == "auto":
+        plain_bytes = sum(_column_bytes(scan, list(scan.needed_columns), []) or (t.bytes, 0))
+        why += (f"phase two would read {_size(t.bytes_hit)} of the {_size(plain_bytes)} the plain scan reads "
+                f"({t.bytes_hit / max(plain_bytes, 1):.0%})")
+        if t.bytes_hit > MATCHED_SHARE * plain_bytes:
+            return _plain(ctx, scan, lower, f"{head} not split: {scan.reason}; {why}, auto needs at most "
+                                            f"{MATCHED_SHARE:.0%}: phase one matched {len(rows)} row(s) in {len(keep)} "
+                                            f"of {len(files)} file(s), {t.groups_hit} of their {t.groups} row "
+                                            f"group(s), {t.pages_hit} of those row groups' {t.pages} pages")
+        why = f"{scan.reason}; {why}"
+    else:
+        why = scan.reason
     spans = "\n".join(f"{name}\t{r.spans}" for name, r in reads.items())
     positions = J.local_frame(spark, [(r[0], r[1]) for r in rows],
                               StructType([StructField(FILE_COL, StringType()), StructField(POS_COL, LongType())]))
@@ -313,6 +306,27 @@ def lower_late_scan(ctx, scan: LateScan, lower):
                    f"row group(s), {t.pages_hit} of those row groups' {t.pages} pages "
                    f"({_size(t.bytes_hit)} of {_size(t.bytes)})")
     return plan
+
+
+def _first_pass(ctx, scan: LateScan, files: list, names: dict, ids: list[int], limit: int):
+    """auto's first pass: phase one over every file, stopped after 1,000 matches (a tenth of
+    ``maxRows`` if less; each partition of the read stops there too, so a dense filter costs a
+    few of its pages). (all the matches, a note) when it stopped short. When it did not, the
+    pages its matches hit among those of their row groups it ran through tell a dense filter
+    (most pages hit: (None, why), read plainly) from a clustered one (phase one runs in full,
+    up to ``maxRows`` matches: (those, a note))."""
+    cap = max(1, min(FIRST_PASS_CAP, limit // 10))
+    found = _matches(_phase_one(ctx, scan, files), cap + 1)
+    if len(found) <= cap:
+        return found, ""
+    by_name = _by_name(found)
+    reads = _page_plan(ctx.spark, [n for n in (names[p.file.file_path] for p in files) if n in by_name], by_name, ids)
+    t = _totals(reads.values())
+    seen = (f"the first pass stopped at {cap + 1} matches, which hit {t.pages_hit} of the {t.pages_covered} pages "
+            f"it ran through ({t.pages_hit / max(t.pages_covered, 1):.0%})")
+    if t.pages_hit > MATCHED_SHARE * t.pages_covered:
+        return None, f"{seen}, auto needs at most {MATCHED_SHARE:.0%}"
+    return _matches(_phase_one(ctx, scan, files), limit + 1), f"{seen}; "
 
 
 def _matches(phase_one, limit: int) -> list[tuple[str, int]]:
@@ -346,6 +360,7 @@ class PageReads:
     pages: int  # pages of the columns read, in the row groups hit
     bytes_hit: int  # compressed bytes of those pages (and of their dictionary pages)
     bytes: int  # compressed bytes of the columns read, in every row group
+    pages_covered: int  # of ``pages``, those starting at or before their row group's last match
 
 
 def _page_plan(spark, names: list[str], by_name: dict, ids: list[int]) -> dict[str, PageReads]:
@@ -365,7 +380,8 @@ def _page_plan(spark, names: list[str], by_name: dict, ids: list[int]) -> dict[s
 def _totals(reads) -> PageReads:
     reads = list(reads)
     return PageReads("", *(sum(getattr(r, f) for r in reads) for f in
-                           ("groups_hit", "groups", "pages_hit", "pages", "bytes_hit", "bytes")))
+                           ("groups_hit", "groups", "pages_hit", "pages", "bytes_hit", "bytes",
+                            "pages_covered")))
 
 
 def _plain(ctx, scan: LateScan, lower, note: str):

@@ -50,8 +50,10 @@ public final class PageRanges {
    * indexes, comma separated, ascending>}; {@code fieldIds}: the top-level field ids of the
    * columns read (comma separated; empty: every column). Returns one line per file:
    * {@code <file>\t<spans>\t<groups hit> <groups> <pages hit> <pages of the groups hit> <bytes
-   * hit> <bytes>}, spans as {@link RowGroupParquetFormat} takes them. Bytes and pages are those
-   * of the columns read (compressed, dictionary pages included).
+   * hit> <bytes> <pages covered>}, spans as {@link RowGroupParquetFormat} takes them. Bytes and
+   * pages are those of the columns read (compressed, dictionary pages included); the pages
+   * covered are those of the groups hit that start at or before the group's last listed row
+   * (a prefix of a file's matches: the pages it ran through).
    */
   public static String plan(Configuration conf, String request, String fieldIds) throws IOException {
     Set<Integer> ids = new HashSet<>();
@@ -92,7 +94,7 @@ public final class PageRanges {
       List<BlockMetaData> blocks = reader.getRowGroups();
       Set<String> read = columnsRead(reader.getFileMetaData().getSchema(), ids);
       StringBuilder spans = new StringBuilder();
-      long groupsHit = 0, pagesHit = 0, pagesOfHit = 0, bytesHit = 0, bytes = 0;
+      long groupsHit = 0, pagesHit = 0, pagesOfHit = 0, bytesHit = 0, bytes = 0, pagesCovered = 0;
       long first = 0;
       int r = 0;
       for (int b = 0; b < blocks.size(); b++) {
@@ -125,6 +127,7 @@ public final class PageRanges {
             if (index == null) {
               pagesHit++;
               pagesOfHit++;
+              pagesCovered++;
               bytesHit += c.getTotalSize();
               continue;
             }
@@ -138,6 +141,9 @@ public final class PageRanges {
                 k++;
               }
               pagesOfHit++;
+              if (lo <= local[local.length - 1]) {
+                pagesCovered++;
+              }
               if (k < local.length && local[k] <= hi) {
                 pagesHit++;
                 bytesHit += index.getCompressedPageSize(p);
@@ -157,7 +163,7 @@ public final class PageRanges {
         first += count;
       }
       return spans + "\t" + groupsHit + " " + blocks.size() + " " + pagesHit + " " + pagesOfHit + " "
-          + bytesHit + " " + bytes;
+          + bytesHit + " " + bytes + " " + pagesCovered;
     }
   }
 
