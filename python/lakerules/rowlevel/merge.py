@@ -12,6 +12,9 @@ WHEN NOT MATCHED BY SOURCE clause needs every target row:
    minimum and maximum (NULL keys match nothing); the files the rule planned are planned again
    with ``k >= min AND k <= max`` added, so files (and partitions) whose manifest bounds lie
    outside the source's keys are not read. Source keys all NULL (or no source rows): no file is.
+   For a small source (below), its distinct keys of the first such column are then collected
+   (sorted) and a file is kept only if one of them lies within its bounds of that column: keys
+   clustered in a few files, with new keys beyond every file, read those few files.
 2. **Join strategy from sizes.** When the source is small (its rows times its row width at most
    ``spark.sql.autoBroadcastJoinThreshold``), the matches are found by an inner join of the
    remaining files' key and condition columns (with file and position; deletes applied) with the
@@ -32,6 +35,9 @@ matched row; on the outer-join path the files holding a changed one).
 
 from __future__ import annotations
 
+import bisect
+
+from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import And, GreaterThanOrEqual, LessThanOrEqual
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.types import IntegerType, LongType, StringType
@@ -78,8 +84,9 @@ def run_merge(ctx, node):
         keys = _Keys(spark, node)
         progress.step(spark, "read the source's keys")
         count, bounds = keys.stats()
-        files = _within_bounds(spark, table, snapshot, expr, files, bounds)
-        if _broadcastable(spark, node, count):
+        small = _broadcastable(spark, node, count)
+        files = _within_bounds(spark, table, snapshot, expr, files, bounds, keys.first if small else None)
+        if small:
             return _run_keyed(ctx, node, table, snapshot, expr, planned, files)
     return _run_outer(ctx, node, table, snapshot, expr, planned, files)
 
@@ -115,11 +122,21 @@ class _Keys:
             aggs += [F.min(n), F.max(n)]
         row = frame.agg(*aggs).collect()[0]
         bounds = [(name, row[1 + 2 * i], row[2 + 2 * i]) for i, (name, _) in enumerate(self.pairs)]
+        self.frame = frame
         return row[0], bounds
 
+    def first(self) -> list:
+        """The first key's distinct non-NULL values in the source, sorted (a small source)."""
+        progress.step(self.spark, "read the source's keys")
+        column = "__lakerules_k0"
+        return sorted(r[0] for r in self.frame.where(F.col(column).isNotNull()).select(column).distinct().collect())
 
-def _within_bounds(spark, table, snapshot, expr, files: list, bounds: list) -> list:
-    """The planned files whose partition and column bounds may hold the source's keys."""
+
+def _within_bounds(spark, table, snapshot, expr, files: list, bounds: list, keys=None) -> list:
+    """The planned files whose partition and column bounds may hold the source's keys: within
+    the keys' min/max (partitions and column bounds, as a scan plans), then, given ``keys``
+    (a function returning the first key's sorted distinct values, for a small source), the files
+    whose bounds of that column hold one of them."""
     if not bounds or not files:
         return files
     if any(low is None for _, low, _ in bounds):
@@ -135,7 +152,28 @@ def _within_bounds(spark, table, snapshot, expr, files: list, bounds: list) -> l
         return files
     remote = manifest_job.remote_reader(spark, lambda key: spark.conf.get(key, None), table, schema, manifests.CACHE)
     kept = {p.file.file_path for p in plan_scan(table, snapshot.snapshot_id, ranges, remote=remote).files}
-    return [p for p in files if p.file.file_path in kept]
+    files = [p for p in files if p.file.file_path in kept]
+    if keys is None or len(files) < 2:
+        return files
+    field = schema.find_field(bounds[0][0])
+    if not isinstance(field.field_type, _BOUNDED):
+        return files
+    values = keys()
+    return [p for p in files if _holds_a_key(p.file, field, values)]
+
+
+def _holds_a_key(data_file, field, values: list) -> bool:
+    """Whether one of the sorted ``values`` lies within the file's bounds of ``field`` (no
+    bounds: it may hold any)."""
+    lower, upper = (data_file.lower_bounds or {}).get(field.field_id), (data_file.upper_bounds or {}).get(field.field_id)
+    if lower is None or upper is None:
+        return True
+    try:
+        low, high = from_bytes(field.field_type, lower), from_bytes(field.field_type, upper)
+    except Exception:  # noqa: BLE001 - a bound written for another type (before a promotion)
+        return True
+    i = bisect.bisect_left(values, low)
+    return i < len(values) and values[i] <= high
 
 
 def _broadcastable(spark, node, rows: int) -> bool:

@@ -24,7 +24,7 @@ DELETE FROM t WHERE c, merge-on-read (the default), is the seed's
 With ``write.delete.mode=copy-on-write`` (or a v1 table) the files with matched rows are
 rewritten without them instead. No WHERE removes every data and delete file.
 
-UPDATE and MERGE INTO run here too (sections below), each by its own table properties:
+UPDATE runs here too (section below), MERGE INTO in lakerules.rowlevel.merge, each by its own table properties:
 ``write.update.mode`` / ``write.merge.mode`` choose merge-on-read (position deletes + new rows)
 or copy-on-write (the touched files rewritten, _rewrite_files, which DELETE's copy-on-write
 shares), and ``write.<statement>.isolation-level`` the commit's validation
