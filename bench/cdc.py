@@ -22,6 +22,18 @@ both checked to read the same rows; issue 33's rows: those reads against the ref
 (target <= 1.5x) and OPTIMIZE of the delete_by_key copy against OPTIMIZE of the MERGE copy
 (target <= 2x).
 
+MERGE against the minimal work (step ``merge``, issue 33): a fresh table of --cdc-rows rows
+(--cdc-rows / 1,000,000 files, at least 2) and --cdc-batches batches of --cdc-changes changes
+(the newest per id), twice: keys spread over every file (as above), and keys clustered (the
+updates and deletes hit the last file's ids, the inserts are new ids). Per batch, in turns
+(the order rotating): the MERGE of the example; the minimal work, a plain Spark join of the
+batch's ids with the table's key column stored as plain Parquet (written once, before the
+batches) plus writing the batch's rows as Parquet; and delta-rs's ``merge`` of the same batch
+into a Delta table of the same rows (when the ``deltalake`` package is installed). Reported:
+the median per-batch times and the median of the per-batch ratios MERGE / minimal; the tables
+read identically after the batches (lakerules, pyiceberg and delta-rs: count, sum of ids, count
+and total length of v).
+
 Small files: --stream-batches micro-batches of a streaming append (``toTable``, 10 rows each,
 one JSON file a batch): per-batch latency (Spark's triggerExecution), the data files left, then
 OPTIMIZE's time and the files after.
@@ -53,7 +65,9 @@ APPEND_ROWS = 10  # rows per streaming-append micro-batch
 
 
 def size(args) -> str:
-    steps = args.cdc_steps or "changes,appends"
+    steps = args.cdc_steps or "changes,appends,merge"
+    if steps == "merge":
+        return f"{args.cdc_rows:,} rows, {args.cdc_batches} batches of {args.cdc_changes:,} changes, keys spread and clustered"
     if steps == "changes":
         return f"{args.cdc_rows:,} rows, {args.cdc_batches} batches of {args.cdc_changes:,} changes"
     if steps == "appends":
@@ -143,16 +157,18 @@ def _slowdown(phase: dict, before: dict, key: str, t: str) -> float:
 
 
 def run(spark, args, report: Report) -> None:
-    steps = [x.strip() for x in (args.cdc_steps or "changes,appends").split(",") if x.strip()]
-    unknown = [x for x in steps if x not in ("changes", "appends")]
+    steps = [x.strip() for x in (args.cdc_steps or "changes,appends,merge").split(",") if x.strip()]
+    unknown = [x for x in steps if x not in ("changes", "appends", "merge")]
     if unknown:
-        raise SystemExit(f"--cdc-steps: unknown step(s) {unknown}; the steps are changes, appends")
+        raise SystemExit(f"--cdc-steps: unknown step(s) {unknown}; the steps are changes, appends, merge")
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
     cat = _catalog()  # after the catalog's first use
     if "changes" in steps:
         _changes(spark, args, report, cat)
     if "appends" in steps:
         _small_files(spark, args, report, cat)
+    if "merge" in steps:
+        _merge_vs_minimal(spark, args, report)
 
 
 def _changes(spark, args, report: Report, cat) -> None:
@@ -274,3 +290,122 @@ def _small_files(spark, args, report: Report, cat) -> None:
     report.add("  data files left, then OPTIMIZE: time and data files after; every row once",
                f"{files:,} files; OPTIMIZE {optimize_s:.1f} s; {after:,} file(s); {count:,} rows",
                f"{n * APPEND_ROWS:,} rows", verdict(ok))
+
+
+MERGE_SQL = """MERGE INTO {t} AS t USING cdc_changes AS c ON t.id = c.id
+    WHEN MATCHED AND c.op = 'delete' THEN DELETE
+    WHEN MATCHED THEN UPDATE SET v = c.v
+    WHEN NOT MATCHED AND c.op = 'upsert' THEN INSERT (id, v) VALUES (c.id, c.v)"""
+
+
+def _clustered(events, rows: int, parts: int):
+    """The batch's events with the ids of existing rows moved into the last file's range."""
+    width = rows // parts
+    for e in events:
+        if e["id"] < rows:
+            e = {**e, "id": rows - width + e["id"] % width}
+        yield e
+
+
+def _delta_table(path: Path, rows: int, parts: int):
+    """A Delta table (delta-rs) of the same rows as the lake table, or None without deltalake."""
+    try:
+        import deltalake
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        return None
+    ids = pa.array(range(rows), pa.int64())
+    data = pa.table({"id": ids, "v": pc.binary_join_element_wise("v", pc.cast(ids, pa.string()), "")})
+    deltalake.write_deltalake(str(path), data, max_rows_per_file=max(1, rows // parts),
+                              max_rows_per_group=max(1, rows // parts))
+    return deltalake.__version__
+
+
+def _delta_merge(path: Path, batch) -> None:
+    from deltalake import DeltaTable
+
+    (DeltaTable(str(path)).merge(source=batch, predicate="t.id = s.id", source_alias="s", target_alias="t")
+     .when_matched_delete(predicate="s.op = 'delete'").when_matched_update(updates={"v": "s.v"})
+     .when_not_matched_insert(updates={"id": "s.id", "v": "s.v"}, predicate="s.op = 'upsert'").execute())
+
+
+def _aggregates_arrow(table) -> tuple:
+    import pyarrow.compute as pc
+
+    return (table.num_rows, pc.sum(table["id"]).as_py(), table.num_rows - table["v"].null_count,
+            pc.sum(pc.utf8_length(table["v"])).as_py())
+
+
+def _merge_vs_minimal(spark, args, report: Report) -> None:
+    rows, batches, per_batch = args.cdc_rows, args.cdc_batches, args.cdc_changes
+    parts = max(2, rows // 1_000_000)
+    out = OUT / "cdc" / "merge"
+    keys_path, written_path = out / "keys.parquet", out / "batch.parquet"
+    cat = _catalog()
+    started = time.perf_counter()
+    spark.sql("CREATE TABLE lake.bench.mt (id BIGINT, v STRING)")
+    spark.sql(f"INSERT INTO lake.bench.mt SELECT id, concat('v', CAST(id AS STRING)) FROM range(0, {rows}, 1, {parts})")
+    spark.range(0, rows, 1, parts).write.parquet(str(keys_path))
+    delta_path = out / "delta"
+    delta = _delta_table(delta_path, rows, parts)
+    print(f"  (lake table, key Parquet{' and Delta table' if delta else ''} of {rows:,} rows written in "
+          f"{time.perf_counter() - started:.1f} s)", flush=True)
+    keys = spark.read.parquet(str(keys_path))
+    times = {layout: {"merge": [], "minimal": [], "delta": []} for layout in ("spread", "clustered")}
+    turn = 0
+    for layout in ("spread", "clustered"):
+        for b in range(batches):
+            events = changes(10_000 + b if layout == "clustered" else b, rows, per_batch)
+            if layout == "clustered":
+                events = _clustered(events, rows, parts)
+            batch = cdc_upserts.newest_per_id(spark.createDataFrame(list(events), SCHEMA)).persist()
+            batch.count()
+            batch.createOrReplaceTempView("cdc_changes")
+            arrow = batch.toArrow() if delta else None
+
+            def merge():
+                spark.sql(MERGE_SQL.format(t="lake.bench.mt")).collect()
+
+            def minimal():
+                keys.join(batch.select("id"), "id").count()
+                batch.select("id", "v").write.mode("overwrite").parquet(str(written_path))
+
+            contenders = {"merge": merge, "minimal": minimal}
+            if delta:
+                contenders["delta"] = lambda: _delta_merge(delta_path, arrow)
+            order = list(contenders)
+            order = order[turn % len(order):] + order[:turn % len(order)]
+            turn += 1
+            for name in order:
+                t0 = time.perf_counter()
+                contenders[name]()
+                times[layout][name].append(time.perf_counter() - t0)
+            batch.unpersist()
+            print(f"    {layout} batch {b}: " + ", ".join(f"{n} {times[layout][n][-1]:.2f} s" for n in order), flush=True)
+    lake = spark.sql("SELECT count(*), sum(id), count(v), sum(length(v)) FROM lake.bench.mt").collect()[0]
+    lake = tuple(int(x) for x in lake)
+    py = _aggregates_arrow(cat.load_table("bench.mt").scan().to_arrow())
+    same = lake == py
+    if delta:
+        from deltalake import DeltaTable
+
+        same = same and lake == _aggregates_arrow(DeltaTable(str(delta_path)).to_pyarrow_table())
+    for layout in ("spread", "clustered"):
+        t = times[layout]
+        ratios = [m / n for m, n in zip(t["merge"], t["minimal"])]
+        ratio = statistics.median(ratios)
+        report.add(f"MERGE of {per_batch:,} changes into {rows:,} rows ({parts} files), keys {layout}: per-batch MERGE "
+                   "/ minimal work (join of the batch with the key column as plain Parquet + writing the batch as "
+                   "Parquet), in turns",
+                   f"**{ratio:.2f}x** (median of per-batch ratios; MERGE median {statistics.median(t['merge']):.2f} s, "
+                   f"minimal {statistics.median(t['minimal']):.2f} s)", "<= 2x", verdict(ratio <= 2))
+        if delta:
+            d = statistics.median(t["delta"])
+            report.add(f"  the same batches, delta-rs {delta} merge into a Delta table of the same rows",
+                       f"median {d:.2f} s; MERGE / delta-rs **{statistics.median(t['merge']) / d:.2f}x**", "report", "")
+    report.add("  the tables read identically after the batches (lakerules, pyiceberg"
+               f"{', delta-rs' if delta else ''}: count, sum of ids, count and total length of v)",
+               f"{same} ({lake[0]:,} rows)", "true", verdict(same))
+    if not delta:
+        report.note("delta-rs: the deltalake package is not installed (pip install -e '.[bench]'); not compared.")

@@ -131,3 +131,126 @@ def test_merge_conflict_leaves_the_table_alone(spark, stock, iceberg_catalog, mo
     monkeypatch.setattr(rowlevel.row_delta, "commit", real)
     assert rows(spark, stock) == sorted(base().values())
     assert files(iceberg_catalog, name, DataFileContent.POSITION_DELETES) == []
+
+
+# ---- run-time pruning of the target by the source's keys (issue 33) ------------------------------
+
+
+def make_ranges(spark, table, mode="merge-on-read"):
+    """Four data files of 10 rows each, ids 0-9, 100-109, 200-209, 300-309 (one insert each), and
+    a row with a NULL id in the last one."""
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, item STRING, qty INT) TBLPROPERTIES ('write.merge.mode' = '{mode}')")
+    for k in range(4):
+        extra = " UNION ALL SELECT NULL, 'no id', -5" if k == 3 else ""
+        spark.sql(f"INSERT INTO {table} SELECT id, concat('item-', CAST(id AS STRING)), CAST(id AS INT) "
+                  f"FROM range({100 * k}, {100 * k + 10}, 1, 1){extra}")
+    return table
+
+
+def ranges_base():
+    want = {i: (i, f"item-{i}", i) for k in range(4) for i in range(100 * k, 100 * k + 10)}
+    want[None] = (None, "no id", -5)
+    return want
+
+
+UPSERT = """MERGE INTO {t} t USING src s ON t.id = s.id
+    WHEN MATCHED AND s.op = 'del' THEN DELETE
+    WHEN MATCHED THEN UPDATE SET qty = s.qty
+    WHEN NOT MATCHED AND s.op = 'ins' THEN INSERT (id, item, qty) VALUES (s.id, 'new', s.qty)"""
+
+
+def source(spark, rows):
+    spark.createDataFrame(rows, "id BIGINT, op STRING, qty INT").createOrReplaceTempView("src")
+
+
+def merge_summary(iceberg_catalog, table):
+    s = iceberg_catalog.load_table(table.split(".", 1)[1]).current_snapshot().summary
+    return int(s["lakerules.merge.target-files-scanned"]), int(s["lakerules.merge.target-files-matched"])
+
+
+@pytest.mark.parametrize("case, changes, scanned, matched", [
+    ("no file", [(150, "ins", 1), (151, "upd", 2)], 0, 0),
+    ("one file", [(102, "upd", 120), (105, "del", 0), (111, "ins", 2)], 1, 1),
+    ("every file", [(1, "upd", 10), (101, "del", 0), (201, "upd", 210), (301, "upd", 310), (400, "ins", 3)], 4, 4),
+])
+def test_merge_reads_only_the_files_the_source_keys_can_match(spark, ns, iceberg_catalog, engines, case, changes,
+                                                              scanned, matched):
+    table = make_ranges(spark, f"lake.{ns}.ranges")
+    source(spark, changes)
+    spark.sql(UPSERT.format(t=table)).collect()
+    want = ranges_base()
+    for i, op, qty in changes:
+        if i in want and op == "del":
+            del want[i]
+        elif i in want:
+            want[i] = (i, f"item-{i}", qty)
+        elif op == "ins":
+            want[i] = (i, "new", qty)
+    engines.assert_same(table, expected=list(want.values()))
+    assert merge_summary(iceberg_catalog, table) == (scanned, matched)
+
+
+def test_merge_with_null_keys_matches_nothing_by_them(spark, ns, iceberg_catalog, engines):
+    """A NULL key matches no target row (not even the target's NULL id): it is NOT MATCHED, and
+    a source of NULL keys only reads no target file."""
+    table = make_ranges(spark, f"lake.{ns}.ranges_null")
+    source(spark, [(None, "ins", 1), (None, "upd", 2)])
+    (r,) = spark.sql(UPSERT.format(t=table)).collect()
+    assert (r.num_updated_rows, r.num_deleted_rows, r.num_inserted_rows) == (0, 0, 1)
+    assert merge_summary(iceberg_catalog, table) == (0, 0)
+    source(spark, [(None, "ins", 3), (5, "upd", 50), (None, "upd", 4)])
+    spark.sql(UPSERT.format(t=table)).collect()
+    assert merge_summary(iceberg_catalog, table) == (1, 1)
+    want = list(ranges_base().values()) + [(None, "new", 1), (None, "new", 3)]
+    want = [(5, "item-5", 50) if w[0] == 5 else w for w in want]
+    engines.assert_same(table, expected=want)
+
+
+def test_merge_source_with_duplicate_keys(spark, ns, iceberg_catalog, engines):
+    """Two source rows matching one target row: the cardinality error when an UPDATE could take
+    either (nothing committed); a single unconditional DELETE deletes the row once."""
+    table = make_ranges(spark, f"lake.{ns}.ranges_dup")
+    name = table.split(".", 1)[1]
+    before = snapshot_id(iceberg_catalog, name)
+    source(spark, [(102, "upd", 1), (102, "upd", 2), (111, "ins", 3)])
+    with pytest.raises(Exception, match="MERGE_CARDINALITY_VIOLATION"):
+        spark.sql(UPSERT.format(t=table)).collect()
+    assert snapshot_id(iceberg_catalog, name) == before
+    assert orphans(iceberg_catalog, name) == set()
+    (r,) = spark.sql(f"MERGE INTO {table} t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE").collect()
+    assert r.num_deleted_rows == 1
+    want = ranges_base()
+    del want[102]
+    engines.assert_same(table, expected=list(want.values()))
+
+
+@pytest.mark.parametrize("how", ["copy-on-write", "no broadcast", "not matched by source"])
+def test_merge_pruning_other_paths(spark, ns, iceberg_catalog, engines, how):
+    """Copy-on-write rewrites only the matched file; a source too big to broadcast
+    (autoBroadcastJoinThreshold -1) takes the outer join, still over the files the keys can
+    match; WHEN NOT MATCHED BY SOURCE reads every file."""
+    table = make_ranges(spark, f"lake.{ns}.ranges_o", "copy-on-write" if how == "copy-on-write" else "merge-on-read")
+    source(spark, [(102, "upd", 120), (105, "del", 0), (111, "ins", 2)])
+    sql = UPSERT.format(t=table)
+    want = ranges_base()
+    want[102] = (102, "item-102", 120)
+    del want[105]
+    want[111] = (111, "new", 2)
+    if how == "not matched by source":
+        sql += "\n    WHEN NOT MATCHED BY SOURCE AND t.id >= 305 THEN DELETE"
+        for i in range(305, 310):
+            del want[i]
+    before = {f.file_path for f in files(iceberg_catalog, table.split(".", 1)[1], DataFileContent.DATA)}
+    threshold = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    if how == "no broadcast":
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        spark.sql(sql).collect()
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
+    engines.assert_same(table, expected=list(want.values()))
+    scanned, matched = merge_summary(iceberg_catalog, table)
+    assert (scanned, matched) == ((len(before), 2) if how == "not matched by source" else (1, 1))
+    if how == "copy-on-write":
+        after = {f.file_path for f in files(iceberg_catalog, table.split(".", 1)[1], DataFileContent.DATA)}
+        assert len(before - after) == 1  # only the file of ids 100-109 rewritten

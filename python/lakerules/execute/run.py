@@ -15,7 +15,7 @@ from lakerules.execute import statements
 from lakerules.metadata import describe
 from lakerules.spark import jvm as J, progress
 from lakerules.plan import convert, nodes as P
-from lakerules.rowlevel import run as rowlevel
+from lakerules.rowlevel import merge as rowlevel_merge, run as rowlevel
 from lakerules.streaming import sink as streaming
 from lakerules.write import files as write
 
@@ -70,7 +70,7 @@ def _run(ctx, node: P.Command):
             case P.WriteUpdate():
                 return rowlevel.run_update(ctx, node)
             case P.WriteMerge():
-                return rowlevel.run_merge(ctx, node)
+                return rowlevel_merge.run_merge(ctx, node)
             case _:
                 raise TypeError(f"lakerules: no executor for plan node {type(node).__name__}")
 

@@ -430,6 +430,10 @@ class WriteMerge(Command):
             lines.append("  -> position deletes (updated and deleted rows) + new rows (updated and inserted), one snapshot")
         if self.files is not None:
             lines += ["  target " + line for line in self.files.describe(drops_whole=False)]
+        if not self.not_matched_by_source:
+            lines.append("  at run time: target files narrowed by the source's keys (manifest bounds); a source under "
+                         "spark.sql.autoBroadcastJoinThreshold is broadcast and inner-joined with the key and condition "
+                         "columns, inserts by an anti-join with the matches")
         return "\n".join(lines) + "\nsource:\n" + self.source.treeString().rstrip()
 
     def join_type(self) -> str:

@@ -13,7 +13,8 @@ with a value or default for every column. Its ON and WHEN conditions are checked
 those of its own MERGE (no subquery, aggregate or non-deterministic expression: Spark's
 UNSUPPORTED_MERGE_CONDITION errors). MERGE reads its own write.merge.* properties (mode,
 isolation level; never write.update.* or write.delete.mode) and write.delete.granularity here,
-so a bad value fails before anything is written. What runs is in lakerules.rowlevel.
+so a bad value fails before anything is written. What runs is in lakerules.rowlevel.merge, which
+narrows the target's files further by the source's keys when the statement executes.
 
 What it leaves alone, built by hand (the rewrite needs a session and the table's catalog:
 tests/unit/test_rewrite_merge.py has statements Spark resolved and the plans they become):

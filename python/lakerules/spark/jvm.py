@@ -240,6 +240,48 @@ def literal(spark: SparkSession, value, data_type=None):
     return lit.create(value, data_type) if data_type is not None else lit.apply(value)
 
 
+def equi_keys(condition, left_ids: set, right_ids: set) -> list:
+    """The ``left = right`` conjuncts of a join condition (EqualTo, not the null-safe <=>): (left
+    expression, right expression) pairs, each side referring only to columns of its own side
+    (``left_ids`` / ``right_ids``: exprIds); the sides of a pair are swapped to put the left first."""
+    out, todo = [], [condition]
+    while todo:
+        e = todo.pop()
+        name = simple_name(e)
+        if name == "And":
+            todo += [e.right(), e.left()]
+            continue
+        if name != "EqualTo":
+            continue
+        a, b = e.left(), e.right()
+        refs_a, refs_b = reference_ids(a), reference_ids(b)
+        if refs_a and refs_b and refs_a <= left_ids and refs_b <= right_ids:
+            out.append((a, b))
+        elif refs_a and refs_b and refs_b <= left_ids and refs_a <= right_ids:
+            out.append((b, a))
+    return out
+
+
+def equal_to(spark: SparkSession, left, right):
+    """EqualTo(left, right)."""
+    return _expressions(spark).EqualTo(left, right)
+
+
+def project(spark: SparkSession, plan, attributes):
+    """Project(attributes, plan): plan's columns ``attributes`` (of its output) as they are."""
+    return spark._jvm.org.apache.spark.sql.catalyst.plans.logical.Project(to_seq(spark, attributes), plan)
+
+
+def broadcast_threshold(spark: SparkSession) -> int:
+    """The session's spark.sql.autoBroadcastJoinThreshold in bytes (-1: never broadcast)."""
+    return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+
+
+def reference_ids(expr) -> set:
+    """The exprIds of the attributes an expression refers to."""
+    return {a.exprId().id() for a in from_seq(expr.references().toSeq())}
+
+
 def true_literal(spark: SparkSession):
     return getattr(getattr(_expressions(spark), "Literal$"), "MODULE$").TrueLiteral()
 
