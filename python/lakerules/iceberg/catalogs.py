@@ -97,6 +97,10 @@ class Catalogs:
                 self._catalogs[name] = build(name, json.loads(raw))
             return self._catalogs[name]
 
+    def setting(self, key: str) -> str | None:
+        """The session's setting ``key``, None when unset."""
+        return self._spark.conf.get(key, None)
+
     def load(self, catalog: str, namespace, name: str) -> Table:
         return self.get(catalog).load_table((*namespace, name))
 

@@ -1,0 +1,164 @@
+"""Iceberg format version 3 tables (issue 32, its foundation): created and upgraded, appends with
+row lineage, every other write refused clearly. Each state is read back by lakerules, pyiceberg
+(which reads v3) and DuckDB; the metadata JSON, manifest lists and manifests are read directly
+(the metadata as JSON, the Avro files by DuckDB's avro extension), not through lakerules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from errors_util import refused
+
+from lakerules.iceberg import format_version
+
+
+def _metadata(iceberg_catalog, table: str) -> dict:
+    t = iceberg_catalog.load_table(table.split(".", 1)[1])
+    return json.loads(Path(t.metadata_location.removeprefix("file://")).read_text())
+
+
+def _avro(duck, path: str) -> list[dict]:
+    rel = duck.execute(f"SELECT * FROM read_avro('{path.removeprefix('file://')}')")
+    names = [d[0] for d in rel.description]
+    return [dict(zip(names, row)) for row in rel.fetchall()]
+
+
+def _lineage(duck, meta: dict) -> dict:
+    """What the current snapshot's manifest list and manifests say about row ids: per manifest
+    (path -> first_row_id, added and existing rows), per data file (path -> first_row_id as
+    written, record_count, status), in list and file order."""
+    current = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
+    manifests, files = [], []
+    for m in _avro(duck, current["manifest-list"]):
+        manifests.append(m)
+        for e in _avro(duck, m["manifest_path"]):
+            files.append({"manifest": m["manifest_path"], "status": e["status"], **e["data_file"]})
+    return {"snapshot": current, "manifests": manifests, "files": files}
+
+
+def _row_ids(lineage: dict) -> dict[str, int]:
+    """Each live data file's first row id as the spec's inheritance gives it: its own, else its
+    manifest's first_row_id plus the rows of the live files before it that inherit too."""
+    out = {}
+    for m in lineage["manifests"]:
+        if m["content"] != 0:
+            continue
+        nxt = m["first_row_id"]
+        for f in lineage["files"]:
+            if f["manifest"] != m["manifest_path"] or f["status"] == 2:
+                continue
+            if f.get("first_row_id") is not None:
+                out[f["file_path"]] = f["first_row_id"]
+            else:
+                out[f["file_path"]] = nxt
+                nxt += f["record_count"]
+    return out
+
+
+def _contiguous(lineage: dict, rows: int) -> bool:
+    """Whether the live data files' row ids are 0 .. rows-1, each file's a range, none shared."""
+    ids = _row_ids(lineage)
+    ranges = sorted((ids[f["file_path"]], f["record_count"]) for f in lineage["files"] if f["status"] != 2)
+    return [r[0] for r in ranges] == [sum(c for _, c in ranges[:i]) for i in range(len(ranges))] and \
+        sum(c for _, c in ranges) == rows
+
+
+def test_create_insert_and_row_lineage(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.v3"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3')")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3 and meta["next-row-id"] == 0
+    assert iceberg_catalog.load_table(f"{ns}.v3").format_version == 3
+
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    meta = _metadata(iceberg_catalog, t)
+    first = meta["snapshots"][-1]
+    assert (first["first-row-id"], first["added-rows"], meta["next-row-id"]) == (0, 3, 3)
+    lin = _lineage(duck, meta)
+    assert [m["first_row_id"] for m in lin["manifests"]] == [0]
+    assert {f["first_row_id"] for f in lin["files"]} == {None}  # inherited from the manifest
+    assert sum(f["record_count"] for f in lin["files"]) == 3
+    assert all(f["file_format"] == "PARQUET" for f in lin["files"])
+
+    spark.sql(f"INSERT INTO {t} VALUES (4, 'd'), (5, 'e')")
+    spark.createDataFrame([(6, "f")], "id BIGINT, s STRING").writeTo(t).append()
+    meta = _metadata(iceberg_catalog, t)
+    second, third = meta["snapshots"][-2:]
+    assert (second["first-row-id"], second["added-rows"]) == (3, 2)
+    assert (third["first-row-id"], third["added-rows"]) == (5, 1)
+    assert meta["next-row-id"] == 6 and meta["last-sequence-number"] == 3
+    lin = _lineage(duck, meta)
+    # the carried manifests keep the ids their first list gave them; the new one gets the next
+    assert sorted(m["first_row_id"] for m in lin["manifests"]) == [0, 3, 5]
+    assert _contiguous(lin, 6)
+
+    rows = [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e"), (6, "f")]
+    engines.assert_same(t, expected=rows)
+
+
+def test_ctas_and_the_default_setting(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.c3"
+    spark.sql(f"CREATE TABLE {t} TBLPROPERTIES ('format-version'='3') AS SELECT id, id * 2 AS d FROM range(4)")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3 and meta["next-row-id"] == 4
+    s = meta["snapshots"][-1]
+    assert (s["first-row-id"], s["added-rows"]) == (0, 4)
+    engines.assert_same(t, expected=[(i, 2 * i) for i in range(4)])
+
+    spark.conf.set(format_version.DEFAULT_SETTING, "3")
+    try:
+        spark.sql(f"CREATE TABLE lake.{ns}.d3 (id INT)")
+        spark.sql(f"CREATE TABLE lake.{ns}.d3b AS SELECT 1 AS id")
+        spark.sql(f"CREATE TABLE lake.{ns}.d2 (id INT) TBLPROPERTIES ('format-version'='2')")
+    finally:
+        spark.conf.unset(format_version.DEFAULT_SETTING)
+    assert iceberg_catalog.load_table(f"{ns}.d3").format_version == 3
+    assert iceberg_catalog.load_table(f"{ns}.d3b").format_version == 3
+    assert iceberg_catalog.load_table(f"{ns}.d2").format_version == 2
+    spark.sql(f"CREATE TABLE lake.{ns}.d2b (id INT)")
+    assert iceberg_catalog.load_table(f"{ns}.d2b").format_version == 2
+
+    spark.conf.set(format_version.DEFAULT_SETTING, "4")
+    try:
+        refused(spark, f"CREATE TABLE lake.{ns}.bad (id INT)", format_version.DEFAULT_SETTING, "'4'")
+    finally:
+        spark.conf.unset(format_version.DEFAULT_SETTING)
+    assert not spark.catalog.tableExists(f"lake.{ns}.bad")
+
+
+def test_upgrade_from_v2_assigns_row_ids_to_older_files(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.up"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='2')")
+    spark.sql(f"INSERT INTO {t} VALUES (1), (2)")
+    spark.sql(f"INSERT INTO {t} VALUES (3)")
+    refused(spark, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='1')", "never downgraded")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3 and meta["next-row-id"] == 0
+    assert all("first-row-id" not in s for s in meta["snapshots"])
+    engines.assert_same(t, expected=[(1,), (2,), (3,)])
+    refused(spark, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='2')", "would downgrade", "never downgraded")
+
+    spark.sql(f"INSERT INTO {t} VALUES (4)")
+    meta = _metadata(iceberg_catalog, t)
+    s = meta["snapshots"][-1]
+    # the two v2 manifests (3 rows) get ids in the first v3 list, as Iceberg's upgrade does
+    assert (s["first-row-id"], s["added-rows"], meta["next-row-id"]) == (0, 4, 4)
+    lin = _lineage(duck, meta)
+    assert _contiguous(lin, 4)
+    spark.sql(f"INSERT INTO {t} VALUES (5)")
+    meta2 = _metadata(iceberg_catalog, t)
+    lin2 = _lineage(duck, meta2)
+    kept = {m["manifest_path"]: m["first_row_id"] for m in lin["manifests"]}
+    assert all(kept[m["manifest_path"]] == m["first_row_id"] for m in lin2["manifests"] if m["manifest_path"] in kept)
+    assert (meta2["snapshots"][-1]["first-row-id"], meta2["next-row-id"]) == (4, 5)
+    engines.assert_same(t, expected=[(i,) for i in range(1, 6)])
+
+    # a v1 table goes to 2 first
+    spark.sql(f"CREATE TABLE lake.{ns}.one (id INT) TBLPROPERTIES ('format-version'='1')")
+    refused(spark, f"ALTER TABLE lake.{ns}.one SET TBLPROPERTIES ('format-version'='3')", "upgrade it to 2 first")
+    assert iceberg_catalog.load_table(f"{ns}.one").format_version == 1
