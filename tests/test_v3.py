@@ -162,3 +162,75 @@ def test_upgrade_from_v2_assigns_row_ids_to_older_files(spark, ns, iceberg_catal
     spark.sql(f"CREATE TABLE lake.{ns}.one (id INT) TBLPROPERTIES ('format-version'='1')")
     refused(spark, f"ALTER TABLE lake.{ns}.one SET TBLPROPERTIES ('format-version'='3')", "upgrade it to 2 first")
     assert iceberg_catalog.load_table(f"{ns}.one").format_version == 1
+
+
+def test_add_files_and_metadata_changes_keep_v3(spark, ns, iceberg_catalog, engines, duck, tmp_path):
+    t = f"lake.{ns}.af"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    schema = pa.schema([pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+                        pa.field("s", pa.string(), metadata={b"PARQUET:field_id": b"2"})])
+    pq.write_table(pa.table({"id": [7, 8], "s": ["x", "y"]}, schema=schema), tmp_path / "f.parquet")
+    spark.sql(f"CALL lake.system.add_files(table => '{ns}.af', source_table => '`parquet`.`{tmp_path / 'f.parquet'}`')")
+    meta = _metadata(iceberg_catalog, t)
+    assert (meta["snapshots"][-1]["first-row-id"], meta["snapshots"][-1]["added-rows"], meta["next-row-id"]) == (1, 2, 3)
+    assert _contiguous(_lineage(duck, meta), 3)
+    first_snapshot = meta["snapshots"][0]["snapshot-id"]
+
+    # metadata-only changes: the table stays v3, next-row-id kept
+    spark.sql(f"ALTER TABLE {t} ADD COLUMN n INT")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('k'='v')")
+    spark.sql(f"INSERT INTO {t} VALUES (9, 'z', 5)")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3 and meta["next-row-id"] == 4 and meta["properties"]["k"] == "v"
+    engines.assert_same(t, expected=[(1, "a", None), (7, "x", None), (8, "y", None), (9, "z", 5)])
+    spark.sql(f"CALL lake.system.rollback_to_snapshot('{ns}.af', {first_snapshot})")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["current-snapshot-id"] == first_snapshot and meta["next-row-id"] == 4  # ids are never reused
+    engines.assert_same(t, expected=[(1, "a", None)])
+    spark.sql(f"INSERT INTO {t} VALUES (2, 'b', 2)")
+    meta = _metadata(iceberg_catalog, t)
+    assert (meta["snapshots"][-1]["first-row-id"], meta["next-row-id"]) == (4, 5)
+    engines.assert_same(t, expected=[(1, "a", None), (2, "b", 2)])
+
+
+def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, iceberg_catalog):
+    import lakerules
+    from lakerules.errors import NotSupported
+    from lakerules.write import commit
+
+    t = f"lake.{ns}.r3"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2)")
+    spark.sql(f"CREATE TABLE lake.{ns}.src (id BIGINT, p INT)")
+    spark.sql(f"INSERT INTO lake.{ns}.src VALUES (1, 1), (3, 3)")
+    before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
+    snapshot = iceberg_catalog.load_table(f"{ns}.r3").metadata.current_snapshot_id
+    statements = {
+        "DELETE": f"DELETE FROM {t} WHERE id = 1",
+        "DELETE ": f"DELETE FROM {t}",
+        "UPDATE": f"UPDATE {t} SET id = 5 WHERE id = 1",
+        "MERGE": f"MERGE INTO {t} x USING lake.{ns}.src s ON x.id = s.id WHEN MATCHED THEN DELETE "
+                 "WHEN NOT MATCHED THEN INSERT *",
+        "INSERT OVERWRITE": f"INSERT OVERWRITE {t} SELECT * FROM lake.{ns}.src",
+        "OPTIMIZE": f"OPTIMIZE {t}",
+        "RESTORE": f"RESTORE TABLE {t} TO VERSION AS OF {snapshot}",
+        "rewrite_data_files": f"CALL lake.system.rewrite_data_files(table => '{ns}.r3')",
+        "rewrite_position_delete_files": f"CALL lake.system.rewrite_position_delete_files(table => '{ns}.r3')",
+        "rewrite_manifests": f"CALL lake.system.rewrite_manifests('{ns}.r3')",
+    }
+    for verb, sql in statements.items():
+        message = refused(spark, sql, verb.strip(), t, "format-version 3", "Nothing was changed")
+        assert len(message.strip().splitlines()) == 1, message
+    src = spark.table(f"lake.{ns}.src")
+    refused(spark, lambda: src.writeTo(t).overwritePartitions(), "a dynamic overwrite", t, "format-version 3")
+    refused(spark, lambda: lakerules.delete_by_key(spark, t, src.select("id", "p"), on=["id"]),
+            "delete_by_key", t, "format-version 3")
+    assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
+
+    # the fail-safe under the verbs: a commit that is not an append is refused on v3
+    table = iceberg_catalog.load_table(f"{ns}.r3")
+    with pytest.raises(NotSupported, match="format-version 3 table: lakerules writes only appends"):
+        commit.overwrite(table, [next(iter(table.scan().plan_files())).file], [])
+    assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
+    assert sorted(tuple(r) for r in spark.table(t).collect()) == [(1, 1), (2, 2)]

@@ -23,7 +23,7 @@ from pyiceberg.table.snapshots import IsolationLevel
 from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules.spark import jvm as J
-from lakerules.iceberg import pyiceberg_edge as edge
+from lakerules.iceberg import format_version, pyiceberg_edge as edge
 from lakerules.scan import manifest_job, manifests
 from lakerules.errors import LakeError
 from lakerules.plan.expressions import to_iceberg
@@ -67,6 +67,7 @@ def statement_properties(table, statement: str) -> tuple[str, str | None]:
     and its delete granularity when it writes position deletes (merge-on-read; else None). The
     statement's isolation level (isolation_level) and the granularity are checked in
     either mode."""
+    format_version.refuse_on_v3(table, statement.upper())  # neither deletion vectors nor row ids kept yet
     mode = _mode(table, statement)
     isolation_level(table, statement)
     granularity = delete_granularity(table)
