@@ -197,7 +197,7 @@ def test_add_files_and_metadata_changes_keep_v3(spark, ns, iceberg_catalog, engi
 def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, iceberg_catalog):
     import lakerules
     from lakerules.errors import NotSupported
-    from lakerules.write import commit
+    from lakerules.write import row_delta
 
     t = f"lake.{ns}.r3"
     spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
@@ -212,7 +212,6 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
         "UPDATE": f"UPDATE {t} SET id = 5 WHERE id = 1",
         "MERGE": f"MERGE INTO {t} x USING lake.{ns}.src s ON x.id = s.id WHEN MATCHED THEN DELETE "
                  "WHEN NOT MATCHED THEN INSERT *",
-        "INSERT OVERWRITE": f"INSERT OVERWRITE {t} SELECT * FROM lake.{ns}.src",
         "OPTIMIZE": f"OPTIMIZE {t}",
         "RESTORE": f"RESTORE TABLE {t} TO VERSION AS OF {snapshot}",
         "rewrite_data_files": f"CALL lake.system.rewrite_data_files(table => '{ns}.r3')",
@@ -223,14 +222,51 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
         message = refused(spark, sql, verb.strip(), t, "format-version 3", "Nothing was changed")
         assert len(message.strip().splitlines()) == 1, message
     src = spark.table(f"lake.{ns}.src")
-    refused(spark, lambda: src.writeTo(t).overwritePartitions(), "a dynamic overwrite", t, "format-version 3")
     refused(spark, lambda: lakerules.delete_by_key(spark, t, src.select("id", "p"), on=["id"]),
             "delete_by_key", t, "format-version 3")
     assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
 
-    # the fail-safe under the verbs: a commit that is not an append is refused on v3
+    # the fail-safe under the verbs: a commit of another kind (a row delta here) is refused on v3
     table = iceberg_catalog.load_table(f"{ns}.r3")
     with pytest.raises(NotSupported, match="format-version 3 table: lakerules writes only appends"):
-        commit.overwrite(table, [next(iter(table.scan().plan_files())).file], [])
+        row_delta.commit(table, [], [], removed_data_files=[next(iter(table.scan().plan_files())).file])
     assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
     assert sorted(tuple(r) for r in spark.table(t).collect()) == [(1, 1), (2, 2)]
+
+
+def test_overwrites_and_merged_manifests_keep_row_ids(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.ow"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES "
+              "('format-version'='3', 'commit.manifest.min-count-to-merge'='2')")
+    for i in range(3):
+        spark.sql(f"INSERT INTO {t} VALUES ({i}, {i % 2})")
+    lin = _lineage(duck, _metadata(iceberg_catalog, t))
+    assert any(f["status"] == 0 for f in lin["files"]), "the manifests were not merged"  # EXISTING entries
+    # a merged manifest's list entry takes ids for its existing rows too (as Iceberg's Java writer):
+    # the ids of the files it carries are written out and kept, the rest of its range is unused
+    assert sorted(_row_ids(lin).values()) == [0, 1, 3]
+    first = _row_ids(lin)
+
+    spark.sql(f"INSERT INTO {t} VALUES (4, 0)")
+    lin = _lineage(duck, _metadata(iceberg_catalog, t))
+    assert {p: i for p, i in _row_ids(lin).items() if p in first} == first  # merged again, ids kept
+    spark.sql(f"INSERT OVERWRITE {t} SELECT 10, 1")  # static: the whole table
+    spark.sql(f"INSERT INTO {t} VALUES (5, 0)")
+    spark.sql(f"INSERT INTO {t} VALUES (6, 1)")
+    before = _row_ids(_lineage(duck, _metadata(iceberg_catalog, t)))
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        spark.sql(f"INSERT OVERWRITE {t} SELECT 20, 1")  # replaces p=1 only
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    meta = _metadata(iceberg_catalog, t)
+    lin = _lineage(duck, meta)
+    after = _row_ids(lin)
+    live = [f for f in lin["files"] if f["status"] != 2]
+    p0 = [f["file_path"] for f in live if f["partition"]["p"] == 0]
+    assert len(p0) == 1 and after[p0[0]] == before[p0[0]]  # the row (5, 0) kept its id
+    # every live file's ids are its own range, below next-row-id
+    ranges = sorted((after[f["file_path"]], f["record_count"]) for f in live)
+    assert all(a + n <= b for (a, n), (b, _) in zip(ranges, ranges[1:]))
+    assert ranges[-1][0] + ranges[-1][1] <= meta["next-row-id"]
+    engines.assert_same(t, expected=[(5, 0), (20, 1)])

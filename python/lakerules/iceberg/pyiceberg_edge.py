@@ -149,10 +149,11 @@ class _PublicHooks:
     def _cleanup_uncommitted(self):
         return self.cleanup_after_commit()
 
-    # Whether the snapshot this producer makes is right on a format-version 3 table: an append
-    # (new data files, every manifest carried over as it is). Others are refused there until
-    # lakerules writes their v3 parts (deletion vectors, row ids of rewritten files).
-    v3_appends = False
+    # Whether the snapshot this producer makes is right on a format-version 3 table: a subclass
+    # that only adds data files and removes whole data files (appends, overwrites; carried files
+    # keep their row ids) says so. Others (row deltas, rewrites, restores) are refused there until
+    # lakerules writes their v3 parts (deletion vectors, the row ids of rewritten rows).
+    v3_ready = False
 
     # ... calls these: pyiceberg's own unless overridden
     def produce(self) -> tuple:
@@ -165,10 +166,11 @@ class _PublicHooks:
         """pyiceberg's snapshot, as format version 3 has it (lakerules.iceberg.v3): v3 manifests and
         manifest list, the snapshot's first-row-id and added-rows."""
         metadata = self.metadata
-        if not self.v3_appends or self.deleted_data_files:
+        if not self.v3_ready:
             raise NotSupported(
                 f"lakerules: {names.table_name(self.table)} is a format-version 3 table: lakerules writes only appends "
-                f"to v3 tables yet, not this {self.operation.value} commit. Nothing was committed")
+                f"and overwrites of whole files to v3 tables yet, not this {self.operation.value} commit. "
+                "Nothing was committed")
         first_row_id = metadata.next_row_id
         if first_row_id is None:
             if metadata.snapshots:
@@ -203,9 +205,23 @@ class _PublicHooks:
     def new_manifest_writer(self, spec):
         """A writer of a data manifest of ``spec``, in the table's format version."""
         if self.metadata.format_version >= v3.VERSION:
-            return ManifestWriterV3(spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
-                                    snapshot_id=self.snapshot_id, avro_compression=self._compression)
+            writer = ManifestWriterV3(spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
+                                      snapshot_id=self.snapshot_id, avro_compression=self._compression)
+            writer.row_ids = self.parent_row_ids()
+            return writer
         return super().new_manifest_writer(spec)
+
+    _row_ids: tuple = (None, None)
+
+    def parent_row_ids(self) -> v3.RowIds:
+        """The first_row_id of each live data file of the snapshot this one goes on (read once per
+        parent: a retry goes on a new one)."""
+        parent_id, ids = self._row_ids
+        if ids is None or parent_id != self.parent_snapshot_id:
+            parent = self.metadata.snapshot_by_id(self.parent_snapshot_id) if self.parent_snapshot_id is not None else None
+            ids = v3.RowIds(self.io, parent.manifest_list if parent is not None else None)
+            self._row_ids = (self.parent_snapshot_id, ids)
+        return ids
 
     def manifests(self) -> list:
         """The new snapshot's manifests (written by pyiceberg from the hooks below by default)."""
@@ -304,8 +320,6 @@ class SnapshotProducer(_PublicHooks, _SnapshotProducer):
 class FastAppendFiles(_PublicHooks, _FastAppendFiles):
     """pyiceberg's append: every manifest of the parent carried over."""
 
-    v3_appends = True
-
 
 class OverwriteFiles(_PublicHooks, _OverwriteFiles):
     """pyiceberg's overwrite: removed data files' entries marked deleted, the rest carried over."""
@@ -336,9 +350,10 @@ class ManifestWriterV3(ManifestWriterV2):
         return AvroOutputFile[ManifestEntry](output_file=self._output_file, file_schema=schema, record_schema=schema,
                                              schema_name="manifest_entry", metadata=self._meta)
 
+    row_ids = None  # data file path -> its first_row_id where it was listed (v3.RowIds)
+
     def prepare_entry(self, entry: ManifestEntry) -> ManifestEntry:
-        v3.check_carried(entry, self.content())
-        return v3.entry(super().prepare_entry(entry))
+        return v3.carried(super().prepare_entry(entry), self.content(), self.row_ids or v3.RowIds(None, None))
 
 
 # ---- transactions -------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ import json
 
 from pyiceberg.avro.file import AvroFile, AvroOutputFile
 from pyiceberg.manifest import (
-    DATA_FILE_TYPE, MANIFEST_LIST_FILE_SCHEMAS, UNASSIGNED_SEQ, DataFile, ManifestContent, ManifestEntry,
+    DATA_FILE_TYPE, MANIFEST_ENTRY_SCHEMAS, MANIFEST_LIST_FILE_SCHEMAS, UNASSIGNED_SEQ, DataFile, DataFileContent,
+    FileFormat, ManifestContent, ManifestEntry,
     ManifestEntryStatus, ManifestFile, PartitionFieldSummary, data_file_with_partition,
     manifest_entry_schema_with_data_file,
 )
@@ -104,17 +105,66 @@ def entry_schema(spec, schema):
         format_version=VERSION, data_file=data_file_with_partition(spec.partition_type(schema), VERSION))
 
 
-def check_carried(e: ManifestEntry, content: ManifestContent) -> None:
-    """A data file entry written again into a new manifest (EXISTING or DELETED) must keep its row
-    ids, which needs its inherited first_row_id written out: lakerules does not do that yet, so it
-    refuses rather than give the rows new ids."""
-    if content == ManifestContent.DATA and e.status != ManifestEntryStatus.ADDED and first_row_id_of(e.data_file) is None:
+def carried(e: ManifestEntry, content: ManifestContent, row_ids) -> ManifestEntry:
+    """A manifest entry in v3's layout, for a new manifest. A data file written again (EXISTING or
+    DELETED: a merged or rewritten manifest) keeps its row ids: the first_row_id it inherited
+    where it was listed before is written out (``row_ids``: data file path -> that id, None for a
+    file that has none, as one listed before the table's first v3 commit; missing: not known).
+    A file whose id cannot be told is refused rather than given new row ids."""
+    if content != ManifestContent.DATA or e.status == ManifestEntryStatus.ADDED or first_row_id_of(e.data_file) is not None:
+        return entry(e)
+    path = e.data_file.file_path
+    known = row_ids(path)
+    if known is _UNKNOWN:
         from lakerules.errors import NotSupported
 
         raise NotSupported(
             "lakerules: a commit to a format-version 3 table would write data file "
-            f"{e.data_file.file_path} again into a new manifest without its first_row_id (its rows would get new "
-            "row ids); lakerules does not rewrite v3 manifests yet. Nothing was committed")
+            f"{path} again into a new manifest, but its first_row_id is not known (it is not in the snapshot the "
+            "commit starts from); its rows would get new row ids. Nothing was committed")
+    return ManifestEntry(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number,
+                         data_file(e.data_file, first_row_id=known))
+
+
+_UNKNOWN = object()
+
+
+class RowIds:
+    """The first_row_id of each live data file of a snapshot, as the spec's inheritance gives it
+    (its own, else its manifest's plus the rows of the live files before it that inherit too),
+    read on first use from the snapshot's manifest list and data manifests (v3's schema)."""
+
+    def __init__(self, io, manifest_list: str | None):
+        self._io, self._list, self._ids = io, manifest_list, None
+
+    def __call__(self, path: str):
+        if self._ids is None:
+            self._ids = {} if self._list is None else self._read()
+        return self._ids.get(path, _UNKNOWN)
+
+    def _read(self) -> dict:
+        out = {}
+        with AvroFile[ManifestFile](self._io.new_input(self._list), _LIST_SCHEMA,
+                                    read_types={-1: ManifestFile, 508: PartitionFieldSummary},
+                                    read_enums={517: ManifestContent}) as manifests:
+            listed = list(manifests)
+        for m in listed:
+            if m.content != ManifestContent.DATA:
+                continue
+            nxt = m[_V2_MANIFEST_FILE_FIELDS] if len(m) > _V2_MANIFEST_FILE_FIELDS else None
+            # v3's entry schema (v2 manifests have no first_row_id: None)
+            with AvroFile[ManifestEntry](self._io.new_input(m.manifest_path), MANIFEST_ENTRY_SCHEMAS[VERSION],
+                                         read_types={-1: ManifestEntry, 2: DataFile},
+                                         read_enums={0: ManifestEntryStatus, 101: FileFormat,
+                                                     134: DataFileContent}) as entries:
+                for e in entries:
+                    if e.status == ManifestEntryStatus.DELETED:
+                        continue
+                    path, count, first = e.data_file.file_path, e.data_file.record_count, first_row_id_of(e.data_file)
+                    if first is None and nxt is not None:
+                        first, nxt = nxt, nxt + count
+                    out[path] = first
+        return out
 
 
 # ---- manifest lists -----------------------------------------------------------------------------

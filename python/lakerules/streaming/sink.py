@@ -25,7 +25,7 @@ from pyiceberg.table.snapshots import ancestors_of
 
 from lakerules.write import commit, files as write
 from lakerules.spark import jvm as J
-from lakerules.iceberg import format_version, options as options_mod, schema as schemas
+from lakerules.iceberg import options as options_mod, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 
 QUERY_ID = "spark.sql.streaming.queryId"
@@ -112,8 +112,6 @@ def run_batch(ctx, node, df) -> None:
                  t, node.batch_id, node.query_id, done)
         return
     options_mod.check_wap(table, str(t), lambda k: ctx.spark.conf.get(k, None))
-    if node.mode != "append":
-        format_version.refuse_on_v3(table, f"a streaming write in {node.mode} mode")
     rows = aligned(ctx.spark, table, df, str(t))
     removed = write._current_files(table) if node.mode == "complete" else []
     written = write.write_data_files(ctx, t.catalog, table, rows)

@@ -54,8 +54,6 @@ def run_write(ctx, node, query_plan):
         # the commit reads the table's manifest list: one missing or damaged fails here, before
         # any file is written
         table.current_snapshot().manifests(table.io)
-    if node.mode != "append":  # the rows a v3 overwrite keeps must keep their row ids: not yet
-        format_version.refuse_on_v3(table, "INSERT OVERWRITE" if node.mode == "overwrite" else "a dynamic overwrite")
     if node.mode == "overwrite":
         removed = _files_to_overwrite(table, node.delete_condition)  # before writing: fail early
     summary = options.write_summary(t, dict(node.options))

@@ -76,12 +76,9 @@ def manifest_writer(producer, content: ManifestContent, spec_id: int):
 
 def merge_manifests(producer, manifests: list) -> list:
     """The manifests of the producer's new snapshot (its own new manifests first), merged as the
-    table's properties say (see above): data manifests, then delete manifests. A format-version 3
-    table's are not merged yet: a merged manifest must write each carried file's inherited
-    first_row_id out (lakerules.iceberg.v3), which lakerules does not do yet."""
+    table's properties say (see above): data manifests, then delete manifests. On a format-version
+    3 table, a carried data file's first_row_id is written out (lakerules.iceberg.v3.carried)."""
     policy = MergePolicy.of(producer.metadata.properties)
-    if producer.metadata.format_version >= 3:
-        return list(manifests)
     live = [m for m in manifests
             if m.added_snapshot_id == producer.snapshot_id or m.has_added_files() or m.has_existing_files()]
     out = []
