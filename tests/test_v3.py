@@ -6,6 +6,7 @@ row lineage, every other write refused clearly. Each state is read back by laker
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -270,3 +271,166 @@ def test_overwrites_and_merged_manifests_keep_row_ids(spark, ns, iceberg_catalog
     assert all(a + n <= b for (a, n), (b, _) in zip(ranges, ranges[1:]))
     assert ranges[-1][0] + ranges[-1][1] <= meta["next-row-id"]
     engines.assert_same(t, expected=[(5, 0), (20, 1)])
+
+
+# ---- deletion vectors written by another writer, read by lakerules ---------------------------------
+
+_DV_MAGIC = bytes([0xD1, 0xD3, 0x39, 0x64])
+_ROW_POSITION_FIELD = 2147483545
+
+
+def _dv_blob(positions) -> bytes:
+    """A deletion-vector-v1 blob built here from the spec (pyroaring's portable 32-bit bitmaps)."""
+    from collections import defaultdict
+
+    from pyroaring import BitMap
+
+    by_key = defaultdict(list)
+    for p in sorted(set(positions)):
+        by_key[p >> 32].append(p & 0xFFFFFFFF)
+    vector = len(by_key).to_bytes(8, "little") + b"".join(
+        k.to_bytes(4, "little") + BitMap(v).serialize() for k, v in sorted(by_key.items()))
+    body = _DV_MAGIC + vector
+    return len(body).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
+
+
+def _puffin(blobs: list[tuple[bytes, str, int]]) -> tuple[bytes, list[dict]]:
+    out = bytearray(b"PFA1")
+    meta = []
+    for blob, referenced, cardinality in blobs:
+        meta.append({"type": "deletion-vector-v1", "fields": [_ROW_POSITION_FIELD], "snapshot-id": -1,
+                     "sequence-number": -1, "offset": len(out), "length": len(blob),
+                     "properties": {"referenced-data-file": referenced, "cardinality": str(cardinality)}})
+        out += blob
+    footer = json.dumps({"blobs": meta, "properties": {"created-by": "lakerules tests"}}).encode()
+    out += b"PFA1" + footer + len(footer).to_bytes(4, "little") + bytes(4) + b"PFA1"
+    return bytes(out), meta
+
+
+def _commit_deletion_vectors(warehouse, ident: str, deletes: dict[str, list[int]]) -> str:
+    """Another writer's DELETE on a v3 table: one Puffin file of DVs (data file path -> deleted
+    positions), a v3 delete manifest, a v3 manifest list, a snapshot; returns the Puffin path.
+    (Committed through lakerules' catalog, which writes v3 metadata files; pyiceberg's does not.)"""
+    import uuid
+
+    import lakerules
+    from lakerules.iceberg.catalogs import build
+
+    iceberg_catalog = build("lake", lakerules.embedded_catalog(warehouse))
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+    from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
+
+    from lakerules.iceberg import pyiceberg_edge as edge, v3
+
+    table = iceberg_catalog.load_table(ident)
+    files = {t.file.file_path: t.file for t in table.scan().plan_files()}
+    blobs = [(_dv_blob(p), path, len(set(p))) for path, p in deletes.items()]
+    content, meta = _puffin(blobs)
+    puffin_path = f"{table.location()}/data/{uuid.uuid4()}-dv.puffin"
+    with table.io.new_output(puffin_path).create() as f:
+        f.write(content)
+    parent = table.current_snapshot()
+    snapshot_id = table.metadata.new_snapshot_id()
+    seq = table.metadata.next_sequence_number()
+    out = table.io.new_output(f"{table.location()}/metadata/{uuid.uuid4()}-m0.avro")
+    with edge.DeleteManifestWriterV3(spec=table.spec(), schema=table.schema(), output_file=out,
+                                     snapshot_id=snapshot_id, avro_compression="deflate") as w:
+        for (blob, path, cardinality), m in zip(blobs, meta):
+            df = DataFile.from_args(
+                _table_format_version=3, content=DataFileContent.POSITION_DELETES, file_path=puffin_path,
+                file_format=FileFormat.PUFFIN, partition=files[path].partition, record_count=cardinality,
+                file_size_in_bytes=len(content), referenced_data_file=path, content_offset=m["offset"],
+                content_size_in_bytes=m["length"])
+            df.spec_id = files[path].spec_id
+            w.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id, data_file=df))
+    manifests = [w.to_manifest_file(), *parent.manifests(table.io)]
+    list_path = f"{table.location()}/metadata/snap-{snapshot_id}-0-{uuid.uuid4()}.avro"
+    first = table.metadata.next_row_id
+    nxt = v3.write_manifest_list(table.io.new_output(list_path), snapshot_id=snapshot_id,
+                                 parent_snapshot_id=parent.snapshot_id, sequence_number=seq, first_row_id=first,
+                                 manifests=manifests, known=v3.manifest_first_row_ids(table.io, parent.manifest_list),
+                                 compression="deflate")
+    snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id, manifest_list=list_path,
+                        sequence_number=seq, summary=Summary(Operation.DELETE), schema_id=table.schema().schema_id,
+                        first_row_id=first, added_rows=nxt - first)
+    with table.transaction() as tx:
+        edge.stage(tx, (AddSnapshotUpdate(snapshot=snapshot),
+                        SetSnapshotRefUpdate(ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=snapshot_id,
+                                             parent_snapshot_id=parent.snapshot_id)),
+                   (AssertRefSnapshotId(ref="main", snapshot_id=parent.snapshot_id),))
+    return puffin_path
+
+
+def _file_rows(spark, t: str) -> dict[str, list]:
+    """Each data file's rows in file order (Spark's own read of the Parquet files)."""
+    from pyspark.sql import functions as F
+
+    out = {}
+    for path in spark.sql(f"SELECT file_path FROM {t}.files").collect():
+        p = path[0]
+        rows = spark.read.parquet(p).select("id").collect()
+        out[p] = [r[0] for r in rows]
+    return out
+
+
+def test_deletion_vectors_of_another_writer_are_read(spark, ns, iceberg_catalog, engines, duck, warehouse):
+    t = f"lake.{ns}.dv"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(i, i % 2) for i in range(40)], "id BIGINT, p INT").coalesce(1).writeTo(t).append()
+    files = _file_rows(spark, t)
+    assert len(files) == 2
+    (a, rows_a), (b, rows_b) = sorted(files.items())
+    deletes = {a: [0, 3, 4, 19], b: [7]}
+    puffin = _commit_deletion_vectors(warehouse, f"{ns}.dv", deletes)
+    gone = {rows_a[i] for i in deletes[a]} | {rows_b[i] for i in deletes[b]}
+    expected = [(i, i % 2) for i in range(40) if i not in gone]
+
+    # pyiceberg reads our fixture's DVs (its own Puffin and bitmap reader): the fixture is sound
+    assert sorted(engines.pyiceberg(t)) == sorted(expected)
+    assert sorted(engines.lakerules(t)) == sorted(expected)
+    assert spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == len(expected)
+    assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {t} WHERE p = 0 AND id < 20").collect()) == \
+        sorted(i for i, p in expected if p == 0 and i < 20)
+    # the DV's manifest entry as written (DuckDB's Avro reader)
+    meta = _metadata(iceberg_catalog, t)
+    lin = _lineage(duck, meta)
+    dvs = [f for f in lin["files"] if f["file_format"] == "PUFFIN"]
+    assert sorted((f["referenced_data_file"], f["record_count"]) for f in dvs) == [(a, 4), (b, 1)]
+    assert all(f["content"] == 1 and f["file_path"] == puffin and f["content_offset"] >= 4 for f in dvs)
+    assert meta["next-row-id"] == 40  # a delete adds no rows
+
+    # rows added after the DVs are not deleted by them (sequence numbers), and still read
+    spark.sql(f"INSERT INTO {t} VALUES (100, 0)")
+    assert sorted(engines.lakerules(t)) == sorted(expected + [(100, 0)]) == sorted(engines.pyiceberg(t))
+
+
+def test_the_jvm_deletion_vector_codec_against_the_spec(spark, tmp_path):
+    from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
+    from pyiceberg.table.puffin import PuffinFile
+
+    from lakerules.spark import jvm as J
+
+    positions = [0, 5, 6, 7, 100_000, 2**32 + 3, 2**33, 2**33 + 1]
+    blob = J.deletion_vector_blob(spark, positions[::-1] + [5])
+    # the spec's framing, checked by hand: length (big-endian), magic, CRC-32 (big-endian) of magic + vector
+    length = int.from_bytes(blob[:4], "big")
+    assert length == len(blob) - 8 and blob[4:8] == _DV_MAGIC
+    assert int.from_bytes(blob[-4:], "big") == zlib.crc32(blob[4:-4])
+    assert int.from_bytes(blob[8:16], "little") == 3  # three 32-bit bitmaps: keys 0, 1, 2
+    # its bitmaps, decoded by pyiceberg's reader
+    content, meta = _puffin([(blob, "file:///x.parquet", len(positions))])
+    dv = deletion_vectors_from_puffin_file(PuffinFile(content))[0]
+    assert dv.referenced_data_file == "file:///x.parquet" and dv.to_vector().to_pylist() == positions
+    # and the JVM decodes both its own blob and one built here, and refuses a damaged one
+    path = tmp_path / "dv.puffin"
+    ours, ours_meta = _puffin([(blob, "a", 8), (_dv_blob(positions), "b", 8)])
+    path.write_bytes(ours)
+    for m in ours_meta:
+        assert J.deletion_vector_positions(spark, f"file://{path}", m["offset"], m["length"]) == positions
+    damaged = bytearray(ours)
+    damaged[ours_meta[0]["offset"] + 12] ^= 1
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(Exception, match="CRC-32 does not match"):
+        J.deletion_vector_positions(spark, f"file://{path}", ours_meta[0]["offset"], ours_meta[0]["length"])

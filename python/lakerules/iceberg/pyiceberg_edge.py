@@ -303,6 +303,9 @@ class _PublicHooks:
 
     def new_delete_manifest_writer(self, spec):
         """A writer of a delete manifest of ``spec`` (pyiceberg's writers write data manifests)."""
+        if self.metadata.format_version >= v3.VERSION:
+            return DeleteManifestWriterV3(spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
+                                          snapshot_id=self.snapshot_id, avro_compression=self._compression)
         return DeleteManifestWriter(spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
                                     snapshot_id=self.snapshot_id, avro_compression=self._compression)
 
@@ -354,6 +357,18 @@ class ManifestWriterV3(ManifestWriterV2):
 
     def prepare_entry(self, entry: ManifestEntry) -> ManifestEntry:
         return v3.carried(super().prepare_entry(entry), self.content(), self.row_ids or v3.RowIds(None, None))
+
+
+class DeleteManifestWriterV3(ManifestWriterV3):
+    """A delete manifest of a format-version 3 table (deletion vectors: file_format PUFFIN,
+    referenced_data_file, content_offset, content_size_in_bytes)."""
+
+    def content(self) -> ManifestContent:
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
 
 
 # ---- transactions -------------------------------------------------------------------------------

@@ -94,6 +94,36 @@ def first_row_id_of(df: DataFile) -> int | None:
     return df[_V2_DATA_FILE_FIELDS] if len(df) > _V2_DATA_FILE_FIELDS else None
 
 
+def deletion_vector_of(df: DataFile) -> tuple[str | None, int | None, int | None]:
+    """(referenced_data_file, content_offset, content_size_in_bytes) of a delete file in v3's layout."""
+    if len(df) <= _V2_DATA_FILE_FIELDS:
+        return None, None, None
+    return df[_V2_DATA_FILE_FIELDS + 1], df[_V2_DATA_FILE_FIELDS + 2], df[_V2_DATA_FILE_FIELDS + 3]
+
+
+def read_entries(io, manifest: ManifestFile) -> list[ManifestEntry]:
+    """The live entries of ``manifest`` in v3's layout (pyiceberg reads v2's, without row ids and
+    deletion vectors' fields), their snapshot id, sequence numbers and spec id inherited from the
+    manifest as the spec says."""
+    out = []
+    with AvroFile[ManifestEntry](io.new_input(manifest.manifest_path), MANIFEST_ENTRY_SCHEMAS[VERSION],
+                                 read_types={-1: ManifestEntry, 2: DataFile},
+                                 read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}) as reader:
+        for e in reader:
+            if e.status == ManifestEntryStatus.DELETED:
+                continue
+            if e.snapshot_id is None:
+                e.snapshot_id = manifest.added_snapshot_id
+            inherits = manifest.sequence_number == 0 or e.status == ManifestEntryStatus.ADDED
+            if e.sequence_number is None and inherits:
+                e.sequence_number = manifest.sequence_number
+            if e.file_sequence_number is None and inherits:
+                e.file_sequence_number = manifest.sequence_number
+            e.data_file.spec_id = manifest.partition_spec_id
+            out.append(e)
+    return out
+
+
 def entry(e: ManifestEntry) -> ManifestEntry:
     """A manifest entry in v3's layout."""
     return ManifestEntry(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number, data_file(e.data_file))
@@ -152,18 +182,11 @@ class RowIds:
             if m.content != ManifestContent.DATA:
                 continue
             nxt = m[_V2_MANIFEST_FILE_FIELDS] if len(m) > _V2_MANIFEST_FILE_FIELDS else None
-            # v3's entry schema (v2 manifests have no first_row_id: None)
-            with AvroFile[ManifestEntry](self._io.new_input(m.manifest_path), MANIFEST_ENTRY_SCHEMAS[VERSION],
-                                         read_types={-1: ManifestEntry, 2: DataFile},
-                                         read_enums={0: ManifestEntryStatus, 101: FileFormat,
-                                                     134: DataFileContent}) as entries:
-                for e in entries:
-                    if e.status == ManifestEntryStatus.DELETED:
-                        continue
-                    path, count, first = e.data_file.file_path, e.data_file.record_count, first_row_id_of(e.data_file)
-                    if first is None and nxt is not None:
-                        first, nxt = nxt, nxt + count
-                    out[path] = first
+            for e in read_entries(self._io, m):  # v2 manifests have no first_row_id: None
+                path, count, first = e.data_file.file_path, e.data_file.record_count, first_row_id_of(e.data_file)
+                if first is None and nxt is not None:
+                    first, nxt = nxt, nxt + count
+                out[path] = first
         return out
 
 

@@ -89,6 +89,17 @@ public final class PositionDeleteSet implements Serializable {
     return new PositionDeleteSet(b, total, merged.size());
   }
 
+  /** The set of {@code byName} (data file name -> its deleted positions, sorted), broadcast. */
+  static PositionDeleteSet of(org.apache.spark.sql.classic.SparkSession session, HashMap<String, long[]> byName) {
+    long total = 0;
+    for (long[] p : byName.values()) {
+      total += p.length;
+    }
+    Broadcast<HashMap<String, long[]>> b = session.sparkContext().broadcast(byName,
+        scala.reflect.ClassTag$.MODULE$.apply(HashMap.class));
+    return new PositionDeleteSet(b, total, byName.size());
+  }
+
   /** One task's (name, position) rows as one array of positions per name. */
   private static java.util.Iterator<HashMap<String, long[]>> groupPartition(java.util.Iterator<InternalRow> rows) {
     Map<UTF8String, Positions> byName = new HashMap<>();
