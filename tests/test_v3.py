@@ -63,7 +63,8 @@ def _row_ids(lineage: dict) -> dict[str, int]:
 def _contiguous(lineage: dict, rows: int) -> bool:
     """Whether the live data files' row ids are 0 .. rows-1, each file's a range, none shared."""
     ids = _row_ids(lineage)
-    ranges = sorted((ids[f["file_path"]], f["record_count"]) for f in lineage["files"] if f["status"] != 2)
+    ranges = sorted((ids[f["file_path"]], f["record_count"]) for f in lineage["files"]
+                    if f["status"] != 2 and f["content"] == 0)
     return [r[0] for r in ranges] == [sum(c for _, c in ranges[:i]) for i in range(len(ranges))] and \
         sum(c for _, c in ranges) == rows
 
@@ -208,8 +209,6 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
     before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
     snapshot = iceberg_catalog.load_table(f"{ns}.r3").metadata.current_snapshot_id
     statements = {
-        "DELETE": f"DELETE FROM {t} WHERE id = 1",
-        "DELETE ": f"DELETE FROM {t}",
         "UPDATE": f"UPDATE {t} SET id = 5 WHERE id = 1",
         "MERGE": f"MERGE INTO {t} x USING lake.{ns}.src s ON x.id = s.id WHEN MATCHED THEN DELETE "
                  "WHEN NOT MATCHED THEN INSERT *",
@@ -220,17 +219,28 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
         "rewrite_manifests": f"CALL lake.system.rewrite_manifests('{ns}.r3')",
     }
     for verb, sql in statements.items():
-        message = refused(spark, sql, verb.strip(), t, "format-version 3", "Nothing was changed")
+        message = refused(spark, sql, verb, t, "format-version 3", "Nothing was changed")
         assert len(message.strip().splitlines()) == 1, message
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='copy-on-write')")
+    refused(spark, f"DELETE FROM {t} WHERE id = 1", "DELETE in copy-on-write mode", t, "format-version 3")
+    spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('write.delete.mode')")
+    before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
     src = spark.table(f"lake.{ns}.src")
     refused(spark, lambda: lakerules.delete_by_key(spark, t, src.select("id", "p"), on=["id"]),
             "delete_by_key", t, "format-version 3")
     assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
 
-    # the fail-safe under the verbs: a commit of another kind (a row delta here) is refused on v3
+    # the fail-safe under the verbs: a commit adding a position delete file (not a DV) is refused on v3
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+
     table = iceberg_catalog.load_table(f"{ns}.r3")
+    data = next(iter(table.scan().plan_files())).file
+    position_file = DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=f"{data.file_path}.pos.parquet",
+                                       file_format=FileFormat.PARQUET, partition=data.partition, record_count=1,
+                                       file_size_in_bytes=1)
+    position_file.spec_id = data.spec_id
     with pytest.raises(NotSupported, match="format-version 3 table: lakerules writes only appends"):
-        row_delta.commit(table, [], [], removed_data_files=[next(iter(table.scan().plan_files())).file])
+        row_delta.commit(table, [], [position_file])
     assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
     assert sorted(tuple(r) for r in spark.table(t).collect()) == [(1, 1), (2, 2)]
 
@@ -434,3 +444,105 @@ def test_the_jvm_deletion_vector_codec_against_the_spec(spark, tmp_path):
     path.write_bytes(bytes(damaged))
     with pytest.raises(Exception, match="CRC-32 does not match"):
         J.deletion_vector_positions(spark, f"file://{path}", ours_meta[0]["offset"], ours_meta[0]["length"])
+
+
+# ---- deletion vectors written by DELETE -------------------------------------------------------------
+
+
+def _dv_entries(duck, meta: dict) -> list[dict]:
+    """The live DV entries of the current snapshot, as written (DuckDB's Avro reader)."""
+    return [f for f in _lineage(duck, meta)["files"] if f["file_format"] == "PUFFIN" and f["status"] != 2]
+
+
+def _check_puffin(dv: dict, positions_of_file: list[int] | None = None) -> list[int]:
+    """The DV entry's Puffin bytes, read by hand and by pyiceberg's reader: the file's magic and
+    footer, the blob at content_offset / content_size_in_bytes with its length, magic and CRC-32,
+    the footer's blob properties; returns the positions."""
+    from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
+    from pyiceberg.table.puffin import PuffinFile
+
+    content = Path(dv["file_path"].removeprefix("file://")).read_bytes()
+    assert content[:4] == b"PFA1" and content[-4:] == b"PFA1" and len(content) == dv["file_size_in_bytes"]
+    footer_size = int.from_bytes(content[-12:-8], "little")
+    assert content[-(footer_size + 16):-(footer_size + 12)] == b"PFA1" and content[-8:-4] == bytes(4)
+    footer = json.loads(content[-(footer_size + 12):-12])
+    blob_meta = [b for b in footer["blobs"] if b["properties"]["referenced-data-file"] == dv["referenced_data_file"]]
+    assert len(blob_meta) == 1
+    m = blob_meta[0]
+    assert (m["type"], m["snapshot-id"], m["sequence-number"]) == ("deletion-vector-v1", -1, -1)
+    assert (m["offset"], m["length"]) == (dv["content_offset"], dv["content_size_in_bytes"])
+    assert int(m["properties"]["cardinality"]) == dv["record_count"]
+    blob = content[m["offset"]:m["offset"] + m["length"]]
+    assert int.from_bytes(blob[:4], "big") == len(blob) - 8 and blob[4:8] == _DV_MAGIC
+    assert int.from_bytes(blob[-4:], "big") == zlib.crc32(blob[4:-4])
+    vectors = {v.referenced_data_file: v.to_vector().to_pylist() for v in deletion_vectors_from_puffin_file(PuffinFile(content))}
+    positions = vectors[dv["referenced_data_file"]]
+    assert len(positions) == dv["record_count"]
+    return positions
+
+
+def test_delete_writes_one_deletion_vector_per_file(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.del"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(i, i % 2) for i in range(30)], "id BIGINT, p INT").coalesce(1).writeTo(t).append()
+    files = _file_rows(spark, t)
+    rows = {i: (i, i % 2) for i in range(30)}
+
+    def check(gone: set):
+        expected = [r for i, r in rows.items() if i not in gone]
+        assert sorted(engines.lakerules(t)) == sorted(expected)
+        assert sorted(engines.pyiceberg(t)) == sorted(expected)
+        meta = _metadata(iceberg_catalog, t)
+        dvs = _dv_entries(duck, meta)
+        assert len({d["referenced_data_file"] for d in dvs}) == len(dvs), "two DVs for one data file"
+        for d in dvs:
+            assert d["content"] == 1 and d["file_format"] == "PUFFIN"
+            positions = _check_puffin(d)
+            assert sorted(files[d["referenced_data_file"]][i] for i in positions) == \
+                sorted(i for i in files[d["referenced_data_file"]] if i in gone)
+        # a DELETE adds no row ids; one that drops a file whole writes its manifest again, whose
+        # list entry takes a new range for the kept files' rows (their own ids are written out)
+        assert meta["next-row-id"] == 30 or gone >= {i for i in range(30) if i % 2}
+        return dvs
+
+    spark.sql(f"DELETE FROM {t} WHERE id IN (2, 3, 7)")
+    dvs = check({2, 3, 7})
+    assert len(dvs) == 2 and len({d["file_path"] for d in dvs}) == 1  # one Puffin file per statement
+    first_puffin = dvs[0]["file_path"]
+
+    spark.sql(f"DELETE FROM {t} WHERE id IN (4, 9)")  # p=0 and p=1 again: both DVs merged and replaced
+    dvs = check({2, 3, 7, 4, 9})
+    assert len(dvs) == 2 and all(d["file_path"] != first_puffin for d in dvs)
+
+    spark.sql(f"DELETE FROM {t} WHERE id = 10")  # p=0 only: p=1's DV shares the old Puffin file, kept
+    dvs = check({2, 3, 7, 4, 9, 10})
+    assert len(dvs) == 2 and len({d["file_path"] for d in dvs}) == 2
+    assert spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == 24
+
+    ids = _row_ids(_lineage(duck, _metadata(iceberg_catalog, t)))
+    spark.sql(f"DELETE FROM {t} WHERE p = 1")  # a whole file: dropped, its DV with it
+    dvs = check({i for i in range(30) if i % 2} | {2, 4, 10})
+    kept = [p for p in files if files[p][0] % 2 == 0]
+    assert [d["referenced_data_file"] for d in dvs] == kept
+    assert _row_ids(_lineage(duck, _metadata(iceberg_catalog, t)))[kept[0]] == ids[kept[0]]  # its row ids kept
+    spark.sql(f"INSERT INTO {t} VALUES (100, 1)")
+    rows[100] = (100, 1)
+    check({i for i in range(30) if i % 2} | {2, 4, 10})
+    spark.sql(f"DELETE FROM {t}")
+    assert engines.lakerules(t) == [] == engines.pyiceberg(t)
+
+
+def test_delete_on_a_file_with_position_deletes_from_v2_is_refused(spark, ns, iceberg_catalog, engines):
+    t = f"lake.{ns}.up2"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='2')")
+    spark.createDataFrame([(i,) for i in range(6)], "id BIGINT").coalesce(1).writeTo(t).append()
+    spark.sql(f"DELETE FROM {t} WHERE id = 1")  # a v2 position delete file
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')")
+    engines.assert_same(t, expected=[(i,) for i in range(6) if i != 1])
+    before = iceberg_catalog.load_table(f"{ns}.up2").metadata_location
+    refused(spark, f"DELETE FROM {t} WHERE id = 2", t, "position delete files from before the table's upgrade",
+            "Nothing was changed")
+    assert iceberg_catalog.load_table(f"{ns}.up2").metadata_location == before
+    spark.sql(f"INSERT INTO {t} VALUES (10)")
+    spark.sql(f"DELETE FROM {t} WHERE id = 10")  # a file without them: a DV
+    assert sorted(engines.lakerules(t)) == sorted(engines.pyiceberg(t)) == [(0,), (2,), (3,), (4,), (5,)]

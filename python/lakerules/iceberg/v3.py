@@ -101,16 +101,25 @@ def deletion_vector_of(df: DataFile) -> tuple[str | None, int | None, int | None
     return df[_V2_DATA_FILE_FIELDS + 1], df[_V2_DATA_FILE_FIELDS + 2], df[_V2_DATA_FILE_FIELDS + 3]
 
 
-def read_entries(io, manifest: ManifestFile) -> list[ManifestEntry]:
-    """The live entries of ``manifest`` in v3's layout (pyiceberg reads v2's, without row ids and
-    deletion vectors' fields), their snapshot id, sequence numbers and spec id inherited from the
-    manifest as the spec says."""
+def entries(io, manifest: ManifestFile, format_version: int, discard_deleted: bool = True) -> list[ManifestEntry]:
+    """The entries of ``manifest`` of a table of ``format_version`` as a commit writes them again:
+    in v3's layout on a v3 table (pyiceberg's reader drops first_row_id and the deletion vectors'
+    fields, which a manifest written again must keep), pyiceberg's otherwise."""
+    if format_version >= VERSION:
+        return read_entries(io, manifest, discard_deleted)
+    return manifest.fetch_manifest_entry(io, discard_deleted=discard_deleted)
+
+
+def read_entries(io, manifest: ManifestFile, discard_deleted: bool = True) -> list[ManifestEntry]:
+    """The entries (live ones, unless not ``discard_deleted``) of ``manifest`` in v3's layout
+    (pyiceberg reads v2's, without row ids and deletion vectors' fields), their snapshot id,
+    sequence numbers and spec id inherited from the manifest as the spec says."""
     out = []
     with AvroFile[ManifestEntry](io.new_input(manifest.manifest_path), MANIFEST_ENTRY_SCHEMAS[VERSION],
                                  read_types={-1: ManifestEntry, 2: DataFile},
                                  read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}) as reader:
         for e in reader:
-            if e.status == ManifestEntryStatus.DELETED:
+            if e.status == ManifestEntryStatus.DELETED and discard_deleted:
                 continue
             if e.snapshot_id is None:
                 e.snapshot_id = manifest.added_snapshot_id
@@ -141,6 +150,12 @@ def carried(e: ManifestEntry, content: ManifestContent, row_ids) -> ManifestEntr
     where it was listed before is written out (``row_ids``: data file path -> that id, None for a
     file that has none, as one listed before the table's first v3 commit; missing: not known).
     A file whose id cannot be told is refused rather than given new row ids."""
+    if e.data_file.file_format == FileFormat.PUFFIN and len(e.data_file) <= _V2_DATA_FILE_FIELDS:
+        from lakerules.errors import NotSupported
+
+        raise NotSupported(  # read in v2's layout: its referenced_data_file and offsets are lost
+            f"lakerules: a commit would write deletion vector {e.data_file.file_path} again without its "
+            "referenced_data_file and offsets (read through pyiceberg's v2 reader); nothing was committed")
     if content != ManifestContent.DATA or e.status == ManifestEntryStatus.ADDED or first_row_id_of(e.data_file) is not None:
         return entry(e)
     path = e.data_file.file_path

@@ -41,7 +41,7 @@ from pyiceberg.table.snapshots import Operation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from lakerules.write import files as write, row_delta
+from lakerules.write import deletion_vectors, files as write, row_delta
 from lakerules.spark import jvm as J, progress
 from lakerules.scan import row_files as row_plans
 from lakerules.errors import LakeError
@@ -174,18 +174,21 @@ def _live_rows(ctx, table, snapshot, planned_files) -> int:
 
 def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched):
     spark = ctx.spark
-    written = []
+    written, kept, replaced = [], [], []
     if touched:
         rows = matched
         if entire:
             rows = rows.where(~F.col("file_path").isin([p.file.file_path for p in entire]))
-        written = write.write_position_deletes(spark, table, rows, partitions)
+        if table.format_version >= 3:  # deletion vectors, one per data file (lakerules.write.deletion_vectors)
+            written, kept, replaced = deletion_vectors.write(spark, table, snapshot, rows, touched, whole)
+        else:
+            written = write.write_position_deletes(spark, table, rows, partitions)
     try:
         row_delta.commit(
-            table, [], written,
+            table, [], written + kept,
             {"lakerules.operation": "delete"},
             removed_data_files=[p.file for p in whole],
-            removed_delete_files=dangling_deletes(table, snapshot, whole),
+            removed_delete_files=dangling_deletes(table, snapshot, whole) + replaced,
             validation=row_delta.Validation(
                 must_exist=frozenset(p.file for p in whole + touched),
                 conflict_filter=expr,

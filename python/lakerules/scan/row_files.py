@@ -67,8 +67,10 @@ def statement_properties(table, statement: str) -> tuple[str, str | None]:
     and its delete granularity when it writes position deletes (merge-on-read; else None). The
     statement's isolation level (isolation_level) and the granularity are checked in
     either mode."""
-    format_version.refuse_on_v3(table, statement.upper())  # neither deletion vectors nor row ids kept yet
     mode = _mode(table, statement)
+    if statement != "delete" or mode == "copy-on-write":  # v3: DELETE writes deletion vectors; the
+        format_version.refuse_on_v3(table, statement.upper() + (" in copy-on-write mode" if statement == "delete"
+                                                                else ""))  # others must keep row ids: not yet
     isolation_level(table, statement)
     granularity = delete_granularity(table)
     return mode, (granularity if mode == "merge-on-read" else None)

@@ -498,6 +498,19 @@ def deletion_vector_set(spark: SparkSession, names: list[str], paths: list[str],
         _java_array(spark, jvm.long, offsets), _java_array(spark, jvm.long, lengths))
 
 
+def write_deletion_vectors(spark: SparkSession, plan, puffin_path: str, created_by: str,
+                           bases: list[tuple[str, str, int, int]]) -> str:
+    """io.lakerules.functions.DeletionVectors.writePuffin: the deletion vectors of the rows of
+    ``plan`` (data file path, position), each merged with its data file's current one (``bases``:
+    (data file path, DV path, offset, length)), written as one Puffin file; its JSON description."""
+    jvm = spark._jvm
+    cols = list(zip(*bases)) if bases else [[], [], [], []]
+    return str(jvm.io.lakerules.functions.DeletionVectors.writePuffin(
+        spark._jsparkSession, plan, puffin_path, created_by, _java_array(spark, jvm.String, cols[0]),
+        _java_array(spark, jvm.String, cols[1]), _java_array(spark, jvm.long, cols[2]),
+        _java_array(spark, jvm.long, cols[3])))
+
+
 def deletion_vector_blob(spark: SparkSession, positions: list[int]) -> bytes:
     """The deletion-vector-v1 blob of ``positions`` (io.lakerules.functions.DeletionVectors.blob)."""
     return bytes(spark._jvm.io.lakerules.functions.DeletionVectors.blob(_java_array(spark, spark._jvm.long, positions)))

@@ -26,6 +26,7 @@ from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 from pyiceberg.utils.bin_packing import ListPacker
 
 from lakerules.errors import LakeError
+from lakerules.iceberg import v3
 
 MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
 MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
@@ -111,7 +112,7 @@ def _merged(producer, content: ManifestContent, spec_id: int, manifests: list) -
     own = producer.snapshot_id
     entries = []
     for manifest in manifests:
-        for e in manifest.fetch_manifest_entry(producer.io, discard_deleted=False):
+        for e in v3.entries(producer.io, manifest, producer.metadata.format_version, discard_deleted=False):
             if e.status == ManifestEntryStatus.DELETED:
                 if e.snapshot_id == own:  # only this commit's removals; earlier ones are history
                     entries.append(("delete", e))
@@ -173,7 +174,7 @@ def parent_manifests_without(producer, gone: set) -> tuple[list, list]:
     manifests, deleted = [], []
     parent = producer.metadata.snapshot_by_id(producer.parent_snapshot_id)
     for manifest in parent.manifests(producer.io):
-        entries = manifest.fetch_manifest_entry(producer.io, discard_deleted=True)
+        entries = v3.entries(producer.io, manifest, producer.metadata.format_version)
         if not any(e.data_file.file_path in gone for e in entries):
             manifests.append(manifest)
             continue

@@ -11,6 +11,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.roaringbitmap.RoaringBitmap;
 
 /**
@@ -143,6 +144,71 @@ public final class DeletionVectors {
       byName.put(names[i], positions(read(conf, paths[i], offsets[i], lengths[i]), where));
     }
     return PositionDeleteSet.of(session, byName);
+  }
+
+  /**
+   * Writes the deletion vectors of a statement as one Puffin file at {@code puffinPath}: for each
+   * data file of {@code rows} (data file path STRING, position BIGINT), its positions merged with
+   * those of its current deletion vector ({@code basePaths[i]}'s, at ({@code dvPaths[i]},
+   * {@code offsets[i]}, {@code lengths[i]})) in one {@code deletion-vector-v1} blob with the
+   * properties {@code referenced-data-file} and {@code cardinality}. Returns, as JSON, the file's
+   * size and each blob's data file, offset, length and cardinality.
+   */
+  public static String writePuffin(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows,
+                                   String puffinPath, String createdBy, String[] basePaths, String[] dvPaths,
+                                   long[] offsets, long[] lengths) throws IOException {
+    Configuration conf = session.sessionState().newHadoopConf();
+    HashMap<String, long[]> byFile = PositionDeleteSet.positionsByName(session, rows);
+    for (int i = 0; i < basePaths.length; i++) {
+      long[] added = byFile.get(basePaths[i]);
+      if (added == null) {
+        continue;
+      }
+      long[] base = positions(read(conf, dvPaths[i], offsets[i], lengths[i]), dvPaths[i] + " at " + offsets[i]);
+      long[] all = Arrays.copyOf(base, base.length + added.length);
+      System.arraycopy(added, 0, all, base.length, added.length);
+      byFile.put(basePaths[i], all);
+    }
+    java.util.List<String> files = new java.util.ArrayList<>(byFile.keySet());
+    java.util.Collections.sort(files);
+    com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+    com.fasterxml.jackson.databind.node.ArrayNode blobs = json.createArrayNode();
+    com.fasterxml.jackson.databind.node.ArrayNode written = json.createArrayNode();
+    Path p = new Path(puffinPath);
+    FileSystem fs = p.getFileSystem(conf);
+    long size;
+    try (org.apache.hadoop.fs.FSDataOutputStream out = fs.create(p, false)) {
+      byte[] magic = {'P', 'F', 'A', '1'};
+      out.write(magic);
+      for (String file : files) {
+        long[] positions = byFile.get(file);
+        byte[] blob = blob(positions);
+        long cardinality = Arrays.stream(positions).distinct().count();
+        long offset = out.getPos();
+        out.write(blob);
+        com.fasterxml.jackson.databind.node.ObjectNode meta = blobs.addObject();
+        meta.put("type", "deletion-vector-v1");
+        meta.putArray("fields").add(2147483545);  // _pos, the row position
+        meta.put("snapshot-id", -1L).put("sequence-number", -1L).put("offset", offset).put("length", blob.length);
+        meta.putObject("properties").put("referenced-data-file", file).put("cardinality", Long.toString(cardinality));
+        written.addObject().put("file", file).put("offset", offset).put("length", blob.length)
+            .put("cardinality", cardinality);
+      }
+      com.fasterxml.jackson.databind.node.ObjectNode footer = json.createObjectNode();
+      footer.set("blobs", blobs);
+      footer.putObject("properties").put("created-by", createdBy);
+      byte[] payload = json.writeValueAsBytes(footer);
+      out.write(magic);
+      out.write(payload);
+      ByteBuffer tail = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(payload.length).putInt(0);
+      out.write(tail.array());
+      out.write(magic);
+      size = out.getPos();
+    }
+    com.fasterxml.jackson.databind.node.ObjectNode result = json.createObjectNode();
+    result.put("size", size);
+    result.set("blobs", written);
+    return json.writeValueAsString(result);
   }
 
   /** The positions of the deletion vector at ({@code path}, {@code offset}, {@code length}). */
