@@ -492,6 +492,7 @@ def test_delete_writes_one_deletion_vector_per_file(spark, ns, iceberg_catalog, 
         expected = [r for i, r in rows.items() if i not in gone]
         assert sorted(engines.lakerules(t)) == sorted(expected)
         assert sorted(engines.pyiceberg(t)) == sorted(expected)
+        assert sorted(engines.duckdb(t)) == sorted(expected)
         meta = _metadata(iceberg_catalog, t)
         dvs = _dv_entries(duck, meta)
         assert len({d["referenced_data_file"] for d in dvs}) == len(dvs), "two DVs for one data file"
@@ -546,3 +547,30 @@ def test_delete_on_a_file_with_position_deletes_from_v2_is_refused(spark, ns, ic
     spark.sql(f"INSERT INTO {t} VALUES (10)")
     spark.sql(f"DELETE FROM {t} WHERE id = 10")  # a file without them: a DV
     assert sorted(engines.lakerules(t)) == sorted(engines.pyiceberg(t)) == [(0,), (2,), (3,), (4,), (5,)]
+
+
+def test_concurrent_deletion_vectors_for_one_file_conflict(spark, ns, iceberg_catalog, engines, warehouse, duck):
+    from lakerules.write import commit
+
+    t = f"lake.{ns}.cc"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(i,) for i in range(10)], "id BIGINT").coalesce(1).writeTo(t).append()
+    (path, rows), = _file_rows(spark, t).items()
+
+    def another_writer_deletes_meanwhile(table):
+        commit.before_commit = None
+        _commit_deletion_vectors(warehouse, f"{ns}.cc", {path: [0]})
+
+    commit.before_commit = another_writer_deletes_meanwhile
+    try:
+        refused(spark, f"DELETE FROM {t} WHERE id = {rows[5]}", "conflict", t, "nothing was committed")
+    finally:
+        commit.before_commit = None
+    expected = sorted((i,) for i in rows[1:])
+    assert sorted(engines.lakerules(t)) == expected == sorted(engines.pyiceberg(t))
+    assert len(_dv_entries(duck, _metadata(iceberg_catalog, t))) == 1
+    location = Path(iceberg_catalog.load_table(f"{ns}.cc").location().removeprefix("file://"))
+    assert len(list(location.rglob("*.puffin"))) == 1  # the failed statement's Puffin file was deleted
+    spark.sql(f"DELETE FROM {t} WHERE id = {rows[5]}")  # run again: merged into the other writer's DV
+    assert sorted(engines.lakerules(t)) == [r for r in expected if r != (rows[5],)] == sorted(engines.pyiceberg(t))
+    assert len(_dv_entries(duck, _metadata(iceberg_catalog, t))) == 1

@@ -191,6 +191,8 @@ def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entir
             removed_delete_files=dangling_deletes(table, snapshot, whole) + replaced,
             validation=row_delta.Validation(
                 must_exist=frozenset(p.file for p in whole + touched),
+                # v3: one DV per data file; a DV that landed meanwhile on a touched file is a conflict
+                no_new_deletes=frozenset(p.file for p in touched) if table.format_version >= 3 else frozenset(),
                 conflict_filter=expr,
                 statement="delete",
             ),
