@@ -403,6 +403,12 @@ def test_deletion_vectors_of_another_writer_are_read(spark, ns, iceberg_catalog,
     assert spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == len(expected)
     assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {t} WHERE p = 0 AND id < 20").collect()) == \
         sorted(i for i, p in expected if p == 0 and i < 20)
+    spark.conf.set("spark.lakerules.read.lateMaterialization", "on")  # its two-phase read applies them too
+    try:
+        assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {t} WHERE id > 30").collect()) == \
+            sorted(r for r in expected if r[0] > 30)
+    finally:
+        spark.conf.unset("spark.lakerules.read.lateMaterialization")
     # the DV's manifest entry as written (DuckDB's Avro reader)
     meta = _metadata(iceberg_catalog, t)
     lin = _lineage(duck, meta)
@@ -574,3 +580,26 @@ def test_concurrent_deletion_vectors_for_one_file_conflict(spark, ns, iceberg_ca
     spark.sql(f"DELETE FROM {t} WHERE id = {rows[5]}")  # run again: merged into the other writer's DV
     assert sorted(engines.lakerules(t)) == [r for r in expected if r != (rows[5],)] == sorted(engines.pyiceberg(t))
     assert len(_dv_entries(duck, _metadata(iceberg_catalog, t))) == 1
+
+
+def test_an_append_retried_over_a_concurrent_one_gets_fresh_row_ids(spark, ns, iceberg_catalog, engines, duck):
+    from lakerules.write import commit
+
+    t = f"lake.{ns}.race"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t} VALUES (1), (2)")
+
+    def another_append_meanwhile(table):
+        commit.before_commit = None
+        spark.sql(f"INSERT INTO {t} VALUES (10), (11), (12)")
+
+    commit.before_commit = another_append_meanwhile
+    try:
+        spark.sql(f"INSERT INTO {t} VALUES (3)")  # loses the race, retried on top of the other
+    finally:
+        commit.before_commit = None
+    meta = _metadata(iceberg_catalog, t)
+    ranges = [(s["first-row-id"], s["added-rows"]) for s in meta["snapshots"]]
+    assert ranges == [(0, 2), (2, 3), (5, 1)] and meta["next-row-id"] == 6
+    assert _contiguous(_lineage(duck, meta), 6)
+    engines.assert_same(t, expected=[(1,), (2,), (3,), (10,), (11,), (12,)])
