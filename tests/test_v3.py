@@ -378,7 +378,7 @@ def _file_rows(spark, t: str) -> dict[str, list]:
     from pyspark.sql import functions as F
 
     out = {}
-    for path in spark.sql(f"SELECT file_path FROM {t}.files").collect():
+    for path in spark.sql(f"SELECT file_path FROM {t}.data_files").collect():
         p = path[0]
         rows = spark.read.parquet(p).select("id").collect()
         out[p] = [r[0] for r in rows]
@@ -539,20 +539,30 @@ def test_delete_writes_one_deletion_vector_per_file(spark, ns, iceberg_catalog, 
     assert engines.lakerules(t) == [] == engines.pyiceberg(t)
 
 
-def test_delete_on_a_file_with_position_deletes_from_v2_is_refused(spark, ns, iceberg_catalog, engines):
+def test_upgraded_position_deletes_are_merged_into_the_new_deletion_vector(spark, ns, iceberg_catalog, engines, duck):
     t = f"lake.{ns}.up2"
     spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='2')")
     spark.createDataFrame([(i,) for i in range(6)], "id BIGINT").coalesce(1).writeTo(t).append()
-    spark.sql(f"DELETE FROM {t} WHERE id = 1")  # a v2 position delete file
+    spark.sql(f"INSERT INTO {t} VALUES (20)")
+    spark.sql(f"DELETE FROM {t} WHERE id IN (1, 4)")  # a v2 position delete file
     spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')")
-    engines.assert_same(t, expected=[(i,) for i in range(6) if i != 1])
-    before = iceberg_catalog.load_table(f"{ns}.up2").metadata_location
-    refused(spark, f"DELETE FROM {t} WHERE id = 2", t, "position delete files from before the table's upgrade",
-            "Nothing was changed")
-    assert iceberg_catalog.load_table(f"{ns}.up2").metadata_location == before
-    spark.sql(f"INSERT INTO {t} VALUES (10)")
-    spark.sql(f"DELETE FROM {t} WHERE id = 10")  # a file without them: a DV
-    assert sorted(engines.lakerules(t)) == sorted(engines.pyiceberg(t)) == [(0,), (2,), (3,), (4,), (5,)]
+    engines.assert_same(t, expected=[(0,), (2,), (3,), (5,), (20,)])
+    (path, rows), = [(p, r) for p, r in _file_rows(spark, t).items() if len(r) == 6]
+
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")
+    dvs = _dv_entries(duck, _metadata(iceberg_catalog, t))
+    assert [d["referenced_data_file"] for d in dvs] == [path]
+    assert sorted(rows[i] for i in _check_puffin(dvs[0])) == [1, 2, 4]  # the v2 deletes merged in
+    expected = [(0,), (3,), (5,), (20,)]
+    assert sorted(engines.lakerules(t)) == sorted(expected) == sorted(engines.pyiceberg(t))
+    # the position delete file stays (readers skip it where a DV is); a later DELETE merges the DV only
+    assert any(f["file_format"] == "PARQUET" and f["content"] == 1 for f in _lineage(duck, _metadata(iceberg_catalog, t))["files"])
+    spark.sql(f"DELETE FROM {t} WHERE id IN (3, 20)")
+    expected = [(0,), (5,)]
+    assert sorted(engines.lakerules(t)) == sorted(expected) == sorted(engines.pyiceberg(t)) == sorted(engines.duckdb(t))
+    dvs = _dv_entries(duck, _metadata(iceberg_catalog, t))  # (20)'s one-row file was dropped whole
+    assert [d["referenced_data_file"] for d in dvs] == [path]
+    assert sorted(rows[i] for i in _check_puffin(dvs[0])) == [1, 2, 3, 4]
 
 
 def test_concurrent_deletion_vectors_for_one_file_conflict(spark, ns, iceberg_catalog, engines, warehouse, duck):

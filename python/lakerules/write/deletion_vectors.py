@@ -20,8 +20,7 @@ import uuid
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyspark.sql import DataFrame
 
-from lakerules.errors import NotSupported
-from lakerules.iceberg import names, v3
+from lakerules.iceberg import v3
 from lakerules.scan import deletion_vectors as read_dvs
 from lakerules.spark import jvm as J, progress
 from lakerules.write.files import _new_target as new_target
@@ -29,28 +28,41 @@ from lakerules.write.files import _new_target as new_target
 CREATED_BY = "lakerules"
 
 
-def check_touched(table, touched: list) -> None:
-    """A data file with position delete files from before the table's upgrade to v3 (and no DV
-    yet) is refused: its DV would have to merge them, which lakerules does not do yet."""
-    for p in touched:
-        if read_dvs.kind(p) == read_dvs.POSITION_FILES:
-            raise NotSupported(
-                f"lakerules: DELETE on {names.table_name(table)}: data file {p.file.file_path} has position delete files "
-                "from before the table's upgrade to format version 3; lakerules does not merge them into a deletion "
-                "vector yet. Nothing was changed")
+def _upgraded_positions(spark, touched: list) -> DataFrame | None:
+    """(file_path, pos) of the position delete files (left from before the table's upgrade to v3)
+    that apply to the touched data files without a DV yet: their DV merges them (the spec has a
+    writer do so; readers then ignore those files for it). The delete files themselves stay: they
+    may apply to other data files."""
+    from pyspark.sql import functions as F
+
+    from lakerules.scan.read import POSITION_DELETE_SCHEMA, normal_path, normal_path_col, read_files
+
+    older = [p for p in touched if read_dvs.kind(p) == read_dvs.POSITION_FILES]
+    if not older:
+        return None
+    delete_files = list({d.file_path: d for p in older for d in p.position_deletes}.values())
+    pairs = sorted({(normal_path(p.file.file_path), p.file.file_path) for p in older})
+    lookup = spark.createDataFrame(pairs, "d_path STRING, data_path STRING")
+    rows = read_files(spark, POSITION_DELETE_SCHEMA, delete_files)
+    return (rows.select(normal_path_col(F.col("file_path")).alias("d_path"), F.col("pos"))
+            .join(F.broadcast(lookup), "d_path")
+            .select(F.col("data_path").alias("file_path"), "pos"))
 
 
 def write(spark, table, snapshot, rows: DataFrame, touched: list, removed_whole: list) -> tuple[list, list, list]:
     """Write the deletion vectors of ``rows`` (file_path: the manifest's data file path, pos) for the
     ``touched`` files (PlannedFiles) into one new Puffin file: (its delete files, the siblings
     listed again, the delete files they replace). ``removed_whole``: PlannedFiles the commit removes."""
-    check_touched(table, touched)
     progress.step(spark, "write deletion vectors")
     by_path = {p.file.file_path: p for p in touched}
     bases = [(p.file.file_path, *_location(p.position_deletes[0])) for p in touched
              if read_dvs.kind(p) == read_dvs.DELETION_VECTOR]
     puffin = f"{new_target(table)}/{uuid.uuid4()}-deletes.puffin"
-    plan = J.analyzed(rows.select("file_path", "pos"))
+    rows = rows.select("file_path", "pos")
+    older = _upgraded_positions(spark, touched)
+    if older is not None:
+        rows = rows.unionByName(older)
+    plan = J.analyzed(rows)
     result = json.loads(J.write_deletion_vectors(spark, plan, puffin, CREATED_BY, bases))
     added = []
     for blob in result["blobs"]:
