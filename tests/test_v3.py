@@ -613,3 +613,21 @@ def test_an_append_retried_over_a_concurrent_one_gets_fresh_row_ids(spark, ns, i
     assert ranges == [(0, 2), (2, 3), (5, 1)] and meta["next-row-id"] == 6
     assert _contiguous(_lineage(duck, meta), 6)
     engines.assert_same(t, expected=[(1,), (2,), (3,), (10,), (11,), (12,)])
+
+
+def test_create_or_replace_upgrades_and_keeps_row_lineage(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.rep"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='2')")
+    spark.sql(f"INSERT INTO {t} VALUES (1), (2)")
+    spark.sql(f"CREATE OR REPLACE TABLE {t} TBLPROPERTIES ('format-version'='3') AS SELECT id FROM range(3)")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3
+    s = meta["snapshots"][-1]
+    assert (s["first-row-id"], s["added-rows"], meta["next-row-id"]) == (0, 3, 3)
+    engines.assert_same(t, expected=[(0,), (1,), (2,)])
+    spark.sql(f"CREATE OR REPLACE TABLE {t} AS SELECT id FROM range(5, 7)")  # a v3 table replaced: ids go on
+    meta = _metadata(iceberg_catalog, t)
+    s = meta["snapshots"][-1]
+    assert (meta["format-version"], s["first-row-id"], s["added-rows"], meta["next-row-id"]) == (3, 3, 2, 5)
+    assert sorted(_row_ids(_lineage(duck, meta)).values())[0] == 3  # its files' ids start at 3, not 0
+    engines.assert_same(t, expected=[(5,), (6,)])
