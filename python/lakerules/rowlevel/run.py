@@ -199,7 +199,7 @@ def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entir
             operation=Operation.DELETE if written or whole else None,
         )
     except BaseException as e:
-        write.discard(table, written, e)
+        write.discard(table, list({f.file_path: f for f in written}.values()), e)  # DVs share their Puffin file
         raise
 
 

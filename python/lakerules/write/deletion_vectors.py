@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame
 from lakerules.iceberg import v3
 from lakerules.scan import deletion_vectors as read_dvs
 from lakerules.spark import jvm as J, progress
-from lakerules.write.files import _new_target as new_target
+from lakerules.write.files import _delete_dir as delete_dir, _new_target as new_target
 
 CREATED_BY = "lakerules"
 
@@ -57,13 +57,18 @@ def write(spark, table, snapshot, rows: DataFrame, touched: list, removed_whole:
     by_path = {p.file.file_path: p for p in touched}
     bases = [(p.file.file_path, *_location(p.position_deletes[0])) for p in touched
              if read_dvs.kind(p) == read_dvs.DELETION_VECTOR]
-    puffin = f"{new_target(table)}/{uuid.uuid4()}-deletes.puffin"
+    target = new_target(table)
+    puffin = f"{target}/{uuid.uuid4()}-deletes.puffin"
     rows = rows.select("file_path", "pos")
     older = _upgraded_positions(spark, touched)
     if older is not None:
         rows = rows.unionByName(older)
     plan = J.analyzed(rows)
-    result = json.loads(J.write_deletion_vectors(spark, plan, puffin, CREATED_BY, bases))
+    try:
+        result = json.loads(J.write_deletion_vectors(spark, plan, puffin, CREATED_BY, bases))
+    except BaseException:
+        delete_dir(spark, table, target)  # a Puffin file left half written
+        raise
     added = []
     for blob in result["blobs"]:
         f = by_path[blob["file"]].file
