@@ -134,6 +134,10 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
     for entry in all_entries:
         f = entry.data_file
         if f.file_format == FileFormat.PUFFIN:  # a deletion vector: indexed below, from v3's manifests
+            if metadata.format_version < 3:
+                raise NotSupported(
+                    f"lakerules: table {names.table_name(table)} has deletion vectors ({f.file_path}) but is format "
+                    f"version {metadata.format_version}; Iceberg has them in version 3 tables only")
             continue
         if f.content == DataFileContent.DATA:
             data.append(entry)
