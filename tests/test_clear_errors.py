@@ -111,9 +111,10 @@ def test_a_write_audit_publish_branch_follows_the_rule(spark, iceberg_catalog, t
 # ---- format-version (issue item 1) ---------------------------------------------------------------
 
 
-def test_format_version_3_is_not_supported_yet_and_downgrades_are_refused(spark, iceberg_catalog, t, ns):
-    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')",
-                      f"ALTER TABLE {t}", "format-version 3 is not supported yet")
+def test_unknown_format_versions_and_downgrades_are_refused(spark, iceberg_catalog, t, ns):
+    # format version 3: tests/test_v3.py
+    refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='4')",
+                      f"ALTER TABLE {t}", "'4' is not an Iceberg format version")
     refused_unchanged(spark, iceberg_catalog, t, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='1')",
                       f"ALTER TABLE {t}", "would downgrade the table from format version 2",
                       "never downgraded")
@@ -122,9 +123,9 @@ def test_format_version_3_is_not_supported_yet_and_downgrades_are_refused(spark,
     before = state(spark, iceberg_catalog, t)
     spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='2')")  # the version it has: nothing changes
     assert state(spark, iceberg_catalog, t) == before
-    refused(spark, f"CREATE TABLE lake.{ns}.v3 (id INT) TBLPROPERTIES ('format-version'='3')",
-            f"CREATE TABLE lake.{ns}.v3", "format-version 3 is not supported yet")
-    assert not spark.catalog.tableExists(f"lake.{ns}.v3")
+    refused(spark, f"CREATE TABLE lake.{ns}.v4 (id INT) TBLPROPERTIES ('format-version'='4')",
+            f"CREATE TABLE lake.{ns}.v4", "'4' is not an Iceberg format version")
+    assert not spark.catalog.tableExists(f"lake.{ns}.v4")
     # an upgrade from 1 to 2 still works
     spark.sql(f"CREATE TABLE lake.{ns}.v1 (id INT) TBLPROPERTIES ('format-version'='1')")
     spark.sql(f"ALTER TABLE lake.{ns}.v1 SET TBLPROPERTIES ('format-version'='2')")

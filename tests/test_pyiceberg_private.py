@@ -47,6 +47,7 @@ FINGERPRINTS = {
     "pyiceberg.expressions.visitors._StrictMetricsEvaluator": "d5853cf65ef45f6d",
     "pyiceberg.catalog.MetastoreCatalog._write_metadata": "2ed45bacb9a4b133",
     "pyiceberg.catalog.Catalog._load_file_io": "82be8a6cfd40f34a",
+    "pyiceberg.table.update._apply_table_update": "a324bf37207eb52e",
 }
 # ... and the public code whose use of them the edge relies on: the transaction's retry loop calls
 # the producers' hooks, CachingTransaction replaces table_metadata, and a SQL catalog's commit and
@@ -58,6 +59,13 @@ RELIED_ON = {
     "pyiceberg.table.update.UpdateTableMetadata.commit": "ce996207a5d2b195",
     "pyiceberg.catalog.sql.SqlCatalog.commit_table": "fb22ea690ba68b07",
     "pyiceberg.catalog.sql.SqlCatalog.create_table": "e3ccc48e6e881cbc",
+    # format version 3 (lakerules.iceberg.v3): the metadata model it serializes, and the manifest
+    # writing its v3 writers extend (produce_v3 stands for _SnapshotProducer._commit, above)
+    "pyiceberg.table.metadata.TableMetadataV3": "728fe0c69654e703",
+    "pyiceberg.manifest.ManifestWriter.new_writer": "1141e1290aec8bd3",
+    "pyiceberg.manifest.ManifestWriter.to_manifest_file": "6ba4211cb6dd9dec",
+    "pyiceberg.manifest.ManifestWriterV2.prepare_entry": "d55aaf3b5c1dfb1a",
+    "pyiceberg.table.update.snapshot._SnapshotProducer.new_manifest_writer": "9d0c7567dedaaf5a",
 }
 
 

@@ -188,7 +188,8 @@ class CatalogOps:
 
     def _op_create_table(self, name, cat, a):
         ns, tname = tuple(a["namespace"]), a["name"]
-        table = create_table(name, cat, a)
+        table = create_table(name, cat, a, format_version.default_for_new_tables(
+            self.catalogs.setting(format_version.DEFAULT_SETTING)))
         return table_info(name, ns, tname, table, None, table.schema())
 
     def _op_replace_table(self, name, cat, a):
@@ -323,7 +324,7 @@ def _alter(table: Table, changes: list[dict], check_folders) -> None:
                 for c in column_ops:
                     _column_change(us, table, c)
         if version is not None and version != table.format_version:
-            tx.upgrade_table_version(version)
+            format_version.upgrade(tx, version)
         if sets:
             tx.set_properties(sets)
         if removes:

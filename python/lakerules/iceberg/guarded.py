@@ -22,7 +22,7 @@ from pyiceberg.catalog import Catalog
 
 from lakerules.errors import CatalogUnavailable, UnreadableFile
 from lakerules.iceberg import metadata_files
-from lakerules.iceberg.pyiceberg_edge import MetadataWriteHook, catalog_file_io
+from lakerules.iceberg.pyiceberg_edge import MetadataWriteHook, catalog_file_io, writes_metadata_files
 
 try:
     from sqlalchemy.exc import DBAPIError
@@ -63,7 +63,9 @@ def guarded(cat: Catalog, name: str, props: dict | None = None) -> Catalog:
     that did not leaves nothing behind (its new metadata file is deleted)."""
     engine = getattr(cat, "engine", None)
     uri = None if engine is None else shown_property("uri", (props or {}).get("uri", str(engine.url)))
-    mixins = (_Guarded,) if engine is None else (_Guarded, MetadataWriteHook)
+    # the hook: a failed commit's metadata file deleted (a SQL catalog), and every metastore
+    # catalog's format-version 3 metadata written (lakerules.iceberg.v3)
+    mixins = (_Guarded, MetadataWriteHook) if engine is not None or writes_metadata_files(cat) else (_Guarded,)
     out = _rewrapped(cat, _subclass(mixins, type(cat)))
     out.lakerules_guard = _Guard(name, uri)
     return out

@@ -51,8 +51,17 @@ Snapshot producers (SnapshotProducer, FastAppendFiles, OverwriteFiles below subc
   meanwhile that a retry validates.
 - ``pyiceberg.table.update.snapshot._SnapshotProducer._written_manifests``: the manifests written,
   of which those the snapshot does not list are deleted after the commit.
+- ``pyiceberg.table.update.snapshot._SnapshotProducer._written_manifest_lists``: the manifest lists
+  written, deleted when nothing landed: a v3 snapshot's list is written by lakerules.
 - ``pyiceberg.manifest.ManifestWriterV2._meta``: a delete manifest's Avro metadata says
   ``content=deletes`` (pyiceberg writes no delete manifests).
+- ``pyiceberg.manifest.ManifestWriter._spec``: the partition spec of a v3 manifest's entry schema.
+- ``pyiceberg.manifest.ManifestWriter._schema``: the table schema of a v3 manifest's entry schema.
+- ``pyiceberg.manifest.ManifestWriter._output_file``: where a v3 manifest is written.
+
+Format version 3 (pyiceberg reads it, writes none of it; lakerules.iceberg.v3 does):
+- ``pyiceberg.table.update._apply_table_update(update, base_metadata, context)``: the dispatch that
+  applies a table update, given the upgrade of a v2 table to v3 (pyiceberg refuses versions above 2).
 
 Transactions:
 - ``pyiceberg.table.Transaction._stage(updates, requirements)``: updates pyiceberg has no API for
@@ -77,7 +86,8 @@ Validation and metrics:
 Catalogs (lakerules.iceberg.guarded):
 - ``pyiceberg.catalog.MetastoreCatalog._write_metadata(metadata, io, metadata_path)``: which metadata
   file a failed commit or CREATE TABLE wrote, to delete it when it did not land
-  (``MetadataWriteHook.writing_metadata``).
+  (``MetadataWriteHook.writing_metadata``); and where a format-version 3 table's metadata file is
+  written by lakerules (lakerules.iceberg.v3.metadata_json): pyiceberg's serializer raises for v3.
 - ``pyiceberg.catalog.Catalog._load_file_io(properties, location)``: the file IO that deletes it.
 """
 
@@ -89,12 +99,23 @@ from collections.abc import Callable, Iterator
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluator, _StrictMetricsEvaluator
 from pyiceberg.io import FileIO
+from pyiceberg.avro.file import AvroOutputFile
+from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntry, ManifestWriterV2
 from pyiceberg.schema import Schema
+from pyiceberg.serializers import Compressor
 from pyiceberg.table import Table, Transaction
+from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.table.update import (
+    AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate, UpgradeFormatVersionUpdate, _apply_table_update,
+)
 from pyiceberg.table.update.snapshot import _FastAppendFiles, _OverwriteFiles, _SnapshotProducer
 from pyiceberg.table.update.validate import _added_data_files, _validate_data_files_exist
 from pyiceberg.typedef import EMPTY_DICT
+
+from lakerules.errors import NotSupported
+from lakerules.iceberg import names, v3
 
 # ---- snapshot producers -------------------------------------------------------------------------
 
@@ -128,10 +149,79 @@ class _PublicHooks:
     def _cleanup_uncommitted(self):
         return self.cleanup_after_commit()
 
+    # Whether the snapshot this producer makes is right on a format-version 3 table: a subclass
+    # that only adds data files and removes whole data files (appends, overwrites; carried files
+    # keep their row ids) says so. Others (row deltas, rewrites, restores) are refused there until
+    # lakerules writes their v3 parts (deletion vectors, the row ids of rewritten rows).
+    v3_ready = False
+
     # ... calls these: pyiceberg's own unless overridden
     def produce(self) -> tuple:
         """Write the snapshot's manifests and manifest list: its (updates, requirements)."""
+        if self.metadata.format_version >= v3.VERSION:
+            return self.produce_v3()
         return super()._commit()
+
+    def produce_v3(self) -> tuple:
+        """pyiceberg's snapshot, as format version 3 has it (lakerules.iceberg.v3): v3 manifests and
+        manifest list, the snapshot's first-row-id and added-rows."""
+        metadata = self.metadata
+        if not self.v3_ready:
+            raise NotSupported(
+                f"lakerules: {names.table_name(self.table)} is a format-version 3 table: lakerules writes only appends "
+                f"and overwrites of whole files to v3 tables yet, not this {self.operation.value} commit. "
+                "Nothing was committed")
+        first_row_id = metadata.next_row_id
+        if first_row_id is None:
+            if metadata.snapshots:
+                raise NotSupported(f"lakerules: {names.table_name(self.table)}: format-version 3 metadata without "
+                                   "next-row-id; nothing was committed")
+            first_row_id = 0
+        manifests = self._manifests()
+        sequence_number = metadata.next_sequence_number()
+        summary = self._summary(self.snapshot_properties)
+        path = self.table.location_provider().new_metadata_location(
+            f"snap-{self.snapshot_id}-0-{self.commit_uuid}.avro")
+        self._written_manifest_lists.append(path)
+        parent = metadata.snapshot_by_id(self.parent_snapshot_id) if self.parent_snapshot_id is not None else None
+        known = v3.manifest_first_row_ids(self.io, parent.manifest_list) if parent is not None else {}
+        next_row_id = v3.write_manifest_list(
+            self.io.new_output(path), snapshot_id=self.snapshot_id, parent_snapshot_id=self.parent_snapshot_id,
+            sequence_number=sequence_number, first_row_id=first_row_id, manifests=manifests, known=known,
+            compression=self._compression)
+        snapshot = Snapshot(snapshot_id=self.snapshot_id, parent_snapshot_id=self.parent_snapshot_id,
+                            manifest_list=path, sequence_number=sequence_number, summary=summary,
+                            schema_id=metadata.current_schema_id, first_row_id=first_row_id,
+                            added_rows=next_row_id - first_row_id)
+        add = AddSnapshotUpdate(snapshot=snapshot)
+        branch = self.target_branch
+        if branch is None:
+            return (add,), ()
+        head = metadata.refs[branch].snapshot_id if branch in metadata.refs else None
+        return ((add, SetSnapshotRefUpdate(snapshot_id=self.snapshot_id, parent_snapshot_id=self.parent_snapshot_id,
+                                           ref_name=branch, type=SnapshotRefType.BRANCH)),
+                (AssertRefSnapshotId(snapshot_id=head, ref=branch),))
+
+    def new_manifest_writer(self, spec):
+        """A writer of a data manifest of ``spec``, in the table's format version."""
+        if self.metadata.format_version >= v3.VERSION:
+            writer = ManifestWriterV3(spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
+                                      snapshot_id=self.snapshot_id, avro_compression=self._compression)
+            writer.row_ids = self.parent_row_ids()
+            return writer
+        return super().new_manifest_writer(spec)
+
+    _row_ids: tuple = (None, None)
+
+    def parent_row_ids(self) -> v3.RowIds:
+        """The first_row_id of each live data file of the snapshot this one goes on (read once per
+        parent: a retry goes on a new one)."""
+        parent_id, ids = self._row_ids
+        if ids is None or parent_id != self.parent_snapshot_id:
+            parent = self.metadata.snapshot_by_id(self.parent_snapshot_id) if self.parent_snapshot_id is not None else None
+            ids = v3.RowIds(self.io, parent.manifest_list if parent is not None else None)
+            self._row_ids = (self.parent_snapshot_id, ids)
+        return ids
 
     def manifests(self) -> list:
         """The new snapshot's manifests (written by pyiceberg from the hooks below by default)."""
@@ -213,6 +303,9 @@ class _PublicHooks:
 
     def new_delete_manifest_writer(self, spec):
         """A writer of a delete manifest of ``spec`` (pyiceberg's writers write data manifests)."""
+        if self.metadata.format_version >= v3.VERSION:
+            return DeleteManifestWriterV3(spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
+                                          snapshot_id=self.snapshot_id, avro_compression=self._compression)
         return DeleteManifestWriter(spec=spec, schema=self.schema(), output_file=self.new_manifest_output(),
                                     snapshot_id=self.snapshot_id, avro_compression=self._compression)
 
@@ -237,6 +330,38 @@ class OverwriteFiles(_PublicHooks, _OverwriteFiles):
 
 class DeleteManifestWriter(ManifestWriterV2):
     """A manifest of delete files (format version 2 and later)."""
+
+    def content(self) -> ManifestContent:
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
+
+
+class ManifestWriterV3(ManifestWriterV2):
+    """A data manifest of a format-version 3 table: v3's entry schema (data files with
+    first_row_id, referenced_data_file, content_offset, content_size_in_bytes); a new data file's
+    first_row_id is left null, to be inherited from the manifest list (lakerules.iceberg.v3)."""
+
+    @property
+    def version(self):
+        return v3.VERSION
+
+    def new_writer(self) -> AvroOutputFile[ManifestEntry]:
+        schema = v3.entry_schema(self._spec, self._schema)
+        return AvroOutputFile[ManifestEntry](output_file=self._output_file, file_schema=schema, record_schema=schema,
+                                             schema_name="manifest_entry", metadata=self._meta)
+
+    row_ids = None  # data file path -> its first_row_id where it was listed (v3.RowIds)
+
+    def prepare_entry(self, entry: ManifestEntry) -> ManifestEntry:
+        return v3.carried(super().prepare_entry(entry), self.content(), self.row_ids or v3.RowIds(None, None))
+
+
+class DeleteManifestWriterV3(ManifestWriterV3):
+    """A delete manifest of a format-version 3 table (deletion vectors: file_format PUFFIN,
+    referenced_data_file, content_offset, content_size_in_bytes)."""
 
     def content(self) -> ManifestContent:
         return ManifestContent.DELETES
@@ -274,6 +399,23 @@ class CachingTransaction(Transaction):
 def stage(tx: Transaction, updates: tuple, requirements: tuple = ()) -> None:
     """Stage table updates and their requirements on ``tx`` (one requirement per type is kept)."""
     tx._stage(tuple(updates), tuple(requirements))
+
+
+class UpgradeToV3(UpgradeFormatVersionUpdate):
+    """The upgrade of a format-version 2 table to 3 (pyiceberg applies none above 2)."""
+
+
+@_apply_table_update.register(UpgradeToV3)
+def _upgrade_to_v3(update, base_metadata, context):
+    if base_metadata.format_version >= v3.VERSION:
+        return base_metadata
+    context.add_update(update)
+    return v3.upgraded_metadata(base_metadata)
+
+
+def upgrade_to_v3(tx: Transaction) -> None:
+    """Stage the upgrade of ``tx``'s table (format version 2) to format version 3."""
+    stage(tx, (UpgradeToV3(format_version=v3.VERSION),))
 
 
 def require(tx: Transaction, requirement) -> None:
@@ -324,7 +466,19 @@ class MetadataWriteHook:
 
     def _write_metadata(self, metadata, io, metadata_path):
         self.writing_metadata(metadata_path)
+        if metadata.format_version >= v3.VERSION:
+            output = io.new_output(metadata_path)
+            with output.create(overwrite=False) as stream:
+                stream.write(Compressor.get_compressor(metadata_path).bytes_compressor()(
+                    v3.metadata_json(metadata).encode("utf-8")))
+            return None
         return super()._write_metadata(metadata, io, metadata_path)
+
+
+def writes_metadata_files(catalog) -> bool:
+    """Whether ``catalog`` writes table metadata files itself (MetadataWriteHook can stand in front
+    of it), as pyiceberg's metastore catalogs do; a REST catalog's server writes its own."""
+    return isinstance(catalog, MetastoreCatalog)
 
 
 def catalog_file_io(catalog, location: str) -> FileIO:

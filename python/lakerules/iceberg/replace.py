@@ -52,7 +52,6 @@ from pyiceberg.table.update import (
     SetDefaultSpecUpdate,
     SetLocationUpdate,
     SetPropertiesUpdate,
-    UpgradeFormatVersionUpdate,
     update_table_metadata,
 )
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
@@ -88,7 +87,7 @@ def plan(base: Table, schema: Schema, partitioning: PartitionSpec, properties: d
     if version is not None:
         version = format_version.checked(version, f"CREATE OR REPLACE TABLE {shown}", metadata.format_version)
         if version > metadata.format_version:
-            updates.append(UpgradeFormatVersionUpdate(format_version=version))
+            updates.append(format_version.upgrade_update(version))
     new_schema = _with_ids(schema, metadata.schema(), metadata.last_column_id)
     same = next((s for s in metadata.schemas if s.fields == new_schema.fields
                  and set(s.identifier_field_ids) == set(new_schema.identifier_field_ids)), None)
@@ -136,14 +135,16 @@ def plan(base: Table, schema: Schema, partitioning: PartitionSpec, properties: d
 SPARK_RESERVED = {"provider", "owner", "location", "is_managed_location", "external", "option.path"}
 
 
-def create_table(catalog: str, cat: Catalog, a: dict) -> Table:
+def create_table(catalog: str, cat: Catalog, a: dict, default_version: int = format_version.DEFAULT) -> Table:
     """Create the table the shim's arguments ``a`` describe (CREATE TABLE, CTAS): checked (names,
-    provider, format version, location), in its own folder (lakerules.iceberg.owners)."""
+    provider, format version, location), in its own folder (lakerules.iceberg.owners); at
+    ``default_version`` (the session's spark.lakerules.default-format-version) unless a
+    format-version property says otherwise."""
     ns, tname = tuple(a["namespace"]), a["name"]
     iceberg_schema, spec, props, location = new_table(catalog, cat, a)
     if not namespace_exists(cat, ns):
         raise CatalogError("NoSuchNamespace", "no such namespace", ns)
-    props.setdefault(format_version.PROPERTY, str(format_version.DEFAULT))
+    props.setdefault(format_version.PROPERTY, str(default_version))
     tables = owners.other_tables(cat)
     if not location:
         location = owners.default_location(cat, ns, tname, cat.load_namespace_properties(ns).get("location"), tables)

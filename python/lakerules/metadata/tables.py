@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyiceberg.conversions import from_bytes
-from pyiceberg.manifest import DataFileContent, ManifestContent
+from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.types import ListType, MapType, NestedField, PrimitiveType, StructType as IStruct
 from pyspark.sql import types as T
@@ -546,6 +546,9 @@ def _position_deletes(spark, table, sid, schema: T.StructType):
         deletes = [m for m in s.manifests(table.io) if m.content == ManifestContent.DELETES]
         files += [e.data_file for entries in _live(table, deletes) for e in entries
                   if e.data_file.content == DataFileContent.POSITION_DELETES]
+        if any(d.file_format == FileFormat.PUFFIN for d in files):
+            raise NotSupported(f"lakerules: the position_deletes metadata table of {names.table_name(table)} does not "
+                               "read deletion vectors (Iceberg v3) yet")
     fr = _FileRows(table)
     info_fields = [f("__name", _STR, False)] + [x for x in schema.fields if x.name in ("partition", "spec_id", "delete_file_path")]
     names = status_names(spark, [d.file_path for d in files]) if files else {}

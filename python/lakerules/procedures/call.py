@@ -10,6 +10,7 @@ from lakerules.plan.nodes import TableRef
 from lakerules.procedures import history, imports, maintenance, missing_files, rewrite_data_files
 from lakerules.procedures import rewrite_position_delete_files
 from lakerules.spark import jvm as J
+from lakerules.iceberg import format_version
 
 # procedure -> run(ctx, table, values); register_table runs on the catalog (the table is new)
 RUNS = {
@@ -61,7 +62,15 @@ def run(ctx, stmt):
     if procedure == "register_table":  # the table does not exist yet: on the catalog
         return ref, imports.register_table(ctx, catalog, ref.identifier, values)
     table = ctx.catalogs.load_for_statement(ref, ctx.conf, stmt)
+    if procedure in NOT_ON_V3:
+        format_version.refuse_on_v3(table, f"CALL {catalog}.system.{procedure}")
     return ref, RUNS[procedure](ctx, table, values)
+
+
+# Procedures that write what lakerules does not write correctly on format-version 3 tables yet
+# (deletion vectors, the row ids of rewritten files, manifests rewritten): refused there.
+NOT_ON_V3 = frozenset({"rewrite_manifests", "rewrite_data_files", "rewrite_position_delete_files",
+                       "remove_missing_files", "cherrypick_snapshot", "publish_changes"})
 
 
 def _is_catalog(spark, name: str) -> bool:

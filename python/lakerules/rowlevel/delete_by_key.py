@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakerules.write import commit, row_delta
 from lakerules.spark import jvm as J
-from lakerules.iceberg import names, schema as schemas
+from lakerules.iceberg import format_version, names, schema as schemas
 from lakerules.errors import LakeError
 from lakerules.write.files import discard, write_files
 
@@ -36,6 +36,7 @@ def delete_by_key(spark: SparkSession, catalogs, table_name: str, keys: DataFram
     # to the branch write-audit-publish names, or staged, as every write (lakerules.iceberg.refs)
     table = catalogs.load_for_write(TableRef(catalog_name, tuple(namespace), name),
                                              lambda key: spark.conf.get(key, None))
+    format_version.refuse_on_v3(table, "delete_by_key")  # its equality deletes and position path: not on v3 yet
     schema, spec = table.schema(), table.spec()
     key_fields = [_column(table, schema, c) for c in on]
     # The files are partitioned like the table, so the partition source columns must be known.

@@ -41,7 +41,7 @@ from pyiceberg.table.snapshots import Operation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from lakerules.write import files as write, row_delta
+from lakerules.write import deletion_vectors, files as write, row_delta
 from lakerules.spark import jvm as J, progress
 from lakerules.scan import row_files as row_plans
 from lakerules.errors import LakeError
@@ -174,27 +174,32 @@ def _live_rows(ctx, table, snapshot, planned_files) -> int:
 
 def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched):
     spark = ctx.spark
-    written = []
+    written, kept, replaced = [], [], []
     if touched:
         rows = matched
         if entire:
             rows = rows.where(~F.col("file_path").isin([p.file.file_path for p in entire]))
-        written = write.write_position_deletes(spark, table, rows, partitions)
+        if table.format_version >= 3:  # deletion vectors, one per data file (lakerules.write.deletion_vectors)
+            written, kept, replaced = deletion_vectors.write(spark, table, snapshot, rows, touched, whole)
+        else:
+            written = write.write_position_deletes(spark, table, rows, partitions)
     try:
         row_delta.commit(
-            table, [], written,
+            table, [], written + kept,
             {"lakerules.operation": "delete"},
             removed_data_files=[p.file for p in whole],
-            removed_delete_files=dangling_deletes(table, snapshot, whole),
+            removed_delete_files=dangling_deletes(table, snapshot, whole) + replaced,
             validation=row_delta.Validation(
                 must_exist=frozenset(p.file for p in whole + touched),
+                # v3: one DV per data file; a DV that landed meanwhile on a touched file is a conflict
+                no_new_deletes=frozenset(p.file for p in touched) if table.format_version >= 3 else frozenset(),
                 conflict_filter=expr,
                 statement="delete",
             ),
             operation=Operation.DELETE if written or whole else None,
         )
     except BaseException as e:
-        write.discard(table, written, e)
+        write.discard(table, list({f.file_path: f for f in written}.values()), e)  # DVs share their Puffin file
         raise
 
 

@@ -41,7 +41,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.typedef import KeyDefaultDict
 
-from lakerules.scan import manifests as cached
+from lakerules.scan import deletion_vectors, manifests as cached
 from lakerules.iceberg import names, pyiceberg_edge as edge
 from lakerules.errors import NotSupported
 
@@ -133,11 +133,12 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
     position_files: list[DataFile] = []
     for entry in all_entries:
         f = entry.data_file
-        if f.file_format == FileFormat.PUFFIN:
-            raise NotSupported(
-                f"lakerules: table {names.table_name(table)} has deletion vectors (Iceberg v3, {f.file_path}); "
-                "reading them is not supported yet"
-            )
+        if f.file_format == FileFormat.PUFFIN:  # a deletion vector: indexed below, from v3's manifests
+            if metadata.format_version < 3:
+                raise NotSupported(
+                    f"lakerules: table {names.table_name(table)} has deletion vectors ({f.file_path}) but is format "
+                    f"version {metadata.format_version}; Iceberg has them in version 3 tables only")
+            continue
         if f.content == DataFileContent.DATA:
             data.append(entry)
         elif f.content == DataFileContent.POSITION_DELETES:
@@ -148,16 +149,19 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
         else:
             raise NotSupported(f"lakerules: unknown content {f.content} in {f.file_path}")
 
+    # deletion vectors (format version 3): where a data file has one, its position delete files are not read
+    dvs = deletion_vectors.index(table, snapshot.manifests(table.io)) if metadata.format_version >= 3 else {}
     planned = []
     for entry in data:
         seq = entry.sequence_number or 0
         f = entry.data_file
         eq = equality.for_data_file(seq, f)
+        dv = deletion_vectors.for_data_file(dvs, f, seq)
         planned.append(
             PlannedFile(
                 file=f,
                 sequence_number=seq,
-                position_deletes=tuple(sorted(positions.for_data_file(seq, f), key=_path)),
+                position_deletes=(dv,) if dv is not None else tuple(sorted(positions.for_data_file(seq, f), key=_path)),
                 equality_deletes=tuple(sorted(eq, key=_path)),
                 snapshot_id=entry.snapshot_id,
                 equality_sequence={d.file_path: equality.sequence[d.file_path] for d in eq},

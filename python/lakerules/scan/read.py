@@ -40,7 +40,7 @@ from pyspark.sql.types import StructField, StructType
 
 from lakerules.spark import jvm as J, settings, shared
 from lakerules.errors import LakeError
-from lakerules.scan import equality_deletes
+from lakerules.scan import deletion_vectors, equality_deletes
 from lakerules.scan.explain import remember
 from lakerules.plan.nodes import LakeScan
 from lakerules.iceberg.schema import iceberg_to_spark
@@ -162,13 +162,16 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
     for planned in scan.plan.files:
         # Files without position deletes are read apart: no row positions, no join.
         eq = () if joined else tuple(d.file_path for d in planned.equality_deletes)
-        groups[(eq, bool(planned.position_deletes))].append(planned)
+        groups[(eq, deletion_vectors.kind(planned))].append(planned)
     if not groups:
         return J.select(read_files(spark, schema, [], positions), columns)
     parts = []
-    for (_, with_deletes), files in sorted(groups.items()):
+    for (_, deletes), files in sorted(groups.items()):
+        with_deletes = deletes != deletion_vectors.NONE
         df = read_files(spark, schema, [p.file for p in files], with_deletes or positions or joined)
-        if with_deletes:
+        if deletes == deletion_vectors.DELETION_VECTOR:
+            df = _apply_deletion_vectors(ctx, df, files)
+        elif with_deletes:
             df = _apply_position_deletes(ctx, df, files)
         if joined:
             df = J.select(df, columns + ([] if positions else [FILE_COL]))
@@ -234,6 +237,14 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
         output = {a.name(): a for a in J.from_seq(plan.output())}
         return J.dataframe(spark, deleted.filterLive(plan, output[FILE_COL], output[POS_COL]))
     return _position_anti_join(spark, data, files, delete_files, names)
+
+
+def _apply_deletion_vectors(ctx, data: DataFrame, files: list) -> DataFrame:
+    """The data rows the files' deletion vectors (Iceberg v3) keep: lakerules.scan.deletion_vectors."""
+    plan = J.analyzed(data)
+    output = {a.name(): a for a in J.from_seq(plan.output())}
+    names = status_names(ctx.spark, sorted({p.file.file_path for p in files}))
+    return J.dataframe(ctx.spark, deletion_vectors.apply(ctx.spark, plan, output[FILE_COL], output[POS_COL], files, names))
 
 
 _position_sets: OrderedDict = OrderedDict()  # (application, pairs) -> JVM PositionDeleteSet

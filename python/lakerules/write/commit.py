@@ -187,9 +187,13 @@ def commit_may_have_landed(error: BaseException) -> bool:
 class AppendFiles(Merging, edge.FastAppendFiles):
     """An append whose new snapshot's manifests are merged (lakerules.write.manifest_merge)."""
 
+    v3_ready = True  # new data files; carried files keep their row ids (lakerules.iceberg.v3)
+
 
 class OverwriteFiles(Merging, edge.OverwriteFiles):
     """An overwrite whose new snapshot's manifests are merged."""
+
+    v3_ready = True  # whole data files removed and added; carried files keep their row ids
 
 
 def append(table: Table, data_files: list, summary: dict | None = None, properties: dict | None = None) -> None:

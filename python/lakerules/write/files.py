@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from lakerules.write import commit, metrics, parquet_props, order as write_order, row_delta
 from lakerules.spark import jvm as J, progress, shared
-from lakerules.iceberg import names, options, partitioning, paths, schema as schemas
+from lakerules.iceberg import format_version, names, options, partitioning, paths, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import replace
 from lakerules.plan.expressions import to_iceberg
@@ -148,7 +148,8 @@ def run_ctas(ctx, node, query_plan):
         return J.empty_result(ctx.spark)
     if args["properties"].get("provider") == default_provider:
         args["properties"].pop("provider")
-    table = replace.create_table(t.catalog, catalog, args)
+    table = replace.create_table(t.catalog, catalog, args, format_version.default_for_new_tables(
+        ctx.spark.conf.get(format_version.DEFAULT_SETTING, None)))
     written: list[DataFile] = []
     try:
         written = write_data_files(ctx, t.catalog, table, df)

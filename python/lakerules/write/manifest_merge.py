@@ -26,6 +26,7 @@ from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 from pyiceberg.utils.bin_packing import ListPacker
 
 from lakerules.errors import LakeError
+from lakerules.iceberg import v3
 
 MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
 MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
@@ -76,7 +77,8 @@ def manifest_writer(producer, content: ManifestContent, spec_id: int):
 
 def merge_manifests(producer, manifests: list) -> list:
     """The manifests of the producer's new snapshot (its own new manifests first), merged as the
-    table's properties say (see above): data manifests, then delete manifests."""
+    table's properties say (see above): data manifests, then delete manifests. On a format-version
+    3 table, a carried data file's first_row_id is written out (lakerules.iceberg.v3.carried)."""
     policy = MergePolicy.of(producer.metadata.properties)
     live = [m for m in manifests
             if m.added_snapshot_id == producer.snapshot_id or m.has_added_files() or m.has_existing_files()]
@@ -110,7 +112,7 @@ def _merged(producer, content: ManifestContent, spec_id: int, manifests: list) -
     own = producer.snapshot_id
     entries = []
     for manifest in manifests:
-        for e in manifest.fetch_manifest_entry(producer.io, discard_deleted=False):
+        for e in v3.entries(producer.io, manifest, producer.metadata.format_version, discard_deleted=False):
             if e.status == ManifestEntryStatus.DELETED:
                 if e.snapshot_id == own:  # only this commit's removals; earlier ones are history
                     entries.append(("delete", e))
@@ -172,7 +174,7 @@ def parent_manifests_without(producer, gone: set) -> tuple[list, list]:
     manifests, deleted = [], []
     parent = producer.metadata.snapshot_by_id(producer.parent_snapshot_id)
     for manifest in parent.manifests(producer.io):
-        entries = manifest.fetch_manifest_entry(producer.io, discard_deleted=True)
+        entries = v3.entries(producer.io, manifest, producer.metadata.format_version)
         if not any(e.data_file.file_path in gone for e in entries):
             manifests.append(manifest)
             continue

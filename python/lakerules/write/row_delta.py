@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pyiceberg.exceptions import ValidationException
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.expressions.visitors import expression_evaluator, inclusive_projection
-from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import IsolationLevel, Operation
 from pyiceberg.typedef import EMPTY_DICT, KeyDefaultDict
 
-from lakerules.iceberg import names
+from lakerules.iceberg import names, v3
 from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.scan.row_files import isolation_level
 from lakerules.write.commit import producer_args, snapshot_summary, transaction
@@ -103,6 +103,11 @@ class _RowDelta(Merging, edge.OverwriteFiles):
         self._removed_delete_files: set = set()
         self._validation = validation or Validation()
 
+    @property
+    def v3_ready(self) -> bool:
+        """On a format-version 3 table: deletion vectors added, never position delete files."""
+        return all(f.file_format == FileFormat.PUFFIN for f in self._added_delete_files)
+
     def add_delete_file(self, delete_file) -> "_RowDelta":
         self._added_delete_files.append(delete_file)
         return self
@@ -125,7 +130,7 @@ class _RowDelta(Merging, edge.OverwriteFiles):
             if not gone:
                 out.append(manifest)
                 continue
-            entries = manifest.fetch_manifest_entry(io=self.io, discard_deleted=True)
+            entries = v3.entries(self.io, manifest, self.metadata.format_version)
             keep = [e for e in entries if e.data_file not in gone]
             if len(keep) == len(entries):
                 out.append(manifest)
@@ -152,7 +157,7 @@ class _RowDelta(Merging, edge.OverwriteFiles):
             gone = self._removed(manifest)
             if not gone:
                 continue
-            for e in manifest.fetch_manifest_entry(io=self.io, discard_deleted=True):
+            for e in v3.entries(self.io, manifest, self.metadata.format_version):
                 if e.data_file in gone:
                     out.append(ManifestEntry.from_args(
                         status=ManifestEntryStatus.DELETED,

@@ -54,6 +54,11 @@ public final class PositionDeleteSet implements Serializable {
    * those arrays come back to the driver: one stage, no shuffle, 8 bytes a deleted row.
    */
   public static PositionDeleteSet collect(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows) {
+    return of(session, positionsByName(session, rows));
+  }
+
+  /** The positions of each name of {@code rows} (name STRING, position BIGINT), sorted. */
+  static HashMap<String, long[]> positionsByName(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows) {
     org.apache.spark.sql.classic.Dataset<?> ds = org.apache.spark.sql.classic.Dataset.ofRows(session, rows);
     org.apache.spark.rdd.RDD<InternalRow> rdd = ds.queryExecution().executedPlan().execute();
     java.util.List<HashMap<String, long[]>> parts =
@@ -82,11 +87,19 @@ public final class PositionDeleteSet implements Serializable {
       }
       Arrays.sort(all);
       merged.put(e.getKey(), all);
-      total += all.length;
     }
-    Broadcast<HashMap<String, long[]>> b = session.sparkContext().broadcast(merged,
+    return merged;
+  }
+
+  /** The set of {@code byName} (data file name -> its deleted positions, sorted), broadcast. */
+  static PositionDeleteSet of(org.apache.spark.sql.classic.SparkSession session, HashMap<String, long[]> byName) {
+    long total = 0;
+    for (long[] p : byName.values()) {
+      total += p.length;
+    }
+    Broadcast<HashMap<String, long[]>> b = session.sparkContext().broadcast(byName,
         scala.reflect.ClassTag$.MODULE$.apply(HashMap.class));
-    return new PositionDeleteSet(b, total, merged.size());
+    return new PositionDeleteSet(b, total, byName.size());
   }
 
   /** One task's (name, position) rows as one array of positions per name. */

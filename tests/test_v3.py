@@ -1,0 +1,633 @@
+"""Iceberg format version 3 tables (issue 32, its foundation): created and upgraded, appends with
+row lineage, every other write refused clearly. Each state is read back by lakerules, pyiceberg
+(which reads v3) and DuckDB; the metadata JSON, manifest lists and manifests are read directly
+(the metadata as JSON, the Avro files by DuckDB's avro extension), not through lakerules."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from errors_util import refused
+
+from lakerules.iceberg import format_version
+
+
+def _metadata(iceberg_catalog, table: str) -> dict:
+    t = iceberg_catalog.load_table(table.split(".", 1)[1])
+    return json.loads(Path(t.metadata_location.removeprefix("file://")).read_text())
+
+
+def _avro(duck, path: str) -> list[dict]:
+    rel = duck.execute(f"SELECT * FROM read_avro('{path.removeprefix('file://')}')")
+    names = [d[0] for d in rel.description]
+    return [dict(zip(names, row)) for row in rel.fetchall()]
+
+
+def _lineage(duck, meta: dict) -> dict:
+    """What the current snapshot's manifest list and manifests say about row ids: per manifest
+    (path -> first_row_id, added and existing rows), per data file (path -> first_row_id as
+    written, record_count, status), in list and file order."""
+    current = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
+    manifests, files = [], []
+    for m in _avro(duck, current["manifest-list"]):
+        manifests.append(m)
+        for e in _avro(duck, m["manifest_path"]):
+            files.append({"manifest": m["manifest_path"], "status": e["status"], **e["data_file"]})
+    return {"snapshot": current, "manifests": manifests, "files": files}
+
+
+def _row_ids(lineage: dict) -> dict[str, int]:
+    """Each live data file's first row id as the spec's inheritance gives it: its own, else its
+    manifest's first_row_id plus the rows of the live files before it that inherit too."""
+    out = {}
+    for m in lineage["manifests"]:
+        if m["content"] != 0:
+            continue
+        nxt = m["first_row_id"]
+        for f in lineage["files"]:
+            if f["manifest"] != m["manifest_path"] or f["status"] == 2:
+                continue
+            if f.get("first_row_id") is not None:
+                out[f["file_path"]] = f["first_row_id"]
+            else:
+                out[f["file_path"]] = nxt
+                nxt += f["record_count"]
+    return out
+
+
+def _contiguous(lineage: dict, rows: int) -> bool:
+    """Whether the live data files' row ids are 0 .. rows-1, each file's a range, none shared."""
+    ids = _row_ids(lineage)
+    ranges = sorted((ids[f["file_path"]], f["record_count"]) for f in lineage["files"]
+                    if f["status"] != 2 and f["content"] == 0)
+    return [r[0] for r in ranges] == [sum(c for _, c in ranges[:i]) for i in range(len(ranges))] and \
+        sum(c for _, c in ranges) == rows
+
+
+def test_create_insert_and_row_lineage(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.v3"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3')")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3 and meta["next-row-id"] == 0
+    assert iceberg_catalog.load_table(f"{ns}.v3").format_version == 3
+
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    meta = _metadata(iceberg_catalog, t)
+    first = meta["snapshots"][-1]
+    assert (first["first-row-id"], first["added-rows"], meta["next-row-id"]) == (0, 3, 3)
+    lin = _lineage(duck, meta)
+    assert [m["first_row_id"] for m in lin["manifests"]] == [0]
+    assert {f["first_row_id"] for f in lin["files"]} == {None}  # inherited from the manifest
+    assert sum(f["record_count"] for f in lin["files"]) == 3
+    assert all(f["file_format"] == "PARQUET" for f in lin["files"])
+
+    spark.sql(f"INSERT INTO {t} VALUES (4, 'd'), (5, 'e')")
+    spark.createDataFrame([(6, "f")], "id BIGINT, s STRING").writeTo(t).append()
+    meta = _metadata(iceberg_catalog, t)
+    second, third = meta["snapshots"][-2:]
+    assert (second["first-row-id"], second["added-rows"]) == (3, 2)
+    assert (third["first-row-id"], third["added-rows"]) == (5, 1)
+    assert meta["next-row-id"] == 6 and meta["last-sequence-number"] == 3
+    lin = _lineage(duck, meta)
+    # the carried manifests keep the ids their first list gave them; the new one gets the next
+    assert sorted(m["first_row_id"] for m in lin["manifests"]) == [0, 3, 5]
+    assert _contiguous(lin, 6)
+
+    rows = [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e"), (6, "f")]
+    engines.assert_same(t, expected=rows)
+
+
+def test_ctas_and_the_default_setting(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.c3"
+    spark.sql(f"CREATE TABLE {t} TBLPROPERTIES ('format-version'='3') AS SELECT id, id * 2 AS d FROM range(4)")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3 and meta["next-row-id"] == 4
+    s = meta["snapshots"][-1]
+    assert (s["first-row-id"], s["added-rows"]) == (0, 4)
+    engines.assert_same(t, expected=[(i, 2 * i) for i in range(4)])
+
+    spark.conf.set(format_version.DEFAULT_SETTING, "3")
+    try:
+        spark.sql(f"CREATE TABLE lake.{ns}.d3 (id INT)")
+        spark.sql(f"CREATE TABLE lake.{ns}.d3b AS SELECT 1 AS id")
+        spark.sql(f"CREATE TABLE lake.{ns}.d2 (id INT) TBLPROPERTIES ('format-version'='2')")
+    finally:
+        spark.conf.unset(format_version.DEFAULT_SETTING)
+    assert iceberg_catalog.load_table(f"{ns}.d3").format_version == 3
+    assert iceberg_catalog.load_table(f"{ns}.d3b").format_version == 3
+    assert iceberg_catalog.load_table(f"{ns}.d2").format_version == 2
+    spark.sql(f"CREATE TABLE lake.{ns}.d2b (id INT)")
+    assert iceberg_catalog.load_table(f"{ns}.d2b").format_version == 2
+
+    spark.conf.set(format_version.DEFAULT_SETTING, "4")
+    try:
+        refused(spark, f"CREATE TABLE lake.{ns}.bad (id INT)", format_version.DEFAULT_SETTING, "'4'")
+    finally:
+        spark.conf.unset(format_version.DEFAULT_SETTING)
+    assert not spark.catalog.tableExists(f"lake.{ns}.bad")
+
+
+def test_upgrade_from_v2_assigns_row_ids_to_older_files(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.up"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='2')")
+    spark.sql(f"INSERT INTO {t} VALUES (1), (2)")
+    spark.sql(f"INSERT INTO {t} VALUES (3)")
+    refused(spark, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='1')", "never downgraded")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3 and meta["next-row-id"] == 0
+    assert all("first-row-id" not in s for s in meta["snapshots"])
+    engines.assert_same(t, expected=[(1,), (2,), (3,)])
+    refused(spark, f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='2')", "would downgrade", "never downgraded")
+
+    spark.sql(f"INSERT INTO {t} VALUES (4)")
+    meta = _metadata(iceberg_catalog, t)
+    s = meta["snapshots"][-1]
+    # the two v2 manifests (3 rows) get ids in the first v3 list, as Iceberg's upgrade does
+    assert (s["first-row-id"], s["added-rows"], meta["next-row-id"]) == (0, 4, 4)
+    lin = _lineage(duck, meta)
+    assert _contiguous(lin, 4)
+    spark.sql(f"INSERT INTO {t} VALUES (5)")
+    meta2 = _metadata(iceberg_catalog, t)
+    lin2 = _lineage(duck, meta2)
+    kept = {m["manifest_path"]: m["first_row_id"] for m in lin["manifests"]}
+    assert all(kept[m["manifest_path"]] == m["first_row_id"] for m in lin2["manifests"] if m["manifest_path"] in kept)
+    assert (meta2["snapshots"][-1]["first-row-id"], meta2["next-row-id"]) == (4, 5)
+    engines.assert_same(t, expected=[(i,) for i in range(1, 6)])
+
+    # a v1 table goes to 2 first
+    spark.sql(f"CREATE TABLE lake.{ns}.one (id INT) TBLPROPERTIES ('format-version'='1')")
+    refused(spark, f"ALTER TABLE lake.{ns}.one SET TBLPROPERTIES ('format-version'='3')", "upgrade it to 2 first")
+    assert iceberg_catalog.load_table(f"{ns}.one").format_version == 1
+
+
+def test_add_files_and_metadata_changes_keep_v3(spark, ns, iceberg_catalog, engines, duck, tmp_path):
+    t = f"lake.{ns}.af"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    schema = pa.schema([pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+                        pa.field("s", pa.string(), metadata={b"PARQUET:field_id": b"2"})])
+    pq.write_table(pa.table({"id": [7, 8], "s": ["x", "y"]}, schema=schema), tmp_path / "f.parquet")
+    spark.sql(f"CALL lake.system.add_files(table => '{ns}.af', source_table => '`parquet`.`{tmp_path / 'f.parquet'}`')")
+    meta = _metadata(iceberg_catalog, t)
+    assert (meta["snapshots"][-1]["first-row-id"], meta["snapshots"][-1]["added-rows"], meta["next-row-id"]) == (1, 2, 3)
+    assert _contiguous(_lineage(duck, meta), 3)
+    first_snapshot = meta["snapshots"][0]["snapshot-id"]
+
+    # metadata-only changes: the table stays v3, next-row-id kept
+    spark.sql(f"ALTER TABLE {t} ADD COLUMN n INT")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('k'='v')")
+    spark.sql(f"INSERT INTO {t} VALUES (9, 'z', 5)")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3 and meta["next-row-id"] == 4 and meta["properties"]["k"] == "v"
+    engines.assert_same(t, expected=[(1, "a", None), (7, "x", None), (8, "y", None), (9, "z", 5)])
+    spark.sql(f"CALL lake.system.rollback_to_snapshot('{ns}.af', {first_snapshot})")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["current-snapshot-id"] == first_snapshot and meta["next-row-id"] == 4  # ids are never reused
+    engines.assert_same(t, expected=[(1, "a", None)])
+    spark.sql(f"INSERT INTO {t} VALUES (2, 'b', 2)")
+    meta = _metadata(iceberg_catalog, t)
+    assert (meta["snapshots"][-1]["first-row-id"], meta["next-row-id"]) == (4, 5)
+    engines.assert_same(t, expected=[(1, "a", None), (2, "b", 2)])
+
+
+def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, iceberg_catalog):
+    import lakerules
+    from lakerules.errors import NotSupported
+    from lakerules.write import row_delta
+
+    t = f"lake.{ns}.r3"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2)")
+    spark.sql(f"CREATE TABLE lake.{ns}.src (id BIGINT, p INT)")
+    spark.sql(f"INSERT INTO lake.{ns}.src VALUES (1, 1), (3, 3)")
+    before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
+    snapshot = iceberg_catalog.load_table(f"{ns}.r3").metadata.current_snapshot_id
+    statements = {
+        "UPDATE": f"UPDATE {t} SET id = 5 WHERE id = 1",
+        "MERGE": f"MERGE INTO {t} x USING lake.{ns}.src s ON x.id = s.id WHEN MATCHED THEN DELETE "
+                 "WHEN NOT MATCHED THEN INSERT *",
+        "OPTIMIZE": f"OPTIMIZE {t}",
+        "RESTORE": f"RESTORE TABLE {t} TO VERSION AS OF {snapshot}",
+        "rewrite_data_files": f"CALL lake.system.rewrite_data_files(table => '{ns}.r3')",
+        "rewrite_position_delete_files": f"CALL lake.system.rewrite_position_delete_files(table => '{ns}.r3')",
+        "rewrite_manifests": f"CALL lake.system.rewrite_manifests('{ns}.r3')",
+    }
+    for verb, sql in statements.items():
+        message = refused(spark, sql, verb, t, "format-version 3", "Nothing was changed")
+        assert len(message.strip().splitlines()) == 1, message
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='copy-on-write')")
+    refused(spark, f"DELETE FROM {t} WHERE id = 1", "DELETE in copy-on-write mode", t, "format-version 3")
+    spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('write.delete.mode')")
+    before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
+    src = spark.table(f"lake.{ns}.src")
+    refused(spark, lambda: lakerules.delete_by_key(spark, t, src.select("id", "p"), on=["id"]),
+            "delete_by_key", t, "format-version 3")
+    assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
+
+    # the fail-safe under the verbs: a commit adding a position delete file (not a DV) is refused on v3
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+
+    table = iceberg_catalog.load_table(f"{ns}.r3")
+    data = next(iter(table.scan().plan_files())).file
+    position_file = DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=f"{data.file_path}.pos.parquet",
+                                       file_format=FileFormat.PARQUET, partition=data.partition, record_count=1,
+                                       file_size_in_bytes=1)
+    position_file.spec_id = data.spec_id
+    with pytest.raises(NotSupported, match="format-version 3 table: lakerules writes only appends"):
+        row_delta.commit(table, [], [position_file])
+    assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
+    assert sorted(tuple(r) for r in spark.table(t).collect()) == [(1, 1), (2, 2)]
+
+
+def test_overwrites_and_merged_manifests_keep_row_ids(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.ow"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES "
+              "('format-version'='3', 'commit.manifest.min-count-to-merge'='2')")
+    for i in range(3):
+        spark.sql(f"INSERT INTO {t} VALUES ({i}, {i % 2})")
+    lin = _lineage(duck, _metadata(iceberg_catalog, t))
+    assert any(f["status"] == 0 for f in lin["files"]), "the manifests were not merged"  # EXISTING entries
+    # a merged manifest's list entry takes ids for its existing rows too (as Iceberg's Java writer):
+    # the ids of the files it carries are written out and kept, the rest of its range is unused
+    assert sorted(_row_ids(lin).values()) == [0, 1, 3]
+    first = _row_ids(lin)
+
+    spark.sql(f"INSERT INTO {t} VALUES (4, 0)")
+    lin = _lineage(duck, _metadata(iceberg_catalog, t))
+    assert {p: i for p, i in _row_ids(lin).items() if p in first} == first  # merged again, ids kept
+    spark.sql(f"INSERT OVERWRITE {t} SELECT 10, 1")  # static: the whole table
+    spark.sql(f"INSERT INTO {t} VALUES (5, 0)")
+    spark.sql(f"INSERT INTO {t} VALUES (6, 1)")
+    before = _row_ids(_lineage(duck, _metadata(iceberg_catalog, t)))
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        spark.sql(f"INSERT OVERWRITE {t} SELECT 20, 1")  # replaces p=1 only
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    meta = _metadata(iceberg_catalog, t)
+    lin = _lineage(duck, meta)
+    after = _row_ids(lin)
+    live = [f for f in lin["files"] if f["status"] != 2]
+    p0 = [f["file_path"] for f in live if f["partition"]["p"] == 0]
+    assert len(p0) == 1 and after[p0[0]] == before[p0[0]]  # the row (5, 0) kept its id
+    # every live file's ids are its own range, below next-row-id
+    ranges = sorted((after[f["file_path"]], f["record_count"]) for f in live)
+    assert all(a + n <= b for (a, n), (b, _) in zip(ranges, ranges[1:]))
+    assert ranges[-1][0] + ranges[-1][1] <= meta["next-row-id"]
+    engines.assert_same(t, expected=[(5, 0), (20, 1)])
+
+
+# ---- deletion vectors written by another writer, read by lakerules ---------------------------------
+
+_DV_MAGIC = bytes([0xD1, 0xD3, 0x39, 0x64])
+_ROW_POSITION_FIELD = 2147483545
+
+
+def _dv_blob(positions) -> bytes:
+    """A deletion-vector-v1 blob built here from the spec (pyroaring's portable 32-bit bitmaps)."""
+    from collections import defaultdict
+
+    from pyroaring import BitMap
+
+    by_key = defaultdict(list)
+    for p in sorted(set(positions)):
+        by_key[p >> 32].append(p & 0xFFFFFFFF)
+    vector = len(by_key).to_bytes(8, "little") + b"".join(
+        k.to_bytes(4, "little") + BitMap(v).serialize() for k, v in sorted(by_key.items()))
+    body = _DV_MAGIC + vector
+    return len(body).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
+
+
+def _puffin(blobs: list[tuple[bytes, str, int]]) -> tuple[bytes, list[dict]]:
+    out = bytearray(b"PFA1")
+    meta = []
+    for blob, referenced, cardinality in blobs:
+        meta.append({"type": "deletion-vector-v1", "fields": [_ROW_POSITION_FIELD], "snapshot-id": -1,
+                     "sequence-number": -1, "offset": len(out), "length": len(blob),
+                     "properties": {"referenced-data-file": referenced, "cardinality": str(cardinality)}})
+        out += blob
+    footer = json.dumps({"blobs": meta, "properties": {"created-by": "lakerules tests"}}).encode()
+    out += b"PFA1" + footer + len(footer).to_bytes(4, "little") + bytes(4) + b"PFA1"
+    return bytes(out), meta
+
+
+def _commit_deletion_vectors(warehouse, ident: str, deletes: dict[str, list[int]]) -> str:
+    """Another writer's DELETE on a v3 table: one Puffin file of DVs (data file path -> deleted
+    positions), a v3 delete manifest, a v3 manifest list, a snapshot; returns the Puffin path.
+    (Committed through lakerules' catalog, which writes v3 metadata files; pyiceberg's does not.)"""
+    import uuid
+
+    import lakerules
+    from lakerules.iceberg.catalogs import build
+
+    iceberg_catalog = build("lake", lakerules.embedded_catalog(warehouse))
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+    from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
+
+    from lakerules.iceberg import pyiceberg_edge as edge, v3
+
+    table = iceberg_catalog.load_table(ident)
+    files = {t.file.file_path: t.file for t in table.scan().plan_files()}
+    blobs = [(_dv_blob(p), path, len(set(p))) for path, p in deletes.items()]
+    content, meta = _puffin(blobs)
+    puffin_path = f"{table.location()}/data/{uuid.uuid4()}-dv.puffin"
+    with table.io.new_output(puffin_path).create() as f:
+        f.write(content)
+    parent = table.current_snapshot()
+    snapshot_id = table.metadata.new_snapshot_id()
+    seq = table.metadata.next_sequence_number()
+    out = table.io.new_output(f"{table.location()}/metadata/{uuid.uuid4()}-m0.avro")
+    with edge.DeleteManifestWriterV3(spec=table.spec(), schema=table.schema(), output_file=out,
+                                     snapshot_id=snapshot_id, avro_compression="deflate") as w:
+        for (blob, path, cardinality), m in zip(blobs, meta):
+            df = DataFile.from_args(
+                _table_format_version=3, content=DataFileContent.POSITION_DELETES, file_path=puffin_path,
+                file_format=FileFormat.PUFFIN, partition=files[path].partition, record_count=cardinality,
+                file_size_in_bytes=len(content), referenced_data_file=path, content_offset=m["offset"],
+                content_size_in_bytes=m["length"])
+            df.spec_id = files[path].spec_id
+            w.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id, data_file=df))
+    manifests = [w.to_manifest_file(), *parent.manifests(table.io)]
+    list_path = f"{table.location()}/metadata/snap-{snapshot_id}-0-{uuid.uuid4()}.avro"
+    first = table.metadata.next_row_id
+    nxt = v3.write_manifest_list(table.io.new_output(list_path), snapshot_id=snapshot_id,
+                                 parent_snapshot_id=parent.snapshot_id, sequence_number=seq, first_row_id=first,
+                                 manifests=manifests, known=v3.manifest_first_row_ids(table.io, parent.manifest_list),
+                                 compression="deflate")
+    snapshot = Snapshot(snapshot_id=snapshot_id, parent_snapshot_id=parent.snapshot_id, manifest_list=list_path,
+                        sequence_number=seq, summary=Summary(Operation.DELETE), schema_id=table.schema().schema_id,
+                        first_row_id=first, added_rows=nxt - first)
+    with table.transaction() as tx:
+        edge.stage(tx, (AddSnapshotUpdate(snapshot=snapshot),
+                        SetSnapshotRefUpdate(ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=snapshot_id,
+                                             parent_snapshot_id=parent.snapshot_id)),
+                   (AssertRefSnapshotId(ref="main", snapshot_id=parent.snapshot_id),))
+    return puffin_path
+
+
+def _file_rows(spark, t: str) -> dict[str, list]:
+    """Each data file's rows in file order (Spark's own read of the Parquet files)."""
+    from pyspark.sql import functions as F
+
+    out = {}
+    for path in spark.sql(f"SELECT file_path FROM {t}.data_files").collect():
+        p = path[0]
+        rows = spark.read.parquet(p).select("id").collect()
+        out[p] = [r[0] for r in rows]
+    return out
+
+
+def test_deletion_vectors_of_another_writer_are_read(spark, ns, iceberg_catalog, engines, duck, warehouse):
+    t = f"lake.{ns}.dv"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(i, i % 2) for i in range(40)], "id BIGINT, p INT").coalesce(1).writeTo(t).append()
+    files = _file_rows(spark, t)
+    assert len(files) == 2
+    (a, rows_a), (b, rows_b) = sorted(files.items())
+    deletes = {a: [0, 3, 4, 19], b: [7]}
+    puffin = _commit_deletion_vectors(warehouse, f"{ns}.dv", deletes)
+    gone = {rows_a[i] for i in deletes[a]} | {rows_b[i] for i in deletes[b]}
+    expected = [(i, i % 2) for i in range(40) if i not in gone]
+
+    # pyiceberg reads our fixture's DVs (its own Puffin and bitmap reader): the fixture is sound
+    assert sorted(engines.pyiceberg(t)) == sorted(expected)
+    assert sorted(engines.lakerules(t)) == sorted(expected)
+    assert spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == len(expected)
+    assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {t} WHERE p = 0 AND id < 20").collect()) == \
+        sorted(i for i, p in expected if p == 0 and i < 20)
+    spark.conf.set("spark.lakerules.read.lateMaterialization", "on")  # its two-phase read applies them too
+    try:
+        assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {t} WHERE id > 30").collect()) == \
+            sorted(r for r in expected if r[0] > 30)
+    finally:
+        spark.conf.unset("spark.lakerules.read.lateMaterialization")
+    # the DV's manifest entry as written (DuckDB's Avro reader)
+    meta = _metadata(iceberg_catalog, t)
+    lin = _lineage(duck, meta)
+    dvs = [f for f in lin["files"] if f["file_format"] == "PUFFIN"]
+    assert sorted((f["referenced_data_file"], f["record_count"]) for f in dvs) == [(a, 4), (b, 1)]
+    assert all(f["content"] == 1 and f["file_path"] == puffin and f["content_offset"] >= 4 for f in dvs)
+    assert meta["next-row-id"] == 40  # a delete adds no rows
+
+    # rows added after the DVs are not deleted by them (sequence numbers), and still read
+    spark.sql(f"INSERT INTO {t} VALUES (100, 0)")
+    assert sorted(engines.lakerules(t)) == sorted(expected + [(100, 0)]) == sorted(engines.pyiceberg(t))
+
+
+def test_the_jvm_deletion_vector_codec_against_the_spec(spark, tmp_path):
+    from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
+    from pyiceberg.table.puffin import PuffinFile
+
+    from lakerules.spark import jvm as J
+
+    positions = [0, 5, 6, 7, 100_000, 2**32 + 3, 2**33, 2**33 + 1]
+    blob = J.deletion_vector_blob(spark, positions[::-1] + [5])
+    # the spec's framing, checked by hand: length (big-endian), magic, CRC-32 (big-endian) of magic + vector
+    length = int.from_bytes(blob[:4], "big")
+    assert length == len(blob) - 8 and blob[4:8] == _DV_MAGIC
+    assert int.from_bytes(blob[-4:], "big") == zlib.crc32(blob[4:-4])
+    assert int.from_bytes(blob[8:16], "little") == 3  # three 32-bit bitmaps: keys 0, 1, 2
+    # its bitmaps, decoded by pyiceberg's reader
+    content, meta = _puffin([(blob, "file:///x.parquet", len(positions))])
+    dv = deletion_vectors_from_puffin_file(PuffinFile(content))[0]
+    assert dv.referenced_data_file == "file:///x.parquet" and dv.to_vector().to_pylist() == positions
+    # and the JVM decodes both its own blob and one built here, and refuses a damaged one
+    path = tmp_path / "dv.puffin"
+    ours, ours_meta = _puffin([(blob, "a", 8), (_dv_blob(positions), "b", 8)])
+    path.write_bytes(ours)
+    for m in ours_meta:
+        assert J.deletion_vector_positions(spark, f"file://{path}", m["offset"], m["length"]) == positions
+    damaged = bytearray(ours)
+    damaged[ours_meta[0]["offset"] + 12] ^= 1
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(Exception, match="CRC-32 does not match"):
+        J.deletion_vector_positions(spark, f"file://{path}", ours_meta[0]["offset"], ours_meta[0]["length"])
+
+
+# ---- deletion vectors written by DELETE -------------------------------------------------------------
+
+
+def _dv_entries(duck, meta: dict) -> list[dict]:
+    """The live DV entries of the current snapshot, as written (DuckDB's Avro reader)."""
+    return [f for f in _lineage(duck, meta)["files"] if f["file_format"] == "PUFFIN" and f["status"] != 2]
+
+
+def _check_puffin(dv: dict, positions_of_file: list[int] | None = None) -> list[int]:
+    """The DV entry's Puffin bytes, read by hand and by pyiceberg's reader: the file's magic and
+    footer, the blob at content_offset / content_size_in_bytes with its length, magic and CRC-32,
+    the footer's blob properties; returns the positions."""
+    from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
+    from pyiceberg.table.puffin import PuffinFile
+
+    content = Path(dv["file_path"].removeprefix("file://")).read_bytes()
+    assert content[:4] == b"PFA1" and content[-4:] == b"PFA1" and len(content) == dv["file_size_in_bytes"]
+    footer_size = int.from_bytes(content[-12:-8], "little")
+    assert content[-(footer_size + 16):-(footer_size + 12)] == b"PFA1" and content[-8:-4] == bytes(4)
+    footer = json.loads(content[-(footer_size + 12):-12])
+    blob_meta = [b for b in footer["blobs"] if b["properties"]["referenced-data-file"] == dv["referenced_data_file"]]
+    assert len(blob_meta) == 1
+    m = blob_meta[0]
+    assert (m["type"], m["snapshot-id"], m["sequence-number"]) == ("deletion-vector-v1", -1, -1)
+    assert (m["offset"], m["length"]) == (dv["content_offset"], dv["content_size_in_bytes"])
+    assert int(m["properties"]["cardinality"]) == dv["record_count"]
+    blob = content[m["offset"]:m["offset"] + m["length"]]
+    assert int.from_bytes(blob[:4], "big") == len(blob) - 8 and blob[4:8] == _DV_MAGIC
+    assert int.from_bytes(blob[-4:], "big") == zlib.crc32(blob[4:-4])
+    vectors = {v.referenced_data_file: v.to_vector().to_pylist() for v in deletion_vectors_from_puffin_file(PuffinFile(content))}
+    positions = vectors[dv["referenced_data_file"]]
+    assert len(positions) == dv["record_count"]
+    return positions
+
+
+def test_delete_writes_one_deletion_vector_per_file(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.del"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(i, i % 2) for i in range(30)], "id BIGINT, p INT").coalesce(1).writeTo(t).append()
+    files = _file_rows(spark, t)
+    rows = {i: (i, i % 2) for i in range(30)}
+
+    def check(gone: set):
+        expected = [r for i, r in rows.items() if i not in gone]
+        assert sorted(engines.lakerules(t)) == sorted(expected)
+        assert sorted(engines.pyiceberg(t)) == sorted(expected)
+        assert sorted(engines.duckdb(t)) == sorted(expected)
+        meta = _metadata(iceberg_catalog, t)
+        dvs = _dv_entries(duck, meta)
+        assert len({d["referenced_data_file"] for d in dvs}) == len(dvs), "two DVs for one data file"
+        for d in dvs:
+            assert d["content"] == 1 and d["file_format"] == "PUFFIN"
+            positions = _check_puffin(d)
+            assert sorted(files[d["referenced_data_file"]][i] for i in positions) == \
+                sorted(i for i in files[d["referenced_data_file"]] if i in gone)
+        # a DELETE adds no row ids; one that drops a file whole writes its manifest again, whose
+        # list entry takes a new range for the kept files' rows (their own ids are written out)
+        assert meta["next-row-id"] == 30 or gone >= {i for i in range(30) if i % 2}
+        return dvs
+
+    spark.sql(f"DELETE FROM {t} WHERE id IN (2, 3, 7)")
+    dvs = check({2, 3, 7})
+    assert len(dvs) == 2 and len({d["file_path"] for d in dvs}) == 1  # one Puffin file per statement
+    first_puffin = dvs[0]["file_path"]
+
+    spark.sql(f"DELETE FROM {t} WHERE id IN (4, 9)")  # p=0 and p=1 again: both DVs merged and replaced
+    dvs = check({2, 3, 7, 4, 9})
+    assert len(dvs) == 2 and all(d["file_path"] != first_puffin for d in dvs)
+
+    spark.sql(f"DELETE FROM {t} WHERE id = 10")  # p=0 only: p=1's DV shares the old Puffin file, kept
+    dvs = check({2, 3, 7, 4, 9, 10})
+    assert len(dvs) == 2 and len({d["file_path"] for d in dvs}) == 2
+    assert spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == 24
+
+    ids = _row_ids(_lineage(duck, _metadata(iceberg_catalog, t)))
+    spark.sql(f"DELETE FROM {t} WHERE p = 1")  # a whole file: dropped, its DV with it
+    dvs = check({i for i in range(30) if i % 2} | {2, 4, 10})
+    kept = [p for p in files if files[p][0] % 2 == 0]
+    assert [d["referenced_data_file"] for d in dvs] == kept
+    assert _row_ids(_lineage(duck, _metadata(iceberg_catalog, t)))[kept[0]] == ids[kept[0]]  # its row ids kept
+    spark.sql(f"INSERT INTO {t} VALUES (100, 1)")
+    rows[100] = (100, 1)
+    check({i for i in range(30) if i % 2} | {2, 4, 10})
+    spark.sql(f"DELETE FROM {t}")
+    assert engines.lakerules(t) == [] == engines.pyiceberg(t)
+
+
+def test_upgraded_position_deletes_are_merged_into_the_new_deletion_vector(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.up2"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='2')")
+    spark.createDataFrame([(i,) for i in range(6)], "id BIGINT").coalesce(1).writeTo(t).append()
+    spark.sql(f"INSERT INTO {t} VALUES (20)")
+    spark.sql(f"DELETE FROM {t} WHERE id IN (1, 4)")  # a v2 position delete file
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')")
+    engines.assert_same(t, expected=[(0,), (2,), (3,), (5,), (20,)])
+    (path, rows), = [(p, r) for p, r in _file_rows(spark, t).items() if len(r) == 6]
+
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")
+    dvs = _dv_entries(duck, _metadata(iceberg_catalog, t))
+    assert [d["referenced_data_file"] for d in dvs] == [path]
+    assert sorted(rows[i] for i in _check_puffin(dvs[0])) == [1, 2, 4]  # the v2 deletes merged in
+    expected = [(0,), (3,), (5,), (20,)]
+    assert sorted(engines.lakerules(t)) == sorted(expected) == sorted(engines.pyiceberg(t))
+    # the position delete file stays (readers skip it where a DV is); a later DELETE merges the DV only
+    assert any(f["file_format"] == "PARQUET" and f["content"] == 1 for f in _lineage(duck, _metadata(iceberg_catalog, t))["files"])
+    spark.sql(f"DELETE FROM {t} WHERE id IN (3, 20)")
+    expected = [(0,), (5,)]
+    assert sorted(engines.lakerules(t)) == sorted(expected) == sorted(engines.pyiceberg(t)) == sorted(engines.duckdb(t))
+    dvs = _dv_entries(duck, _metadata(iceberg_catalog, t))  # (20)'s one-row file was dropped whole
+    assert [d["referenced_data_file"] for d in dvs] == [path]
+    assert sorted(rows[i] for i in _check_puffin(dvs[0])) == [1, 2, 3, 4]
+
+
+def test_concurrent_deletion_vectors_for_one_file_conflict(spark, ns, iceberg_catalog, engines, warehouse, duck):
+    from lakerules.write import commit
+
+    t = f"lake.{ns}.cc"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(i,) for i in range(10)], "id BIGINT").coalesce(1).writeTo(t).append()
+    (path, rows), = _file_rows(spark, t).items()
+
+    def another_writer_deletes_meanwhile(table):
+        commit.before_commit = None
+        _commit_deletion_vectors(warehouse, f"{ns}.cc", {path: [0]})
+
+    commit.before_commit = another_writer_deletes_meanwhile
+    try:
+        refused(spark, f"DELETE FROM {t} WHERE id = {rows[5]}", "conflict", t, "nothing was committed")
+    finally:
+        commit.before_commit = None
+    expected = sorted((i,) for i in rows[1:])
+    assert sorted(engines.lakerules(t)) == expected == sorted(engines.pyiceberg(t))
+    assert len(_dv_entries(duck, _metadata(iceberg_catalog, t))) == 1
+    location = Path(iceberg_catalog.load_table(f"{ns}.cc").location().removeprefix("file://"))
+    assert len(list(location.rglob("*.puffin"))) == 1  # the failed statement's Puffin file was deleted
+    spark.sql(f"DELETE FROM {t} WHERE id = {rows[5]}")  # run again: merged into the other writer's DV
+    assert sorted(engines.lakerules(t)) == [r for r in expected if r != (rows[5],)] == sorted(engines.pyiceberg(t))
+    assert len(_dv_entries(duck, _metadata(iceberg_catalog, t))) == 1
+
+
+def test_an_append_retried_over_a_concurrent_one_gets_fresh_row_ids(spark, ns, iceberg_catalog, engines, duck):
+    from lakerules.write import commit
+
+    t = f"lake.{ns}.race"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t} VALUES (1), (2)")
+
+    def another_append_meanwhile(table):
+        commit.before_commit = None
+        spark.sql(f"INSERT INTO {t} VALUES (10), (11), (12)")
+
+    commit.before_commit = another_append_meanwhile
+    try:
+        spark.sql(f"INSERT INTO {t} VALUES (3)")  # loses the race, retried on top of the other
+    finally:
+        commit.before_commit = None
+    meta = _metadata(iceberg_catalog, t)
+    ranges = [(s["first-row-id"], s["added-rows"]) for s in meta["snapshots"]]
+    assert ranges == [(0, 2), (2, 3), (5, 1)] and meta["next-row-id"] == 6
+    assert _contiguous(_lineage(duck, meta), 6)
+    engines.assert_same(t, expected=[(1,), (2,), (3,), (10,), (11,), (12,)])
+
+
+def test_create_or_replace_upgrades_and_keeps_row_lineage(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.rep"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='2')")
+    spark.sql(f"INSERT INTO {t} VALUES (1), (2)")
+    spark.sql(f"CREATE OR REPLACE TABLE {t} TBLPROPERTIES ('format-version'='3') AS SELECT id FROM range(3)")
+    meta = _metadata(iceberg_catalog, t)
+    assert meta["format-version"] == 3
+    s = meta["snapshots"][-1]
+    assert (s["first-row-id"], s["added-rows"], meta["next-row-id"]) == (0, 3, 3)
+    engines.assert_same(t, expected=[(0,), (1,), (2,)])
+    spark.sql(f"CREATE OR REPLACE TABLE {t} AS SELECT id FROM range(5, 7)")  # a v3 table replaced: ids go on
+    meta = _metadata(iceberg_catalog, t)
+    s = meta["snapshots"][-1]
+    assert (meta["format-version"], s["first-row-id"], s["added-rows"], meta["next-row-id"]) == (3, 3, 2, 5)
+    assert sorted(_row_ids(_lineage(duck, meta)).values())[0] == 3  # its files' ids start at 3, not 0
+    engines.assert_same(t, expected=[(5,), (6,)])
