@@ -133,7 +133,7 @@ def _module_names(text: str) -> set[str]:
     property or summary key (lakerules.operation, lakerules.previous-folders), nor OPTIMIZE's
     table properties (lakerules.optimize.targetFileSize)."""
     keys = {"lakerules.operation", "lakerules.borrows", "lakerules.zorder", "lakerules.nestedids",
-            "lakerules.rowGroups", "lakerules.rowgroups"}
+            "lakerules.rowGroups", "lakerules.rowgroups", "lakerules.merge"}
     names = set()
     for m in re.finditer(r"(?<![\w.$/-])lakerules(?:\.[A-Za-z_]\w*)+(?![\w-])", text):
         name = m.group(0)

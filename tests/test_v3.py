@@ -426,10 +426,10 @@ def test_the_jvm_deletion_vector_codec_against_the_spec(spark, tmp_path):
     from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
     from pyiceberg.table.puffin import PuffinFile
 
-    from lakerules.spark import jvm as J
+    from lakerules.spark import deletion_vectors as DV
 
     positions = [0, 5, 6, 7, 100_000, 2**32 + 3, 2**33, 2**33 + 1]
-    blob = J.deletion_vector_blob(spark, positions[::-1] + [5])
+    blob = DV.deletion_vector_blob(spark, positions[::-1] + [5])
     # the spec's framing, checked by hand: length (big-endian), magic, CRC-32 (big-endian) of magic + vector
     length = int.from_bytes(blob[:4], "big")
     assert length == len(blob) - 8 and blob[4:8] == _DV_MAGIC
@@ -444,12 +444,12 @@ def test_the_jvm_deletion_vector_codec_against_the_spec(spark, tmp_path):
     ours, ours_meta = _puffin([(blob, "a", 8), (_dv_blob(positions), "b", 8)])
     path.write_bytes(ours)
     for m in ours_meta:
-        assert J.deletion_vector_positions(spark, f"file://{path}", m["offset"], m["length"]) == positions
+        assert DV.deletion_vector_positions(spark, f"file://{path}", m["offset"], m["length"]) == positions
     damaged = bytearray(ours)
     damaged[ours_meta[0]["offset"] + 12] ^= 1
     path.write_bytes(bytes(damaged))
     with pytest.raises(Exception, match="CRC-32 does not match"):
-        J.deletion_vector_positions(spark, f"file://{path}", ours_meta[0]["offset"], ours_meta[0]["length"])
+        DV.deletion_vector_positions(spark, f"file://{path}", ours_meta[0]["offset"], ours_meta[0]["length"])
 
 
 # ---- deletion vectors written by DELETE -------------------------------------------------------------

@@ -37,6 +37,10 @@ def test_left_alone(make):
 
 # ---- statements Spark resolved ---------------------------------------------------------------------
 
+# what a MERGE without WHEN NOT MATCHED BY SOURCE decides when it runs (lakerules.rowlevel.merge)
+RUNTIME = ("  at run time: target files narrowed by the source's keys (manifest bounds); a source under "
+           "spark.sql.autoBroadcastJoinThreshold is broadcast and inner-joined with the key and condition "
+           "columns, inserts by an anti-join with the matches\n")
 SOURCE = """source:
 SubqueryAlias s
 +- Project [1 AS id#0L]
@@ -55,7 +59,7 @@ WriteMerge {p} merge-on-read: target rows with <file>, <position> RIGHTOUTER JOI
   target snapshot P: 4 of 4 data files may hold matching rows (pruned by AlwaysTrue())
   target read to find matching rows: 4 files, 0 of them with delete files
   target delete files (write.delete.granularity=file): at most one per data file read, 4 files in 2 partitions
-source:
+""" + RUNTIME + """source:
 SubqueryAlias s
 +- Project [1 AS id#0L, q AS kind#1]
    +- OneRowRelation"""),
@@ -67,7 +71,7 @@ WriteMerge {p} merge-on-read: target rows with <file>, <position> INNER JOIN sou
   target snapshot P: 2 of 4 data files may hold matching rows (pruned by EqualTo(term=Reference(name='kind'), literal=literal('a')))
   target read to find matching rows: 2 files, 0 of them with delete files
   target delete files (write.delete.granularity=file): at most one per data file read, 2 files in 1 partitions
-""" + SOURCE),
+""" + RUNTIME + SOURCE),
     # rows matching nothing must be seen: no pruning, however selective ON is
     ("MERGE INTO {p} t USING (SELECT 1L AS id) s ON t.id = s.id AND t.kind = 'a' "
      "WHEN MATCHED AND t.kind = 'a' THEN DELETE WHEN NOT MATCHED BY SOURCE AND t.id > 10 THEN DELETE", """
@@ -87,14 +91,14 @@ WriteMerge {p} merge-on-read: target rows with <file>, <position> RIGHTOUTER JOI
   target snapshot P: 4 of 4 data files may hold matching rows (pruned by AlwaysTrue())
   target read to find matching rows: 4 files, 0 of them with delete files
   target delete files (write.delete.granularity=file): at most one per data file read, 4 files in 2 partitions
-""" + SOURCE),
+""" + RUNTIME + SOURCE),
     ("MERGE INTO {cow} t USING (SELECT 1L AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE", """
 WriteMerge {cow} copy-on-write: target rows with <file>, <position> INNER JOIN source ON (t.id = s.id)
   WHEN MATCHED THEN DELETE
   -> the target files holding updated or deleted rows rewritten (their other rows kept) + new rows (updated and inserted), one snapshot, no delete files
   target snapshot C: 1 of 1 data files may hold matching rows (pruned by AlwaysTrue())
   target read to find matching rows: 1 files, 0 of them with delete files
-""" + SOURCE),
+""" + RUNTIME + SOURCE),
     ("MERGE INTO {upd} t USING (SELECT 1L AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE", """
 WriteMerge {upd} merge-on-read: target rows with <file>, <position> INNER JOIN source ON (t.id = s.id)
   WHEN MATCHED THEN DELETE
@@ -102,7 +106,7 @@ WriteMerge {upd} merge-on-read: target rows with <file>, <position> INNER JOIN s
   target snapshot U: 1 of 1 data files may hold matching rows (pruned by AlwaysTrue())
   target read to find matching rows: 1 files, 0 of them with delete files
   target delete files (write.delete.granularity=file): at most one per data file read, 1 files in 1 partitions
-""" + SOURCE),
+""" + RUNTIME + SOURCE),
 ]
 
 

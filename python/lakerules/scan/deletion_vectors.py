@@ -24,7 +24,7 @@ from pyiceberg.manifest import DataFile, FileFormat, ManifestContent
 
 from lakerules.errors import LakeError
 from lakerules.iceberg import v3
-from lakerules.spark import jvm as J
+from lakerules.spark import deletion_vectors as DV, jvm as J
 
 NONE, POSITION_FILES, DELETION_VECTOR = 0, 1, 2
 
@@ -103,7 +103,7 @@ def apply(spark, data_plan, file_attr, pos_attr, files: list, names: dict):
         if deleted is not None:
             _sets.move_to_end(key)
     if deleted is None:
-        deleted = J.deletion_vector_set(spark, *(list(c) for c in zip(*dvs)))
+        deleted = DV.deletion_vector_set(spark, *(list(c) for c in zip(*dvs)))
         with _lock:
             _sets[key] = deleted
             while len(_sets) > _SETS:

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 
 from lakerules.iceberg import v3
 from lakerules.scan import deletion_vectors as read_dvs
-from lakerules.spark import jvm as J, progress
+from lakerules.spark import deletion_vectors as DV, jvm as J, progress
 from lakerules.write.files import _delete_dir as delete_dir, _new_target as new_target
 
 CREATED_BY = "lakerules"
@@ -65,7 +65,7 @@ def write(spark, table, snapshot, rows: DataFrame, touched: list, removed_whole:
         rows = rows.unionByName(older)
     plan = J.analyzed(rows)
     try:
-        result = json.loads(J.write_deletion_vectors(spark, plan, puffin, CREATED_BY, bases))
+        result = json.loads(DV.write_deletion_vectors(spark, plan, puffin, CREATED_BY, bases))
     except BaseException:
         delete_dir(spark, table, target)  # a Puffin file left half written
         raise
