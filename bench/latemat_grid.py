@@ -23,6 +23,7 @@ import lakerules
 from lakerules.scan.latemat import SETTING
 
 from common import side_by_side, verdict
+from latemat import under
 
 # (files, row groups in all, columns, rows as a multiple of --rows)
 TABLES = ((1, 8, 60, 1.0), (2, 16, 40, 1.25), (8, 32, 20, 2.5), (32, 64, 60, 1.0))
@@ -74,16 +75,6 @@ def shape(name: str) -> tuple[int, int, float]:
         with table.io.new_input(f.file_path).open() as stream:
             groups += pq.read_metadata(stream).num_row_groups
     return len(data), groups, sum(f.file_size_in_bytes for f in data) / 2**20
-
-
-def under(spark, mode: str, fn):
-    def run():
-        spark.conf.set(SETTING, mode)
-        try:
-            return fn()
-        finally:
-            spark.conf.unset(SETTING)
-    return run
 
 
 def decision(spark, sql: str) -> str:
