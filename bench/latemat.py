@@ -39,10 +39,10 @@ ROW_GROUP_BYTES = 32 * 2**20
 SMALL_PAGE_ROWS = 5_000  # write.parquet.page-row-limit of the copy with smaller pages (Spark's default: 20,000)
 
 
-def _others() -> list[tuple[str, str, str]]:
-    """(name, type, expression) of the 56 columns besides id, k1, k2, k3."""
+def _others(columns: int = COLUMNS) -> list[tuple[str, str, str]]:
+    """(name, type, expression) of the columns besides id, k1, k2, k3 (56 of the 60 by default)."""
     out = []
-    for j in range(4, COLUMNS):
+    for j in range(4, columns):
         kind = _KINDS[j % 4]
         h = f"pmod(xxhash64(id, {j}), 1000000)"
         expr = {"BIGINT": h, "DOUBLE": f"CAST({h} AS DOUBLE) / 100", "STRING": f"concat('s', {h} % 100000)",

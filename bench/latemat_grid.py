@@ -23,7 +23,7 @@ import lakerules
 from lakerules.scan.latemat import SETTING
 
 from common import side_by_side, verdict
-from latemat import under
+from latemat import _others, under
 
 # (files, row groups in all, columns, rows as a multiple of --rows)
 TABLES = ((1, 8, 60, 1.0), (2, 16, 40, 1.25), (8, 32, 20, 2.5), (32, 64, 60, 1.0))
@@ -33,7 +33,6 @@ QUERIES = (
     ("1%", "k1 < 10"),
     ("50%", "k1 < 500 AND k2 >= 0 AND k3 <> 'v42'"),
 )
-_KINDS = ("BIGINT", "DOUBLE", "STRING", "INT")
 BYTES_PER_VALUE = 2.7  # compressed, measured on these columns; sizes the row groups
 BUFFERED_PER_STORED = 1.27  # parquet-mr's row-group size counts buffered bytes: this many per stored byte
 
@@ -43,13 +42,7 @@ def size(args) -> str:
 
 
 def setup(spark, name: str, files: int, groups: int, columns: int, rows: int) -> None:
-    others = []
-    for j in range(4, columns):
-        kind = _KINDS[j % 4]
-        h = f"pmod(xxhash64(id, {j}), 1000000)"
-        expr = {"BIGINT": h, "DOUBLE": f"CAST({h} AS DOUBLE) / 100", "STRING": f"concat('s', {h} % 100000)",
-                "INT": f"CAST({h} % 1000 AS INT)"}[kind]
-        others.append((f"c{j}", kind, expr))
+    others = _others(columns)
     start, step = rows * 37 // 100, rows // 20
     needle, spread = f"id BETWEEN {start} AND {start + 99}", f"id % {step} = {step // 2}"
     special = f"({needle} OR {spread})"
