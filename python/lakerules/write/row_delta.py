@@ -139,13 +139,7 @@ class _RowDelta(Merging, edge.OverwriteFiles):
                 continue
             with manifest_writer(self, manifest.content, manifest.partition_spec_id) as writer:
                 for e in keep:
-                    writer.add_entry(ManifestEntry.from_args(
-                        status=ManifestEntryStatus.EXISTING,
-                        snapshot_id=e.snapshot_id,
-                        sequence_number=e.sequence_number,
-                        file_sequence_number=e.file_sequence_number,
-                        data_file=e.data_file,
-                    ))
+                    writer.add_entry(_carried(e, ManifestEntryStatus.EXISTING, e.snapshot_id))
             out.append(writer.to_manifest_file())
         return out
 
@@ -159,13 +153,7 @@ class _RowDelta(Merging, edge.OverwriteFiles):
                 continue
             for e in v3.entries(self.io, manifest, self.metadata.format_version):
                 if e.data_file in gone:
-                    out.append(ManifestEntry.from_args(
-                        status=ManifestEntryStatus.DELETED,
-                        snapshot_id=self.snapshot_id,
-                        sequence_number=e.sequence_number,
-                        file_sequence_number=e.file_sequence_number,
-                        data_file=e.data_file,
-                    ))
+                    out.append(_carried(e, ManifestEntryStatus.DELETED, self.snapshot_id))
         return out
 
     def deleted_entries(self) -> list:
@@ -335,3 +323,8 @@ def position_delete_may_apply(delete_file, data_file) -> bool:
     lo, hi, path = lower.decode("utf-8", "replace"), upper.decode("utf-8", "replace"), data_file.file_path
     return lo <= path <= hi or normal(lo) <= normal(path) <= normal(hi)
 
+
+def _carried(e, status, snapshot_id: int):
+    """A parent manifest's entry written again with ``status``: its file and sequence numbers kept."""
+    return ManifestEntry.from_args(status=status, snapshot_id=snapshot_id, sequence_number=e.sequence_number,
+                                   file_sequence_number=e.file_sequence_number, data_file=e.data_file)
