@@ -299,6 +299,8 @@ def java_app_command(spark, warehouse, app, ns: str, pre: str, work: Path) -> li
     # A plain JVM embedding Spark: the JVM options spark-submit would add, from Spark itself.
     jvm_options = spark._jvm.org.apache.spark.launcher.JavaModuleOptions.defaultModuleOptions().split()
     cp = os.pathsep.join([f"{JARS}/*", lakerules.jar_path(), str(app)])
+    # and the tests' own (conftest.py puts them where spark-submit takes them)
+    jvm_options += shlex.split(os.environ.get("SPARK_SUBMIT_OPTS", ""))
     return ["java", *jvm_options, "-cp", cp, "LakeApp", *(f"{k}={v}" for k, v in conf.items()), "--", *steps]
 
 
