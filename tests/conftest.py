@@ -45,6 +45,9 @@ def spark(warehouse):
             "spark.sql.shuffle.partitions": "4",
             "spark.default.parallelism": "2",
             "spark.sql.session.timeZone": "UTC",
+            # pyspark's call sites for DataFrame errors: each DataFrame or Column call of the
+            # tests and of lakerules' executors would cost eight more Py4J calls
+            "spark.python.sql.dataFrameDebugging.enabled": "false",
         },
     )
     spark.sparkContext.setLogLevel("ERROR")
