@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from py4j.java_gateway import JavaClass
 from pyspark.sql import Column, DataFrame, SparkSession
+
+from lakerules.spark.jclasses import import_pyspark_names, jclass
 
 
 def to_seq(spark: SparkSession, items: Iterable[Any]):
     """A Python iterable as an immutable Scala Seq."""
-    return spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(to_java_list(spark, items)).toList()
+    return jclass(spark, "scala.jdk.javaapi.CollectionConverters").asScala(to_java_list(spark, items)).toList()
 
 
 def to_java_list(spark: SparkSession, items: Iterable[Any]):
-    lst = spark._jvm.java.util.ArrayList()
+    lst = jclass(spark, "java.util.ArrayList")()
     for item in items:
         lst.add(item)
     return lst
@@ -30,8 +33,6 @@ def from_seq(seq) -> list:
     while it.hasNext():
         out.append(it.next())
     return out
-
-
 
 
 def scala_map(m) -> dict:
@@ -54,15 +55,13 @@ def simple_name(obj) -> str:
 
 def dataframe(spark: SparkSession, plan) -> DataFrame:
     """A DataFrame over an (analyzed or not) JVM logical plan."""
-    jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
+    jdf = jclass(spark, "org.apache.spark.sql.classic.Dataset").ofRows(spark._jsparkSession, plan)
     return DataFrame(jdf, spark)
 
 
 def analyzed(df: DataFrame):
     """The analyzed JVM logical plan of a DataFrame."""
     return df._jdf.queryExecution().analyzed()
-
-
 
 
 def empty_result(spark: SparkSession):
@@ -106,7 +105,7 @@ def local_frame(spark: SparkSession, rows: list, schema) -> DataFrame:
 
 def one_row(spark: SparkSession) -> DataFrame:
     """A DataFrame of one row and no columns (SELECT without FROM), to evaluate expressions on."""
-    return dataframe(spark, spark._jvm.org.apache.spark.sql.catalyst.plans.logical.OneRowRelation())
+    return dataframe(spark, jclass(spark, "org.apache.spark.sql.catalyst.plans.logical.OneRowRelation")())
 
 
 def quote(name: str) -> str:
@@ -131,13 +130,13 @@ def select(df: DataFrame, names: Iterable[str]) -> DataFrame:
     if not quoted:
         return df.select()
     spark = df.sparkSession
-    rest = spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(quoted[1:])  # the list crosses as one
+    rest = jclass(spark, "org.apache.spark.api.python.PythonUtils").toSeq(quoted[1:])  # the list crosses as one
     return DataFrame(df._jdf.select(quoted[0], rest), spark)
 
 
 def _builders(spark: SparkSession):
     """io.lakerules.PlanBuilders: Catalyst plans and expressions the shim builds in one call."""
-    return spark._jvm.io.lakerules.PlanBuilders
+    return jclass(spark, "io.lakerules.PlanBuilders")
 
 
 def is_in(spark: SparkSession, col: Column, values: list, data_type) -> Column:
@@ -148,7 +147,7 @@ def is_in(spark: SparkSession, col: Column, values: list, data_type) -> Column:
     from pyspark.sql.types import StructField, StructType
 
     relation = analyzed(local_frame(spark, [(v,) for v in values], StructType([StructField("v", data_type)])))
-    utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
+    utils = jclass(spark, "org.apache.spark.sql.classic.ExpressionUtils")
     expr = _builders(spark).inValues(utils.expression(col._jc), relation)
     return ClassicColumn(utils.column(expr))
 
@@ -162,7 +161,7 @@ def in_rows(spark: SparkSession, cols: list[Column], rows: list[tuple], schema) 
     from pyspark.sql.classic.column import Column as ClassicColumn
 
     relation = analyzed(local_frame(spark, rows, schema))
-    utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
+    utils = jclass(spark, "org.apache.spark.sql.classic.ExpressionUtils")
     children = to_java_list(spark, [utils.expression(c._jc) for c in cols])
     expr = _builders(spark).inRows(children, relation)
     return ClassicColumn(utils.column(expr))
@@ -173,7 +172,7 @@ def statement_node(spark: SparkSession, table: list[str] | None, payload: str):
     as named (``table``'s name parts, which Spark resolves as for its own statements), or over no
     table (None: a statement on a catalog)."""
     parts = to_java_list(spark, table) if table is not None else None
-    return spark._jvm.io.lakerules.LakeStatement.of(parts, payload)
+    return jclass(spark, "io.lakerules.LakeStatement").of(parts, payload)
 
 
 def statement_of(plan):
@@ -185,58 +184,57 @@ def command_node(spark: SparkSession, action, result_schema: str, description: s
     """io.lakerules.LakeCommand: the JVM command node that runs ``action`` (a Python
     io.lakerules.LakeAction) when Spark executes the statement; ``result_schema`` is lakerules'
     own fixed DDL of its result columns."""
-    return spark._jvm.io.lakerules.LakeCommand.create(action, result_schema, description)
+    return jclass(spark, "io.lakerules.LakeCommand").create(action, result_schema, description)
 
 
 def stream_write_node(spark: SparkSession, action, query, description: str):
     """io.lakerules.LakeStreamWrite: one micro-batch's write to a lake table, ``query`` (the
     batch's JVM plan) as its child; ``action`` (a Python io.lakerules.LakeStreamAction) gets
     the batch's rows when Spark executes it."""
-    return spark._jvm.io.lakerules.LakeStreamWrite.create(action, query, description)
+    return jclass(spark, "io.lakerules.LakeStreamWrite").create(action, query, description)
 
 
 def can_up_cast(spark: SparkSession, source, target) -> bool:
     """Whether Spark casts a value of type ``source`` to ``target`` without loss (Cast.canUpCast;
     both pyspark DataTypes)."""
-    types = spark._jvm.org.apache.spark.sql.types.DataType
-    return bool(spark._jvm.org.apache.spark.sql.catalyst.expressions.Cast.canUpCast(
+    types = jclass(spark, "org.apache.spark.sql.types.DataType")
+    return bool(jclass(spark, "org.apache.spark.sql.catalyst.expressions.Cast").canUpCast(
         types.fromJson(source.json()), types.fromJson(target.json())))
 
 
 # ---- Catalyst objects lakerules builds (so the rest of the package does not reach into _jvm) ----
 
 
-def _expressions(spark: SparkSession):
-    """Catalyst's expressions package (org.apache.spark.sql.catalyst.expressions)."""
-    return spark._jvm.org.apache.spark.sql.catalyst.expressions
+def _expr(spark: SparkSession, name: str):
+    """A class of Catalyst's expressions package (org.apache.spark.sql.catalyst.expressions)."""
+    return jclass(spark, f"org.apache.spark.sql.catalyst.expressions.{name}")
 
 
 def is_null(spark: SparkSession, expr):
     """IsNull(expr)."""
-    return _expressions(spark).IsNull(expr)
+    return _expr(spark, "IsNull")(expr)
 
 
 def is_not_null(spark: SparkSession, expr):
     """IsNotNull(expr)."""
-    return _expressions(spark).IsNotNull(expr)
+    return _expr(spark, "IsNotNull")(expr)
 
 
 def all_of(spark: SparkSession, conditions):
     """And(c1, And(c2, ...)): every condition (at least one)."""
     from functools import reduce
 
-    return reduce(lambda a, b: _expressions(spark).And(a, b), list(conditions))
+    return reduce(lambda a, b: _expr(spark, "And")(a, b), list(conditions))
 
 
 def not_true(spark: SparkSession, condition):
     """NOT (condition <=> TRUE): what a row keeps when SQL's WHERE drops it (FALSE or NULL)."""
-    e = _expressions(spark)
-    return e.Not(e.EqualNullSafe(condition, true_literal(spark)))
+    return _expr(spark, "Not")(_expr(spark, "EqualNullSafe")(condition, true_literal(spark)))
 
 
 def literal(spark: SparkSession, value, data_type=None):
     """A Catalyst Literal of a Python value (of ``data_type``, a JVM DataType, when given)."""
-    lit = getattr(getattr(_expressions(spark), "Literal$"), "MODULE$")
+    lit = getattr(_expr(spark, "Literal$"), "MODULE$")
     return lit.create(value, data_type) if data_type is not None else lit.apply(value)
 
 
@@ -264,12 +262,12 @@ def equi_keys(condition, left_ids: set, right_ids: set) -> list:
 
 def equal_to(spark: SparkSession, left, right):
     """EqualTo(left, right)."""
-    return _expressions(spark).EqualTo(left, right)
+    return _expr(spark, "EqualTo")(left, right)
 
 
 def project(spark: SparkSession, plan, attributes):
     """Project(attributes, plan): plan's columns ``attributes`` (of its output) as they are."""
-    return spark._jvm.org.apache.spark.sql.catalyst.plans.logical.Project(to_seq(spark, attributes), plan)
+    return jclass(spark, "org.apache.spark.sql.catalyst.plans.logical.Project")(to_seq(spark, attributes), plan)
 
 
 def broadcast_threshold(spark: SparkSession) -> int:
@@ -283,12 +281,12 @@ def reference_ids(expr) -> set:
 
 
 def true_literal(spark: SparkSession):
-    return getattr(getattr(_expressions(spark), "Literal$"), "MODULE$").TrueLiteral()
+    return getattr(_expr(spark, "Literal$"), "MODULE$").TrueLiteral()
 
 
 def filter_plan(spark: SparkSession, condition, plan):
     """Filter(condition, plan)."""
-    return spark._jvm.org.apache.spark.sql.catalyst.plans.logical.Filter(condition, plan)
+    return jclass(spark, "org.apache.spark.sql.catalyst.plans.logical.Filter")(condition, plan)
 
 
 def rename_project(spark: SparkSession, plan, attributes):
@@ -341,7 +339,7 @@ def align_assignments(spark: SparkSession, table_parts: list[str], attributes, a
     under spark.sql.storeAssignmentPolicy; Spark's own errors for what it refuses, naming the
     table ``table_parts`` (io.lakerules.LakeAssignments.align). ``insert``: a MERGE INSERT
     action (every column needs a value or a default)."""
-    values = spark._jvm.io.lakerules.LakeAssignments.align(
+    values = jclass(spark, "io.lakerules.LakeAssignments").align(
         to_java_list(spark, attributes), to_java_list(spark, [k for k, _ in assignments]),
         to_java_list(spark, [v for _, v in assignments]), insert, to_java_list(spark, list(table_parts)))
     return tuple(zip(attributes, list(values)))
@@ -350,7 +348,7 @@ def align_assignments(spark: SparkSession, table_parts: list[str], attributes, a
 def check_merge_condition(spark: SparkSession, cond_name: str, condition) -> None:
     """Spark's own checks of a MERGE condition (io.lakerules.LakeAssignments.checkMergeCondition):
     deterministic, no subquery, no aggregate; Spark's UNSUPPORTED_MERGE_CONDITION errors."""
-    spark._jvm.io.lakerules.LakeAssignments.checkMergeCondition(cond_name, condition)
+    jclass(spark, "io.lakerules.LakeAssignments").checkMergeCondition(cond_name, condition)
 
 
 def recache_table(spark: SparkSession, name_parts: list[str]) -> None:
@@ -362,7 +360,7 @@ def recache_table(spark: SparkSession, name_parts: list[str]) -> None:
 
 
 def has_subquery(spark: SparkSession, condition) -> bool:
-    return bool(_expressions(spark).SubqueryExpression.hasSubquery(condition))
+    return bool(_expr(spark, "SubqueryExpression").hasSubquery(condition))
 
 
 def name_parts(spark: SparkSession, name: str) -> list[str]:
@@ -378,19 +376,18 @@ def catalog_manager(spark: SparkSession):
 def bridge(spark: SparkSession):
     """io.lakerules.Bridge, where the JVM finds the Python registry (the Catalyst builders are
     PlanBuilders', through the functions above)."""
-    return spark._jvm.io.lakerules.Bridge
+    return jclass(spark, "io.lakerules.Bridge")
 
 
 def shim_loaded(spark: SparkSession) -> bool:
-    """Whether the shim jar is on the session's classpath."""
-    from py4j.java_gateway import JavaClass
-
-    return isinstance(bridge(spark), JavaClass)
+    """Whether the shim jar is on the session's classpath (asked of the JVM: jclass does not ask)."""
+    return isinstance(spark._jvm.io.lakerules.Bridge, JavaClass)
 
 
 def register_backend(spark: SparkSession, backend, routes: str) -> None:
     """The JVM's registry is ``backend`` (a Python io.lakerules.LakeBackend); its parser routes
     the statements ``routes`` matches to it."""
+    import_pyspark_names(spark)
     bridge(spark).register(backend, routes)
 
 
@@ -404,6 +401,13 @@ def catalog_options(spark: SparkSession, name: str) -> str | None:
     return bridge(spark).catalogOptions(name)
 
 
+def settings_with_prefix(spark: SparkSession, prefix: str) -> dict[str, str]:
+    """The session's settings whose names start with ``prefix``, read in one call."""
+    import json
+
+    return json.loads(str(bridge(spark).settingsWithPrefix(spark._jsparkSession, prefix)))
+
+
 def touches_lake(spark: SparkSession, plan) -> bool:
     """Whether the JVM plan reads or writes a lake table or catalog anywhere (a cheap walk in the JVM)."""
     return bool(bridge(spark).touchesLake(plan))
@@ -413,13 +417,12 @@ def manifest_entries(spark: SparkSession, paths: list[str], schema_json: str, bo
     """A DataFrame of the live entries of manifests, read on the executors by the shim
     (io.lakerules.functions.ManifestEntries; lakerules.scan.manifest_job says what the rows hold).
     The paths cross in one string, NUL-separated (no path holds a NUL)."""
-    jvm = spark._jvm
     gateway = spark.sparkContext._gateway
-    ids = gateway.new_array(jvm.int, len(bounds))
-    kinds = gateway.new_array(jvm.String, len(bounds))
+    ids = gateway.new_array(jclass(spark, "int"), len(bounds))
+    kinds = gateway.new_array(jclass(spark, "java.lang.String"), len(bounds))
     for i, (field_id, kind) in enumerate(bounds):
         ids[i], kinds[i] = field_id, kind
-    jdf = jvm.io.lakerules.functions.ManifestEntries.read(spark._jsparkSession, "\0".join(paths),
+    jdf = jclass(spark, "io.lakerules.functions.ManifestEntries").read(spark._jsparkSession, "\0".join(paths),
                                                           schema_json, ids, kinds)
     return DataFrame(jdf, spark)
 
@@ -427,7 +430,7 @@ def manifest_entries(spark: SparkSession, paths: list[str], schema_json: str, bo
 def checkpoint_root(spark: SparkSession, query_id: str) -> str | None:
     """The resolved checkpoint folder of the active streaming query ``query_id``, if it can be told."""
     try:
-        query = spark._jsparkSession.streams().get(spark._jvm.java.util.UUID.fromString(query_id))
+        query = spark._jsparkSession.streams().get(jclass(spark, "java.util.UUID").fromString(query_id))
         if query is None:
             return None
         return str(query.streamingQuery().resolvedCheckpointRoot())
@@ -452,7 +455,7 @@ def optimized_plan(df: DataFrame):
 def explain_string(spark: SparkSession, df: DataFrame, mode: str) -> tuple[str, Any]:
     """(Spark's EXPLAIN text of df in ``mode``, df's analyzed plan): planning the query, no job."""
     qe = df._jdf.queryExecution()
-    return str(spark._jvm.PythonSQLUtils.explainString(qe, mode)), qe.analyzed()
+    return str(jclass(spark, "org.apache.spark.sql.api.python.PythonSQLUtils").explainString(qe, mode)), qe.analyzed()
 
 
 def is_session(spark: SparkSession, jsession) -> bool:
@@ -483,7 +486,7 @@ def analysis_error(spark: SparkSession, message: str):
 
 def hadoop_list(spark: SparkSession, folder: str) -> tuple[str, list[tuple[str, int]]]:
     """(the folder's qualified path, (path, length) of every file below it), listed by Hadoop."""
-    path = spark._jvm.org.apache.hadoop.fs.Path(folder)
+    path = jclass(spark, "org.apache.hadoop.fs.Path")(folder)
     fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
     root = fs.makeQualified(path).toUri().getPath()
     it = fs.listFiles(path, True)
@@ -496,7 +499,7 @@ def hadoop_list(spark: SparkSession, folder: str) -> tuple[str, list[tuple[str, 
 
 def hadoop_delete_tree(spark: SparkSession, folder: str) -> None:
     """Delete a folder and what is in it, through Hadoop's file system."""
-    path = spark._jvm.org.apache.hadoop.fs.Path(folder)
+    path = jclass(spark, "org.apache.hadoop.fs.Path")(folder)
     path.getFileSystem(spark._jsc.hadoopConfiguration()).delete(path, True)
 
 
@@ -510,27 +513,27 @@ def data_type(spark: SparkSession, json_text: str):
 
 def file_index_read(spark: SparkSession, listing: str, jschema, fmt: str, options: str, estimate: int):
     """io.lakerules.LakeFileIndex.read: the plan reading the listed files (no listing, no status calls)."""
-    return spark._jvm.io.lakerules.LakeFileIndex.read(spark._jsparkSession, listing, jschema, fmt, options, estimate)
+    return jclass(spark, "io.lakerules.LakeFileIndex").read(spark._jsparkSession, listing, jschema, fmt, options, estimate)
 
 
 def file_names(spark: SparkSession, joined_paths: str) -> str:
     """io.lakerules.LakeFileIndex.namesOf: Spark's names of the paths (NUL-joined), in one call."""
-    return str(spark._jvm.io.lakerules.LakeFileIndex.namesOf(joined_paths, spark._jsc.hadoopConfiguration()))
+    return str(jclass(spark, "io.lakerules.LakeFileIndex").namesOf(joined_paths, spark._jsc.hadoopConfiguration()))
 
 
 def position_delete_set(spark: SparkSession, plan):
     """io.lakerules.functions.PositionDeleteSet of the (file name, position) rows of ``plan``."""
-    return spark._jvm.io.lakerules.functions.PositionDeleteSet.collect(spark._jsparkSession, plan)
+    return jclass(spark, "io.lakerules.functions.PositionDeleteSet").collect(spark._jsparkSession, plan)
 
 
 def equality_delete_set(spark: SparkSession, plan, scopes: int):
     """io.lakerules.functions.EqualityDeleteSet of the (key, delete sequence number, scope) rows of ``plan``."""
-    return spark._jvm.io.lakerules.functions.EqualityDeleteSet.collect(spark._jsparkSession, plan, scopes)
+    return jclass(spark, "io.lakerules.functions.EqualityDeleteSet").collect(spark._jsparkSession, plan, scopes)
 
 def page_ranges(spark: SparkSession, request: str, ids: str) -> str:
     """io.lakerules.PageRanges.plan: the row ranges to read of each file, from footers and offset indexes."""
     conf = spark._jsparkSession.sessionState().newHadoopConf()
-    return str(spark._jvm.io.lakerules.PageRanges.plan(conf, request, ids))
+    return str(jclass(spark, "io.lakerules.PageRanges").plan(conf, request, ids))
 
 
 # ---- the Python process a JVM driver starts ------------------------------------------------------

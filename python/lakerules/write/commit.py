@@ -23,6 +23,7 @@ from pyiceberg.table.snapshots import Operation, SnapshotSummaryCollector, Summa
 from pyiceberg.table.update import AssertRefSnapshotId, SetSnapshotRefUpdate
 
 from lakerules.iceberg import metadata_cache, names, refs
+from lakerules.spark import jvm as J
 from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.write.manifest_merge import Merging
 from lakerules.errors import CatalogUnavailable, CommitOutcomeUnknown, CommitRejected
@@ -45,8 +46,8 @@ def snapshot_properties(summary: dict | None = None) -> dict:
     props = dict(LAKERULES_SUMMARY)
     spark = _session.get()
     if spark is not None:
-        for k, v in spark.conf.getAll.items():
-            if k.startswith(SNAPSHOT_PROPERTY_PREFIX) and len(k) > len(SNAPSHOT_PROPERTY_PREFIX):
+        for k, v in J.settings_with_prefix(spark, SNAPSHOT_PROPERTY_PREFIX).items():
+            if len(k) > len(SNAPSHOT_PROPERTY_PREFIX):
                 props[k[len(SNAPSHOT_PROPERTY_PREFIX):]] = v
     props.update(summary or {})
     return props

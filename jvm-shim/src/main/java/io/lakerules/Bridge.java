@@ -123,6 +123,24 @@ public final class Bridge {
     }
   }
 
+  /**
+   * The session's settings whose names start with prefix, as JSON: one Py4J call (pyspark's
+   * conf.getAll crosses one call per setting and ends its iteration with an exception).
+   */
+  public static String settingsWithPrefix(org.apache.spark.sql.SparkSession session, String prefix) {
+    Map<String, String> out = new java.util.TreeMap<>();
+    scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).forEach((k, v) -> {
+      if (k.startsWith(prefix)) {
+        out.put(k, v);
+      }
+    });
+    try {
+      return LakeCatalog.JSON.writeValueAsString(out);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** Cheap pre-check before calling Python: does the plan touch a lake table or catalog anywhere? */
   public static boolean touchesLake(LogicalPlan plan) {
     if (plan instanceof DataSourceV2Relation
