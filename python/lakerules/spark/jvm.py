@@ -81,7 +81,7 @@ def result_rows(spark: SparkSession, rows: list[tuple], schema: str):
 
 def local_frame(spark: SparkSession, rows: list, schema) -> DataFrame:
     """A DataFrame of driver-side Python rows (tuples in ``schema``'s column order, any types) as
-    a LocalRelation built in the JVM from Arrow batches: values cross as data, never as SQL text.
+    a LocalRelation built in the JVM from one Arrow IPC stream: values cross as data, never as SQL text.
     ``spark.createDataFrame(rows)`` makes a Python RDD instead, which runs Python workers on the
     executors: lakerules needs none. Naive datetimes of TIMESTAMP columns are local times, as
     PySpark gives and takes them."""
@@ -100,7 +100,11 @@ def local_frame(spark: SparkSession, rows: list, schema) -> DataFrame:
             c[:] = [v.astimezone() if v is not None and v.tzinfo is None else v for v in c]
     table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, arrow_schema)],
                                  schema=arrow_schema)
-    return spark.createDataFrame(table, schema)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, arrow_schema) as stream:
+        stream.write_table(table)
+    # one call (PlanBuilders.localRelation); pyspark's createDataFrame of the table costs dozens
+    return dataframe(spark, _builders(spark).localRelation(schema.json(), sink.getvalue().to_pybytes()))
 
 
 def one_row(spark: SparkSession) -> DataFrame:

@@ -204,4 +204,40 @@ public final class PlanBuilders {
         scala.Option.apply(resolved.catalog()), scala.Option.apply(resolved.identifier()),
         org.apache.spark.sql.util.CaseInsensitiveStringMap.empty(), scala.Option.empty());
   }
+
+  /**
+   * LocalRelation(schema's attributes, the rows of an Arrow IPC stream written with that schema):
+   * Python's rows cross as one byte array in one call (pyspark's createDataFrame of an Arrow
+   * table costs dozens of Py4J round trips). The stream's own schema must be schema's, names and
+   * types (its nullability and metadata come from schema).
+   */
+  public static LogicalPlan localRelation(String schemaJson, byte[] ipcStream) {
+    org.apache.spark.sql.types.StructType schema =
+        (org.apache.spark.sql.types.StructType) org.apache.spark.sql.types.DataType.fromJson(schemaJson);
+    scala.Tuple2<org.apache.spark.sql.util.CloseableIterator<org.apache.spark.sql.catalyst.InternalRow>,
+        org.apache.spark.sql.types.StructType> decoded =
+        org.apache.spark.sql.execution.arrow.ArrowConverters$.MODULE$.fromIPCStream(ipcStream);
+    java.util.List<org.apache.spark.sql.catalyst.InternalRow> rows = new java.util.ArrayList<>();
+    org.apache.spark.sql.util.CloseableIterator<org.apache.spark.sql.catalyst.InternalRow> it = decoded._1();
+    try {
+      if (!decoded._2().sameType(schema)) {
+        throw new IllegalArgumentException(
+            "localRelation: the Arrow stream's schema " + decoded._2().simpleString() + " is not " + schema.simpleString());
+      }
+      while (it.hasNext()) {
+        rows.add(it.next().copy());
+      }
+    } finally {
+      try {
+        it.close();  // the Arrow buffers
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    }
+    scala.collection.immutable.Seq<Attribute> output = scala.jdk.javaapi.CollectionConverters.asScala(
+        new java.util.ArrayList<Attribute>(scala.jdk.javaapi.CollectionConverters.asJava(
+            org.apache.spark.sql.catalyst.types.DataTypeUtils$.MODULE$.toAttributes(schema)))).toList();
+    return new org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
+        output, scala.jdk.javaapi.CollectionConverters.asScala(rows).toList(), false, scala.Option.empty());
+  }
 }
