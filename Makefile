@@ -41,8 +41,12 @@ venv:
 shim:
 	jvm-shim/build.sh $(PY) $(JAR)
 
+# Two pytest workers (pytest-xdist), each with its SparkSession, a test file each at a time
+# (module fixtures stay in one process): a serial run leaves a core idle while Py4J, pyiceberg
+# and the drivers' processes wait on each other.
+TEST_WORKERS ?= 2
 test: postgres
-	$(PY) -m pytest python/lakerules tests
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile python/lakerules tests
 
 unit:
 	$(PY) -m pytest tests/unit -q
