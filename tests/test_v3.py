@@ -631,3 +631,51 @@ def test_create_or_replace_upgrades_and_keeps_row_lineage(spark, ns, iceberg_cat
     assert (meta["format-version"], s["first-row-id"], s["added-rows"], meta["next-row-id"]) == (3, 3, 2, 5)
     assert sorted(_row_ids(_lineage(duck, meta)).values())[0] == 3  # its files' ids start at 3, not 0
     engines.assert_same(t, expected=[(5,), (6,)])
+
+
+# ---- row lineage read: _row_id and _last_updated_sequence_number ---------------------------------
+
+
+def _lineage_rows(spark, t: str, where: str = "") -> dict[int, tuple[int, int]]:
+    """id -> (_row_id, _last_updated_sequence_number) as lakerules reads them."""
+    rows = spark.sql(f"SELECT _row_id, _last_updated_sequence_number, * FROM {t} {where}").collect()
+    return {r["id"]: (r["_row_id"], r["_last_updated_sequence_number"]) for r in rows}
+
+
+def test_row_lineage_metadata_columns(spark, ns, iceberg_catalog, duck):
+    t = f"lake.{ns}.lin"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id BIGINT, s STRING").coalesce(1).writeTo(t).append()
+    spark.createDataFrame([(4, "d"), (5, "e")], "id BIGINT, s STRING").coalesce(1).writeTo(t).append()
+    # the spec's inheritance: the file's first_row_id (from the manifest list) + the row's position,
+    # the file's data sequence number
+    expected = {1: (0, 1), 2: (1, 1), 3: (2, 1), 4: (3, 2), 5: (4, 2)}
+    assert _lineage_rows(spark, t) == expected
+    ids = _row_ids(_lineage(duck, _metadata(iceberg_catalog, t)))
+    files = _file_rows(spark, t)
+    assert {i: ids[path] + pos for path, rows in files.items() for pos, i in enumerate(rows)} == \
+        {i: v[0] for i, v in expected.items()}
+    assert spark.sql(f"SELECT * FROM {t}").columns == ["id", "s"]  # not part of SELECT *
+
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")  # a DV: the others keep their ids
+    del expected[2]
+    assert _lineage_rows(spark, t) == expected
+    assert _lineage_rows(spark, t, "WHERE _row_id >= 2 AND id < 5") == {3: (2, 1), 4: (3, 2)}
+    assert spark.sql(f"SELECT count(*), max(_row_id), min(_last_updated_sequence_number) FROM {t} "
+                     "WHERE _row_id > 0").collect()[0] == (3, 4, 1)
+    spark.conf.set("spark.lakerules.read.lateMaterialization", "on")
+    try:
+        assert _lineage_rows(spark, t, "WHERE s = 'e'") == {5: (4, 2)}
+    finally:
+        spark.conf.unset("spark.lakerules.read.lateMaterialization")
+    # an empty scan has the columns too
+    assert spark.sql(f"SELECT _row_id, id FROM {t} WHERE id > 100").collect() == []
+
+    # a data column of that name hides the metadata column; a v2 table has none
+    spark.sql(f"CREATE TABLE {t}_own (id BIGINT, _row_id BIGINT) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t}_own VALUES (1, 100)")
+    assert [tuple(r) for r in spark.sql(f"SELECT _row_id, _last_updated_sequence_number FROM {t}_own").collect()] == \
+        [(100, 1)]
+    spark.sql(f"CREATE TABLE {t}_v2 (id BIGINT) TBLPROPERTIES ('format-version'='2')")
+    with pytest.raises(Exception, match="_row_id"):
+        spark.sql(f"SELECT _row_id FROM {t}_v2").collect()
