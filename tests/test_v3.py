@@ -197,7 +197,6 @@ def test_add_files_and_metadata_changes_keep_v3(spark, ns, iceberg_catalog, engi
 
 
 def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, iceberg_catalog):
-    import lakerules
     from lakerules.errors import NotSupported
     from lakerules.write import row_delta
 
@@ -230,10 +229,6 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
     assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
     spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('write.delete.mode', 'write.update.mode', 'write.merge.mode')")
     before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
-    src = spark.table(f"lake.{ns}.src")
-    refused(spark, lambda: lakerules.delete_by_key(spark, t, src.select("id", "p"), on=["id"]),
-            "delete_by_key", t, "format-version 3")
-    assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
 
     # the fail-safe under the verbs: a commit adding a position delete file (not a DV) is refused on v3
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -798,3 +793,34 @@ def test_merge_writes_deletion_vectors_and_keeps_row_ids(spark, ns, iceberg_cata
     refused(spark, f"MERGE INTO {t} x USING {src} y ON x.id = y.id WHEN MATCHED THEN UPDATE SET s = y.s",
             "MERGE_CARDINALITY_VIOLATION")
     assert iceberg_catalog.load_table(f"{ns}.mrg").metadata_location == before
+
+
+def test_delete_by_key_writes_deletion_vectors(spark, ns, iceberg_catalog, engines, duck):
+    import lakerules
+
+    t = f"lake.{ns}.dbk"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3')")
+    data = [(i, None if i == 5 else f"s{i % 3}") for i in range(8)]
+    spark.createDataFrame(data, "id BIGINT, s STRING").coalesce(1).writeTo(t).append()
+    spark.createDataFrame([(20, "s0"), (21, "x")], "id BIGINT, s STRING").coalesce(1).writeTo(t).append()
+    rows = dict(data + [(20, "s0"), (21, "x")])
+    ids = {i: v[0] for i, v in _lineage_rows(spark, t).items()}
+
+    def check():
+        engines.assert_same(t, expected=list(rows.items()))  # pyiceberg and DuckDB apply the DVs
+        assert {i: v[0] for i, v in _lineage_rows(spark, t).items()} == {i: ids[i] for i in rows}
+        return _one_dv_per_file(duck, iceberg_catalog, t)
+
+    keys = spark.createDataFrame([(1,), (2,), (2,), (99,)], "id BIGINT")
+    assert lakerules.delete_by_key(spark, t, keys, on=["id"]) == 3  # distinct keys
+    del rows[1], rows[2]
+    assert len(check()) == 1
+    # a NULL key deletes the NULL rows (as an equality delete would); the file's DV is merged
+    assert lakerules.delete_by_key(spark, t, spark.createDataFrame([(None,), ("s0",)], "s STRING"), on=["s"]) == 2
+    for i in [i for i, v in rows.items() if v in (None, "s0")]:
+        del rows[i]
+    dvs = check()
+    assert len(dvs) == 2 and {d["record_count"] for d in dvs} == {1, 6}  # ids 0, 1, 2, 3, 5, 6 of the first file
+    before = _metadata(iceberg_catalog, t)["current-snapshot-id"]
+    assert lakerules.delete_by_key(spark, t, spark.createDataFrame([(98,)], "id BIGINT"), on=["id"]) == 1
+    assert _metadata(iceberg_catalog, t)["current-snapshot-id"] == before  # nothing matched: no commit
