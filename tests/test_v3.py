@@ -197,7 +197,6 @@ def test_add_files_and_metadata_changes_keep_v3(spark, ns, iceberg_catalog, engi
 
 
 def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, iceberg_catalog):
-    import lakerules
     from lakerules.errors import NotSupported
     from lakerules.write import row_delta
 
@@ -209,9 +208,6 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
     before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
     snapshot = iceberg_catalog.load_table(f"{ns}.r3").metadata.current_snapshot_id
     statements = {
-        "UPDATE": f"UPDATE {t} SET id = 5 WHERE id = 1",
-        "MERGE": f"MERGE INTO {t} x USING lake.{ns}.src s ON x.id = s.id WHEN MATCHED THEN DELETE "
-                 "WHEN NOT MATCHED THEN INSERT *",
         "OPTIMIZE": f"OPTIMIZE {t}",
         "RESTORE": f"RESTORE TABLE {t} TO VERSION AS OF {snapshot}",
         "rewrite_data_files": f"CALL lake.system.rewrite_data_files(table => '{ns}.r3')",
@@ -221,14 +217,18 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
     for verb, sql in statements.items():
         message = refused(spark, sql, verb, t, "format-version 3", "Nothing was changed")
         assert len(message.strip().splitlines()) == 1, message
-    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='copy-on-write')")
-    refused(spark, f"DELETE FROM {t} WHERE id = 1", "DELETE in copy-on-write mode", t, "format-version 3")
-    spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('write.delete.mode')")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='copy-on-write', "
+              "'write.update.mode'='copy-on-write', 'write.merge.mode'='copy-on-write')")
     before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
-    src = spark.table(f"lake.{ns}.src")
-    refused(spark, lambda: lakerules.delete_by_key(spark, t, src.select("id", "p"), on=["id"]),
-            "delete_by_key", t, "format-version 3")
+    refused(spark, f"DELETE FROM {t} WHERE id = 1", "DELETE in copy-on-write mode (write.delete.mode)", t,
+            "format-version 3")
+    refused(spark, f"UPDATE {t} SET id = 5 WHERE id = 1", "UPDATE in copy-on-write mode (write.update.mode)", t,
+            "format-version 3", "Nothing was changed")
+    refused(spark, f"MERGE INTO {t} x USING lake.{ns}.src s ON x.id = s.id WHEN MATCHED THEN DELETE",
+            "MERGE in copy-on-write mode (write.merge.mode)", t, "format-version 3")
     assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
+    spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('write.delete.mode', 'write.update.mode', 'write.merge.mode')")
+    before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
 
     # the fail-safe under the verbs: a commit adding a position delete file (not a DV) is refused on v3
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -631,3 +631,196 @@ def test_create_or_replace_upgrades_and_keeps_row_lineage(spark, ns, iceberg_cat
     assert (meta["format-version"], s["first-row-id"], s["added-rows"], meta["next-row-id"]) == (3, 3, 2, 5)
     assert sorted(_row_ids(_lineage(duck, meta)).values())[0] == 3  # its files' ids start at 3, not 0
     engines.assert_same(t, expected=[(5,), (6,)])
+
+
+# ---- row lineage read: _row_id and _last_updated_sequence_number ---------------------------------
+
+
+def _lineage_rows(spark, t: str, where: str = "") -> dict[int, tuple[int, int]]:
+    """id -> (_row_id, _last_updated_sequence_number) as lakerules reads them."""
+    rows = spark.sql(f"SELECT _row_id, _last_updated_sequence_number, * FROM {t} {where}").collect()
+    return {r["id"]: (r["_row_id"], r["_last_updated_sequence_number"]) for r in rows}
+
+
+def test_row_lineage_metadata_columns(spark, ns, iceberg_catalog, duck):
+    t = f"lake.{ns}.lin"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id BIGINT, s STRING").coalesce(1).writeTo(t).append()
+    spark.createDataFrame([(4, "d"), (5, "e")], "id BIGINT, s STRING").coalesce(1).writeTo(t).append()
+    # the spec's inheritance: the file's first_row_id (from the manifest list) + the row's position,
+    # the file's data sequence number
+    expected = {1: (0, 1), 2: (1, 1), 3: (2, 1), 4: (3, 2), 5: (4, 2)}
+    assert _lineage_rows(spark, t) == expected
+    ids = _row_ids(_lineage(duck, _metadata(iceberg_catalog, t)))
+    files = _file_rows(spark, t)
+    assert {i: ids[path] + pos for path, rows in files.items() for pos, i in enumerate(rows)} == \
+        {i: v[0] for i, v in expected.items()}
+    assert spark.sql(f"SELECT * FROM {t}").columns == ["id", "s"]  # not part of SELECT *
+
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")  # a DV: the others keep their ids
+    del expected[2]
+    assert _lineage_rows(spark, t) == expected
+    assert _lineage_rows(spark, t, "WHERE _row_id >= 2 AND id < 5") == {3: (2, 1), 4: (3, 2)}
+    assert spark.sql(f"SELECT count(*), max(_row_id), min(_last_updated_sequence_number) FROM {t} "
+                     "WHERE _row_id > 0").collect()[0] == (3, 4, 1)
+    spark.conf.set("spark.lakerules.read.lateMaterialization", "on")
+    try:
+        assert _lineage_rows(spark, t, "WHERE s = 'e'") == {5: (4, 2)}
+    finally:
+        spark.conf.unset("spark.lakerules.read.lateMaterialization")
+    # an empty scan has the columns too
+    assert spark.sql(f"SELECT _row_id, id FROM {t} WHERE id > 100").collect() == []
+    # row-level statements may name them (they prune no file)
+    assert spark.sql(f"UPDATE {t} SET s = 'w' WHERE _row_id = 4").collect()[0][0] == 1
+    assert spark.sql(f"DELETE FROM {t} WHERE _row_id = 0 OR _last_updated_sequence_number = 4").collect()[0][0] == 2
+    assert _lineage_rows(spark, t) == {3: (2, 1), 4: (3, 2)}
+
+    # a data column of that name hides the metadata column; a v2 table has none
+    spark.sql(f"CREATE TABLE {t}_own (id BIGINT, _row_id BIGINT) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t}_own VALUES (1, 100)")
+    assert [tuple(r) for r in spark.sql(f"SELECT _row_id, _last_updated_sequence_number FROM {t}_own").collect()] == \
+        [(100, 1)]
+    spark.sql(f"CREATE TABLE {t}_v2 (id BIGINT) TBLPROPERTIES ('format-version'='2')")
+    with pytest.raises(Exception, match="_row_id"):
+        spark.sql(f"SELECT _row_id FROM {t}_v2").collect()
+
+
+# ---- UPDATE and MERGE: deletion vectors, rows written again with their lineage -------------------
+
+_ROW_ID_FIELD, _LAST_UPDATED_FIELD = b"2147483540", b"2147483539"
+
+
+def _written_lineage(spark, t: str) -> dict[int, tuple]:
+    """id -> (_row_id, _last_updated_sequence_number) as stored in the data files that hold the
+    lineage columns (read by pyarrow, the columns found by their field ids), live rows or not."""
+    out = {}
+    for (path,) in spark.sql(f"SELECT file_path FROM {t}.data_files").collect():
+        table = pq.ParquetFile(path.removeprefix("file://")).read()  # the file alone (no hive partition column)
+        ids = {f.metadata[b"PARQUET:field_id"]: f.name for f in table.schema}
+        if _ROW_ID_FIELD not in ids:
+            continue
+        assert _LAST_UPDATED_FIELD in ids
+        for r in table.to_pylist():
+            out.setdefault(r["id"], []).append((r[ids[_ROW_ID_FIELD]], r[ids[_LAST_UPDATED_FIELD]]))
+    return out
+
+
+def _one_dv_per_file(duck, iceberg_catalog, t: str) -> list[dict]:
+    dvs = _dv_entries(duck, _metadata(iceberg_catalog, t))
+    assert len({d["referenced_data_file"] for d in dvs}) == len(dvs), "two DVs for one data file"
+    for d in dvs:
+        _check_puffin(d)
+    return dvs
+
+
+def test_update_writes_deletion_vectors_and_keeps_row_ids(spark, ns, iceberg_catalog, engines, duck):
+    t = f"lake.{ns}.upd"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT, s STRING) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(i, i % 2, "a") for i in range(10)], "id BIGINT, p INT, s STRING").coalesce(1).writeTo(t).append()
+    rows = {i: (i, i % 2, "a") for i in range(10)}
+    ids = {i: v[0] for i, v in _lineage_rows(spark, t).items()}
+    assert sorted(ids.values()) == list(range(10))
+
+    def check(changed: dict):
+        """``changed``: id -> the sequence number its row was last updated at."""
+        seq = _metadata(iceberg_catalog, t)["last-sequence-number"]
+        assert engines.assert_same(t) == sorted(rows.values())  # pyiceberg and DuckDB apply the DVs
+        assert _lineage_rows(spark, t) == {i: (ids[i], changed.get(i, 1)) for i in rows}
+        assert max(changed.values(), default=1) == seq
+        return _one_dv_per_file(duck, iceberg_catalog, t)
+
+    assert spark.sql(f"UPDATE {t} SET s = 'b' WHERE id IN (2, 3)").collect()[0][0] == 2
+    rows.update({2: (2, 0, "b"), 3: (3, 1, "b")})
+    dvs = check({2: 2, 3: 2})
+    assert len(dvs) == 2 and len({d["file_path"] for d in dvs}) == 1  # one Puffin file per statement
+    # the new data file holds the rows' ids and a null _last_updated_sequence_number (inherited: the commit's)
+    assert _written_lineage(spark, t) == {2: [(ids[2], None)], 3: [(ids[3], None)]}
+
+    for _ in range(2):  # the same row again, then a row of the same file: one DV per data file
+        spark.sql(f"UPDATE {t} SET s = concat(s, 'c') WHERE id = 2")
+    rows[2] = (2, 0, "bcc")
+    spark.sql(f"UPDATE {t} SET s = 'd' WHERE id IN (4, 5)")
+    rows.update({4: (4, 0, "d"), 5: (5, 1, "d")})
+    check({2: 4, 3: 2, 4: 5, 5: 5})
+    assert _written_lineage(spark, t)[2] == [(ids[2], None)]  # its earlier one-row files were dropped whole
+
+    # no WHERE: every row written again with its id; a file with no deletes is dropped whole
+    assert spark.sql(f"UPDATE {t} SET s = 'z'").collect()[0][0] == 10
+    rows = {i: (i, i % 2, "z") for i in range(10)}
+    dvs = check({i: 6 for i in range(10)})
+    assert _written_lineage(spark, t) == {i: [(ids[i], None)] for i in range(10)}
+    assert len(dvs) == 2  # the first file (its DV merged again), and one updated file holding a DV already
+
+
+def test_merge_writes_deletion_vectors_and_keeps_row_ids(spark, ns, iceberg_catalog, engines, duck):
+    t, src = f"lake.{ns}.mrg", f"lake.{ns}.msrc"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3')")
+    spark.createDataFrame([(i, "a") for i in range(6)], "id BIGINT, s STRING").coalesce(1).writeTo(t).append()
+    spark.sql(f"CREATE TABLE {src} (id BIGINT, s STRING)")
+    spark.sql(f"INSERT INTO {src} VALUES (1, 'u'), (2, 'del'), (7, 'new')")
+    ids = {i: v[0] for i, v in _lineage_rows(spark, t).items()}
+    merge = (f"MERGE INTO {t} x USING {src} y ON x.id = y.id WHEN MATCHED AND y.s = 'del' THEN DELETE "
+             "WHEN MATCHED THEN UPDATE SET s = y.s WHEN NOT MATCHED THEN INSERT *")
+    assert tuple(spark.sql(merge).collect()[0]) == (3, 1, 1, 1)  # the broadcast source's path
+    expected = {0: "a", 1: "u", 3: "a", 4: "a", 5: "a", 7: "new"}
+    assert engines.assert_same(t) == sorted(expected.items())
+    lin = _lineage_rows(spark, t)
+    assert {i: lin[i] for i in ids if i in lin} == {i: (ids[i], 2 if i == 1 else 1) for i in expected if i in ids}
+    # the new file: the updated row with its id, the inserted one with none (a fresh id, past every old one)
+    assert _written_lineage(spark, t) == {1: [(ids[1], None)], 7: [(None, None)]}
+    assert lin[7] == (7, 2)  # the new file's first_row_id (6) + its position (1)
+    assert len(_one_dv_per_file(duck, iceberg_catalog, t)) == 1
+
+    # the outer join's path (a source too large to broadcast), NOT MATCHED BY SOURCE, the same file again
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        spark.sql(f"INSERT INTO {src} VALUES (3, 'v')")
+        spark.sql(f"MERGE INTO {t} x USING {src} y ON x.id = y.id WHEN MATCHED THEN UPDATE SET s = concat(x.s, y.s) "
+                  "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND x.id = 0 THEN UPDATE SET s = 'nbs'")
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    expected.update({0: "nbs", 1: "uu", 2: "del", 3: "av", 7: "newnew"})
+    assert engines.assert_same(t) == sorted(expected.items())
+    lin = _lineage_rows(spark, t)
+    assert all(lin[i] == (ids[i], 3) for i in (0, 1, 3)) and lin[4] == (ids[4], 1) and lin[7] == (7, 3)
+    assert lin[2][1] == 3 and len({v[0] for v in lin.values()}) == len(lin)  # a re-inserted row: a new id
+    # the first file's DV merged with the new positions; the second file, every row updated, dropped whole
+    assert len(_one_dv_per_file(duck, iceberg_catalog, t)) == 1
+
+    # Spark's cardinality rule still holds; the table is unchanged
+    before = iceberg_catalog.load_table(f"{ns}.mrg").metadata_location
+    spark.sql(f"INSERT INTO {src} VALUES (3, 'twice')")
+    refused(spark, f"MERGE INTO {t} x USING {src} y ON x.id = y.id WHEN MATCHED THEN UPDATE SET s = y.s",
+            "MERGE_CARDINALITY_VIOLATION")
+    assert iceberg_catalog.load_table(f"{ns}.mrg").metadata_location == before
+
+
+def test_delete_by_key_writes_deletion_vectors(spark, ns, iceberg_catalog, engines, duck):
+    import lakerules
+
+    t = f"lake.{ns}.dbk"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3')")
+    data = [(i, None if i == 5 else f"s{i % 3}") for i in range(8)]
+    spark.createDataFrame(data, "id BIGINT, s STRING").coalesce(1).writeTo(t).append()
+    spark.createDataFrame([(20, "s0"), (21, "x")], "id BIGINT, s STRING").coalesce(1).writeTo(t).append()
+    rows = dict(data + [(20, "s0"), (21, "x")])
+    ids = {i: v[0] for i, v in _lineage_rows(spark, t).items()}
+
+    def check():
+        engines.assert_same(t, expected=list(rows.items()))  # pyiceberg and DuckDB apply the DVs
+        assert {i: v[0] for i, v in _lineage_rows(spark, t).items()} == {i: ids[i] for i in rows}
+        return _one_dv_per_file(duck, iceberg_catalog, t)
+
+    keys = spark.createDataFrame([(1,), (2,), (2,), (99,)], "id BIGINT")
+    assert lakerules.delete_by_key(spark, t, keys, on=["id"]) == 3  # distinct keys
+    del rows[1], rows[2]
+    assert len(check()) == 1
+    # a NULL key deletes the NULL rows (as an equality delete would); the file's DV is merged
+    assert lakerules.delete_by_key(spark, t, spark.createDataFrame([(None,), ("s0",)], "s STRING"), on=["s"]) == 2
+    for i in [i for i, v in rows.items() if v in (None, "s0")]:
+        del rows[i]
+    dvs = check()
+    assert len(dvs) == 2 and {d["record_count"] for d in dvs} == {1, 6}  # ids 0, 1, 2, 3, 5, 6 of the first file
+    before = _metadata(iceberg_catalog, t)["current-snapshot-id"]
+    assert lakerules.delete_by_key(spark, t, spark.createDataFrame([(98,)], "id BIGINT"), on=["id"]) == 1
+    assert _metadata(iceberg_catalog, t)["current-snapshot-id"] == before  # nothing matched: no commit

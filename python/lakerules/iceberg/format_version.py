@@ -84,4 +84,5 @@ def refuse_on_v3(table, verb: str) -> None:
 
         raise NotSupported(f"lakerules: {verb} on {names.table_name(table)}: {names.table_name(table)} is a "
                            f"format-version 3 table, and lakerules' support of v3 does not cover {verb} yet (it "
-                           "writes appends, overwrites of whole files and merge-on-read DELETE). Nothing was changed")
+                           "writes appends, overwrites of whole files and merge-on-read DELETE, UPDATE and MERGE). "
+                           "Nothing was changed")

@@ -187,6 +187,12 @@ class RowIds:
             self._ids = {} if self._list is None else self._read()
         return self._ids.get(path, _UNKNOWN)
 
+    def all(self) -> dict:
+        """Every live data file's first_row_id (None: it has none), by path."""
+        if self._ids is None:
+            self._ids = {} if self._list is None else self._read()
+        return dict(self._ids)
+
     def _read(self) -> dict:
         out = {}
         with AvroFile[ManifestFile](self._io.new_input(self._list), _LIST_SCHEMA,

@@ -1,4 +1,5 @@
-"""Deleting by key, for producers that delete rows by a key (CDC): equality delete files.
+"""Deleting by key, for producers that delete rows by a key (CDC): equality delete files (on a
+format version 3 table, deletion vectors: lakerules.rowlevel.keys_v3).
 
     lakerules.delete_by_key(spark, "lake.db.t", keys_df, on=["id"])
 
@@ -19,7 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakerules.write import commit, row_delta
 from lakerules.spark import jvm as J
-from lakerules.iceberg import format_version, names, schema as schemas
+from lakerules.iceberg import names, schema as schemas
+from lakerules.rowlevel import keys_v3
 from lakerules.errors import LakeError
 from lakerules.write.files import discard, write_files
 
@@ -36,9 +38,10 @@ def delete_by_key(spark: SparkSession, catalogs, table_name: str, keys: DataFram
     # to the branch write-audit-publish names, or staged, as every write (lakerules.iceberg.refs)
     table = catalogs.load_for_write(TableRef(catalog_name, tuple(namespace), name),
                                              lambda key: spark.conf.get(key, None))
-    format_version.refuse_on_v3(table, "delete_by_key")  # its equality deletes and position path: not on v3 yet
     schema, spec = table.schema(), table.spec()
     key_fields = [_column(table, schema, c) for c in on]
+    if table.format_version >= 3:  # deletion vectors of the rows the keys match (lakerules.rowlevel.keys_v3)
+        return _by_deletion_vectors(spark, table, TableRef(catalog_name, tuple(namespace), name), keys, key_fields)
     # The files are partitioned like the table, so the partition source columns must be known.
     needed = list(key_fields)
     for pf in spec.fields:
@@ -70,6 +73,22 @@ def delete_by_key(spark: SparkSession, catalogs, table_name: str, keys: DataFram
         except BaseException as e:
             discard(table, written, e)
             raise
+        return count
+    finally:
+        rows.unpersist()
+
+
+def _by_deletion_vectors(spark, table, t, keys: DataFrame, key_fields: list) -> int:
+    missing = [f.name for f in key_fields if f.name not in keys.columns]
+    if missing:
+        raise LakeError(f"lakerules: the keys DataFrame has no column(s) {missing}")
+    rows = keys.select(
+        *[J.column(f.name).cast(schemas.iceberg_type_to_spark(f.field_type)).alias(f.name) for f in key_fields]
+    ).dropDuplicates().persist()
+    try:
+        count = rows.count()
+        if count:
+            keys_v3.delete(spark, table, t, rows, key_fields)
         return count
     finally:
         rows.unpersist()

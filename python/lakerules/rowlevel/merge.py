@@ -46,6 +46,7 @@ from pyspark.sql import functions as F
 from lakerules.errors import LakeError
 from lakerules.plan import nodes as P
 from lakerules.plan.nodes import LakeScan
+from lakerules.rowlevel import v3_rows
 from lakerules.rowlevel.run import (
     _file_lookup,
     _partial_scan,
@@ -189,13 +190,26 @@ def _broadcastable(spark, node, rows: int) -> bool:
 # ---- small source: inner join with the broadcast source, anti-join for the inserts ---------------
 
 
-def _target_plan(ctx, node, table, snapshot, planned, files, attrs):
+def _target_plan(ctx, node, table, snapshot, planned, files, attrs, row_ids: bool = False):
     """The live rows of ``files`` with the columns of ``attrs`` (relation attributes, carrying
-    their exprIds), FILE_COL and POS_COL."""
+    their exprIds), (``row_ids``: v3_rows.ROW_COL,) FILE_COL and POS_COL."""
     spark = ctx.spark
-    df = scan_dataframe(ctx, _partial_scan(node, table, snapshot, planned, files), positions=True)
-    plan = J.analyzed(df.select(*[J.column(a.name) for a in attrs], FILE_COL, POS_COL))
+    df = _target_rows(ctx, _partial_scan(node, table, snapshot, planned, files), row_ids)
+    plan = J.analyzed(df.select(*[J.column(a.name) for a in attrs], *_row_id_cols(row_ids), FILE_COL, POS_COL))
     return J.rename_project(spark, plan, [a.jvm for a in attrs])
+
+
+def _target_rows(ctx, scan: LakeScan, row_ids: bool):
+    """The scan's live rows with FILE_COL and POS_COL, and on a v3 table each row's _row_id as
+    v3_rows.ROW_COL (the rows MERGE writes again keep it)."""
+    if not row_ids:
+        return scan_dataframe(ctx, scan, positions=True)
+    return v3_rows.with_row_id(scan_dataframe(ctx, scan, positions=True,
+                                              lineage=v3_rows.read_columns(scan.output, scan.schema)))
+
+
+def _row_id_cols(row_ids: bool) -> list[str]:
+    return [v3_rows.ROW_COL] if row_ids else []
 
 
 def _run_keyed(ctx, node, table, snapshot, expr, planned, files):
@@ -212,13 +226,14 @@ def _run_keyed(ctx, node, table, snapshot, expr, planned, files):
     first = [a for a in output if a.jvm.exprId().id() in on_ids]
     later = [a for a in output if a.jvm.exprId().id() in needed and a.jvm.exprId().id() not in on_ids]
     check = _checks_cardinality(node.matched)
+    row_ids = v3_rows.applies(table)
     source = J.analyzed(F.broadcast(J.dataframe(spark, node.source)))
     matches = None
     try:
         progress.step(spark, "find the target rows the source's keys match")
         if files:
-            joined = J.join(spark, _target_plan(ctx, node, table, snapshot, planned, files, first), source, "inner",
-                            node.condition)
+            joined = J.join(spark, _target_plan(ctx, node, table, snapshot, planned, files, first, row_ids), source,
+                            "inner", node.condition)
             matches = J.dataframe(spark, joined)
             if not check:
                 matches = matches.dropDuplicates([FILE_COL, POS_COL])  # deleted (or kept) once
@@ -230,13 +245,13 @@ def _run_keyed(ctx, node, table, snapshot, expr, planned, files):
             matched_names = set()
         names = status_names(spark, [p.file.file_path for p in files])
         matched_files = [p for p in files if names[p.file.file_path] in matched_names]
-        rows = _inserted(spark, node, matches, first)
+        rows = _inserted(spark, node, matches, first, row_ids)
         if matched_files and node.matched:
             plan = J.analyzed(matches)
             if later:
                 progress.step(spark, "read the matched rows' other columns")
                 plan = _with_later_columns(ctx, node, table, snapshot, planned, matched_files, later, matches)
-            rows = _matched(spark, node, plan).unionByName(rows)
+            rows = _matched(spark, node, plan, row_ids).unionByName(rows)
         scanned = {"lakerules.merge.target-files-scanned": str(len(files)),
                    "lakerules.merge.target-files-matched": str(len(matched_files))}
         return _apply(ctx, node, table, snapshot, expr, planned, matched_files, rows, scanned, check=False)
@@ -258,18 +273,19 @@ def _with_later_columns(ctx, node, table, snapshot, planned, files, later, match
                      [a for a in t_out if a.name() not in (FILE_COL, POS_COL)] + m_out)
 
 
-def _matched(spark, node, plan):
+def _matched(spark, node, plan, row_ids: bool = False):
     """The matched rows (each a target row and the source row it matched) as what the first
     WHEN MATCHED clause that holds makes of them: updated or deleted (no clause: dropped)."""
     out = J.from_seq(plan.output())
+    carried = (*_row_id_cols(row_ids), FILE_COL, POS_COL)
     branches = [(J.true_literal(spark) if a.condition is None else a.condition, a) for a in node.matched]
-    frame = _actions(spark, node, plan, branches, [a for a in out if a.name() in (FILE_COL, POS_COL)])
+    frame = _actions(spark, node, plan, branches, [a for a in out if a.name() in carried])
     return (frame.where(F.col(OP_COL) != KEEP)
             .withColumn(T_COL, F.lit(True)).withColumn(S_COL, F.lit(True))
-            .select(*[J.column(a.name) for a in node.relation.output], OP_COL, T_COL, S_COL, FILE_COL, POS_COL))
+            .select(*[J.column(a.name) for a in node.relation.output], OP_COL, T_COL, S_COL, *carried))
 
 
-def _inserted(spark, node, matches, first):
+def _inserted(spark, node, matches, first, row_ids: bool = False):
     """The source rows no target row matched (the source anti-joined with the matched target
     rows on the ON condition), as the first WHEN NOT MATCHED clause that holds makes them."""
     source = node.source
@@ -281,10 +297,13 @@ def _inserted(spark, node, matches, first):
         source = J.join(spark, source, matched, "leftanti", node.condition)
     branches = [(J.true_literal(spark) if a.condition is None else a.condition, a) for a in node.not_matched]
     frame = _actions(spark, node, source, branches, [])
+    for c in _row_id_cols(row_ids):  # a new row: fresh ids from its file's first_row_id
+        frame = frame.withColumn(c, F.lit(None).cast("long"))
     return (frame.where(F.col(OP_COL) != KEEP)
             .withColumn(T_COL, F.lit(None).cast("boolean")).withColumn(S_COL, F.lit(True))
             .withColumn(FILE_COL, F.lit(None).cast("string")).withColumn(POS_COL, F.lit(None).cast("long"))
-            .select(*[J.column(a.name) for a in node.relation.output], OP_COL, T_COL, S_COL, FILE_COL, POS_COL))
+            .select(*[J.column(a.name) for a in node.relation.output], OP_COL, T_COL, S_COL, *_row_id_cols(row_ids),
+                    FILE_COL, POS_COL))
 
 
 def _actions(spark, node, plan, branches, carried):
@@ -315,12 +334,14 @@ def _actions(spark, node, plan, branches, carried):
 def _run_outer(ctx, node, table, snapshot, expr, planned, files):
     spark = ctx.spark
     t = node.table
-    # target rows (relation exprIds) with FILE_COL, POS_COL and a presence marker
-    df = scan_dataframe(ctx, _partial_scan(node, table, snapshot, planned, files) if snapshot else
-                        LakeScan(table=t, snapshot_id=None, output=node.relation.output, iceberg=table,
-                                 schema=table.schema(), plan=ScanPlan()), positions=True)
+    row_ids = v3_rows.applies(table)
+    # target rows (relation exprIds) with (v3: the row id,) FILE_COL, POS_COL and a presence marker
+    df = _target_rows(ctx, _partial_scan(node, table, snapshot, planned, files) if snapshot else
+                      LakeScan(table=t, snapshot_id=None, output=node.relation.output, iceberg=table,
+                               schema=table.schema(), plan=ScanPlan()), row_ids)
     names = [a.name for a in node.relation.output]
-    target = J.analyzed(df.select(*[J.column(n) for n in names], FILE_COL, POS_COL, F.lit(True).alias(T_COL)))
+    target = J.analyzed(df.select(*[J.column(n) for n in names], *_row_id_cols(row_ids), FILE_COL, POS_COL,
+                                  F.lit(True).alias(T_COL)))
     target = J.rename_project(spark, target, [a.jvm for a in node.relation.output])
     source = J.with_columns(spark, node.source, [J.literal(spark, True)], [S_COL])
     joined = J.join(spark, target, source, node.join_type(), node.condition)
@@ -334,7 +355,7 @@ def _run_outer(ctx, node, table, snapshot, expr, planned, files):
                           (node.not_matched_by_source, J.is_null(spark, s_attr))):
         for a in clauses:
             branches.append((when if a.condition is None else J.all_of(spark, (when, a.condition)), a))
-    carried = [t_attr, s_attr] + [a for a in out if a.name() in (FILE_COL, POS_COL)]
+    carried = [t_attr, s_attr] + [a for a in out if a.name() in (*_row_id_cols(row_ids), FILE_COL, POS_COL)]
     rows = _actions(spark, node, joined, branches, carried).where(
         (F.col(OP_COL) != KEEP) | (F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
     )
@@ -369,14 +390,17 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
         updated, deleted, inserted = counts.get(UPDATE, 0), counts.get(DELETE, 0), counts.get(INSERT, 0)
         if updated + deleted + inserted == 0:
             return _merge_result(spark, 0, 0, 0)
-        touched_paths = {r[0] for r in rows.where(F.col(OP_COL).isin(UPDATE, DELETE))
-                         .select("__lakerules_path").distinct().collect()}
-        touched = [p for p in files if p.file.file_path in touched_paths]
+        removed = {r[0]: r[1] for r in rows.where(F.col(OP_COL).isin(UPDATE, DELETE))
+                   .groupBy("__lakerules_path").count().collect()}
+        touched = [p for p in files if p.file.file_path in removed]
         summary = {"lakerules.operation": "merge", **summary}
         summary.setdefault("lakerules.merge.target-files-scanned", str(len(files)))
         summary.setdefault("lakerules.merge.target-files-matched", str(len(touched)))
         if node.mode == "copy-on-write":
             _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched, summary)
+            return _merge_result(spark, updated, deleted, inserted)
+        if v3_rows.applies(table):  # deletion vectors, and the rows written again keep their ids
+            _merge_v3(ctx, node, table, snapshot, expr, rows, touched, removed, summary, bool(updated or inserted))
             return _merge_result(spark, updated, deleted, inserted)
         if updated or inserted:
             new_rows = J.select(rows.where(F.col(OP_COL).isin(UPDATE, INSERT)), names)
@@ -396,6 +420,33 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
     finally:
         rows.unpersist()
     return _merge_result(spark, updated, deleted, inserted)
+
+
+def _merge_v3(ctx, node, table, snapshot, expr, rows, touched: list, removed: dict, summary: dict,
+              writes_rows: bool) -> None:
+    """Merge-on-read on a v3 table (lakerules.rowlevel.v3_rows): updated and inserted rows written
+    with their row ids (null for inserted ones), updated and deleted positions as deletion vectors."""
+    spark = ctx.spark
+    v3_rows.check(table, "MERGE")
+    written, removal = [], None
+    try:
+        if writes_rows:
+            written = v3_rows.write_rows(spark, node.table.catalog, table, rows.where(F.col(OP_COL).isin(UPDATE, INSERT)),
+                                         v3_rows.data_columns(table, node.relation.output))
+        if touched:
+            positions = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
+                F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"))
+            removal = v3_rows.Removal(spark, table, snapshot, positions, touched, removed)
+        row_delta.commit(
+            table, written, removal.delete_files if removal else [], summary,
+            removed_data_files=removal.removed_data_files if removal else (),
+            removed_delete_files=removal.replaced if removal else (),
+            validation=_update_validation(touched, expr, "merge"),
+            operation=Operation.OVERWRITE if written else Operation.DELETE,
+        )
+    except BaseException as e:
+        write.discard(table, written + (removal.discardable() if removal else []), e)
+        raise
 
 
 def _cardinality_error(t) -> LakeError:

@@ -44,6 +44,7 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from lakerules.write import deletion_vectors, files as write, row_delta
 from lakerules.spark import jvm as J, progress
 from lakerules.scan import row_files as row_plans
+from lakerules.rowlevel import v3_rows
 from lakerules.errors import LakeError
 from lakerules.plan import nodes as P
 from lakerules.plan.nodes import LakeScan
@@ -101,21 +102,29 @@ def _partial_scan(node, table, snapshot, planned: ScanPlan, files) -> LakeScan:
     )
 
 
-def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool):
+def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool, row_ids: bool = False):
     """The scan's live rows with FILE_COL and POS_COL, as a DataFrame over a JVM plan where the
     table's columns carry the exprIds the statement's condition refers to; filtered to rows
-    where the condition is true (keep_matching) or to the others (copy-on-write's kept rows)."""
+    where the condition is true (keep_matching) or to the others (copy-on-write's kept rows; no
+    condition: every row). ``row_ids`` (v3): each row's _row_id too, as v3_rows.ROW_COL, before
+    FILE_COL."""
     spark = ctx.spark
-    df = scan_dataframe(ctx, scan, positions=True)
+    if row_ids:
+        df = v3_rows.with_row_id(scan_dataframe(ctx, scan, positions=True,
+                                                lineage=v3_rows.read_columns(scan.output, scan.schema)))
+    else:
+        df = scan_dataframe(ctx, scan, positions=True)
     names = [a.name for a in node.relation.output]
     missing = [n for n in names if n not in df.columns]
     if missing:
         raise LakeError(
             f"lakerules: column(s) {missing} of {node.table} changed while the statement was planned; run it again"
         )
-    plan = J.analyzed(J.select(df, [*names, FILE_COL, POS_COL]))
+    plan = J.analyzed(J.select(df, [*names, *([v3_rows.ROW_COL] if row_ids else []), FILE_COL, POS_COL]))
     plan = J.rename_project(spark, plan, [a.jvm for a in node.relation.output])
     condition = node.condition
+    if condition is None:
+        return J.dataframe(spark, plan)
     if not keep_matching:
         # a row stays unless the condition is TRUE for it (NULL keeps it, as SQL's WHERE does)
         condition = J.not_true(spark, condition)
@@ -316,13 +325,13 @@ def _affected(spark, n: int):
 
 
 def _new_values(spark, node, plan, keep_positions: bool):
-    """Project over plan (the relation's columns, then FILE_COL, POS_COL): each column its
-    assigned value or itself, then the position columns if asked."""
+    """Project over plan (the relation's columns, then FILE_COL, POS_COL, on v3 after the row id):
+    each column its assigned value or itself, then the columns after them if asked."""
     values = {key.exprId().id(): value for key, value in node.assignments}
     exprs = [values.get(a.jvm.exprId().id(), a.jvm) for a in node.relation.output]
     names = [a.name for a in node.relation.output]
     if keep_positions:
-        for attr in J.from_seq(plan.output())[-2:]:
+        for attr in J.from_seq(plan.output())[len(node.relation.output):]:
             exprs.append(attr)
             names.append(attr.name())
     return J.project_as(spark, plan, exprs, names)
@@ -341,8 +350,9 @@ def run_update(ctx, node):
     expr, planned, files = plan.expr, plan.scan, list(plan.read)
     if not files:
         return _affected(spark, 0)
-    if node.condition is None:
+    if node.condition is None and not v3_rows.applies(table):
         # the seed's edge case: every row changes, so the files are rewritten, no delete files
+        # (v3: the split below, which drops each file whole and writes its rows with their ids)
         return _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything=True)
     if node.mode == "copy-on-write":
         return _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything=False)
@@ -353,26 +363,38 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
     """Merge-on-read: one read of the matched rows, cached with their new values, file and
     position; the delete part and the new rows are written from it and committed together."""
     spark = ctx.spark
+    lineage = v3_rows.applies(table)  # v3: deletion vectors, and the rows written again keep their ids
+    if lineage:
+        v3_rows.check(table, "UPDATE")
     progress.step(spark, "read matching rows with their new values")
-    matched_plan = J.analyzed(_rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, files), True))
+    matched_plan = J.analyzed(_rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, files), True,
+                                       row_ids=lineage))
     updated = J.dataframe(spark, _new_values(spark, node, matched_plan, keep_positions=True))
     lookup, partitions = _file_lookup(spark, table, files, "__lakerules_path")
     rows = (updated.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"))
             .drop("__name", FILE_COL)
             .persist())
-    written_data, written_deletes = [], []
+    written_data, written_deletes, removal = [], [], None
     try:
         counts = {r["__lakerules_path"]: r["count"] for r in rows.groupBy("__lakerules_path").count().collect()}
         if not counts:
             return _affected(spark, 0)
         live = {p.file.file_path: p for p in files}
         touched = [live[path] for path in counts]
-        new_columns = [J.column(a.name) for a in node.relation.output]
-        written_data = write.write_files(spark, node.table.catalog, table, rows.select(*new_columns), cluster=True)
         deletes = rows.select(F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
-        written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
+        if lineage:
+            columns = v3_rows.data_columns(table, node.relation.output)
+            written_data = v3_rows.write_rows(spark, node.table.catalog, table, rows, columns)
+            removal = v3_rows.Removal(spark, table, snapshot, deletes, touched, counts)
+            written_deletes = removal.discardable()
+        else:
+            new_columns = [J.column(a.name) for a in node.relation.output]
+            written_data = write.write_files(spark, node.table.catalog, table, rows.select(*new_columns), cluster=True)
+            written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
         row_delta.commit(
-            table, written_data, written_deletes, {"lakerules.operation": "update"},
+            table, written_data, removal.delete_files if removal else written_deletes, {"lakerules.operation": "update"},
+            removed_data_files=removal.removed_data_files if removal else (),
+            removed_delete_files=removal.replaced if removal else (),
             validation=_update_validation(touched, expr, "update"),
             operation=Operation.OVERWRITE,
         )

@@ -43,7 +43,7 @@ from pyiceberg.expressions import AlwaysFalse, AlwaysTrue, And
 from pyiceberg.expressions.visitors import residual_evaluator_of
 from pyiceberg.types import DateType, DecimalType, TimestampType, TimestamptzType
 
-from lakerules.scan import explain
+from lakerules.scan import explain, lineage
 from lakerules.spark import jvm as J
 from lakerules.plan.expressions import to_iceberg
 from lakerules.plan.nodes import Filter, LakeScan, Node, SparkNode
@@ -96,7 +96,8 @@ def _chain(node: Node) -> list | None:
 def _answer(ctx, agg: SparkNode, scan: LakeScan, filters: list):
     if J.from_seq(agg.jvm.groupingExpressions()):
         raise NotExact("GROUP BY")
-    columns = {a.jvm.exprId().id(): a.name for a in scan.output}
+    computed = lineage.requested(scan.iceberg, scan.schema, scan.output)  # v3's row lineage: no metrics
+    columns = {a.jvm.exprId().id(): a.name for a in scan.output if a.name not in computed}
     parts = []
     for node in filters:
         for c in node.conjuncts:

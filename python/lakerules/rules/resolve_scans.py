@@ -28,7 +28,7 @@ from functools import reduce
 
 from pyiceberg.expressions import AlwaysTrue, And
 
-from lakerules.scan import manifest_job, manifests
+from lakerules.scan import lineage, manifest_job, manifests
 from lakerules.metadata import tables as metadata_tables
 from lakerules.iceberg import options, refs
 from lakerules.errors import LakeError
@@ -68,7 +68,7 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
         snapshot = table.snapshot_by_id(rel.snapshot_id)
         if snapshot is not None and snapshot.schema_id is not None:
             schema = table.schemas().get(snapshot.schema_id, schema)
-    row_filter = _row_filter(rel)
+    row_filter = _row_filter(rel, lineage.requested(table, schema, rel.output))
     return LakeScan(
         table=rel.table,
         snapshot_id=snapshot_id,
@@ -92,7 +92,9 @@ def _metadata_scan(rel: LakeRelation, ctx) -> MetadataScan:
     return MetadataScan(table=rel.table, meta=rel.metadata_table, snapshot_id=snapshot_id, output=rel.output)
 
 
-def _row_filter(rel: LakeRelation):
-    columns = {a.jvm.exprId().id(): a.name for a in rel.output}
+def _row_filter(rel: LakeRelation, computed: tuple[str, ...] = ()):
+    """The relation's filters as one pyiceberg expression; a condition on a column the scan
+    computes (``computed``: v3's row lineage columns) prunes nothing."""
+    columns = {a.jvm.exprId().id(): a.name for a in rel.output if a.name not in computed}
     parts = [to_iceberg(c, columns)[0] for c in rel.filters]
     return reduce(And, parts, AlwaysTrue())

@@ -89,6 +89,7 @@ from lakerules.plan.nodes import Filter, LakeScan, Node, SparkNode
 from lakerules.scan.read import (
     FILE_COL, POS_COL, aliased_plan, lower_scan, read_files, scan_dataframe, status_names,
 )
+from lakerules.scan import lineage as row_lineage
 
 SETTING = "spark.lakerules.read.lateMaterialization"
 MODES = ("auto", "on", "off")
@@ -210,6 +211,8 @@ def decide(scan: LakeScan, conjuncts: tuple, project, m: str, needed_ids: set | 
 
     if any(not c.deterministic() or _has_subquery(c) for c in conjuncts):
         return plain("the filter is not deterministic, has a subquery or is correlated")
+    if row_lineage.requested(scan.iceberg, scan.schema, scan.output):
+        return plain("the scan reads row lineage columns (_row_id, _last_updated_sequence_number)")
     if not predicate:
         return plain("the filter reads no column")
     rest = [n for n in needed if n not in predicate]

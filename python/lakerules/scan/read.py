@@ -40,7 +40,7 @@ from pyspark.sql.types import StructField, StructType
 
 from lakerules.spark import jvm as J, settings, shared
 from lakerules.errors import LakeError
-from lakerules.scan import deletion_vectors, equality_deletes
+from lakerules.scan import deletion_vectors, equality_deletes, lineage as row_lineage
 from lakerules.scan.explain import remember
 from lakerules.plan.nodes import LakeScan
 from lakerules.iceberg.schema import iceberg_to_spark
@@ -146,11 +146,18 @@ def spark_file_path(column: str = "_metadata.file_path") -> Column:
     return normal_path_col(decoded)
 
 
-def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
+def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[str, ...] | None = None) -> DataFrame:
     """The rows of a planned scan: its data files with every applicable delete applied. With
     ``positions``, each row also carries its file (Spark's name, see status_names) and row index
-    (FILE_COL, POS_COL): what a row-level command needs to delete it."""
+    (FILE_COL, POS_COL): what a row-level command needs to delete it. ``lineage``: the row lineage
+    columns of a v3 table to add after the table's columns (lakerules.scan.lineage; None: those
+    the scan's output names)."""
     spark, schema = ctx.spark, scan.schema
+    if lineage is None:
+        lineage = row_lineage.requested(scan.iceberg, schema, scan.output)
+    out = [f.name for f in schema.as_struct().fields] + list(lineage) + ([FILE_COL, POS_COL] if positions else [])
+    if lineage:  # read with each row's file and position, and the stored lineage columns
+        positions, schema = True, row_lineage.read_schema(schema, lineage)
     columns = [f.name for f in schema.as_struct().fields]
     if positions:
         columns += [FILE_COL, POS_COL]
@@ -164,7 +171,8 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
         eq = () if joined else tuple(d.file_path for d in planned.equality_deletes)
         groups[(eq, deletion_vectors.kind(planned))].append(planned)
     if not groups:
-        return J.select(read_files(spark, schema, [], positions), columns)
+        df = read_files(spark, schema, [], positions)
+        return J.select(df.select("*", *[F.lit(None).cast("long").alias(n) for n in lineage]), out)
     parts = []
     for (_, deletes), files in sorted(groups.items()):
         with_deletes = deletes != deletion_vectors.NONE
@@ -185,6 +193,10 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False) -> DataFrame:
         df = J.select(hashed.apply(ctx, scan, df, sys.modules[__name__]), columns)
     elif joined:
         df = J.select(_equality_anti_joins(ctx, scan, df), columns)
+    if lineage:
+        names = status_names(spark, [p.file.file_path for p in scan.plan.files])
+        df = J.select(row_lineage.apply(spark, scan.iceberg, scan.snapshot_id, list(scan.plan.files), df, lineage,
+                                        FILE_COL, POS_COL, names), out)
     return df
 
 

@@ -24,7 +24,7 @@ from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules.spark import jvm as J
 from lakerules.iceberg import format_version, pyiceberg_edge as edge
-from lakerules.scan import manifest_job, manifests
+from lakerules.scan import lineage, manifest_job, manifests
 from lakerules.errors import LakeError
 from lakerules.plan.expressions import to_iceberg
 from lakerules.scan.planning import PlannedFile, ScanPlan, plan_scan
@@ -68,9 +68,9 @@ def statement_properties(table, statement: str) -> tuple[str, str | None]:
     statement's isolation level (isolation_level) and the granularity are checked in
     either mode."""
     mode = _mode(table, statement)
-    if statement != "delete" or mode == "copy-on-write":  # v3: DELETE writes deletion vectors; the
-        format_version.refuse_on_v3(table, statement.upper() + (" in copy-on-write mode" if statement == "delete"
-                                                                else ""))  # others must keep row ids: not yet
+    if mode == "copy-on-write":  # v3: merge-on-read writes deletion vectors (and keeps row ids); a
+        # rewrite of whole files would have to write every kept row's lineage: not yet
+        format_version.refuse_on_v3(table, f"{statement.upper()} in copy-on-write mode (write.{statement}.mode)")
     isolation_level(table, statement)
     granularity = delete_granularity(table)
     return mode, (granularity if mode == "merge-on-read" else None)
@@ -199,7 +199,8 @@ def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, pr
         return FilePlan(None, granularity=granularity)
     expr, exact = AlwaysTrue(), True
     if condition is not None and prune:
-        columns = {a.jvm.exprId().id(): a.name for a in relation.output}
+        computed = lineage.requested(table, table.schema(), relation.output)  # v3's row lineage: no metrics
+        columns = {a.jvm.exprId().id(): a.name for a in relation.output if a.name not in computed}
         expr, exact = to_iceberg(condition, columns)
     remote = manifest_job.remote_reader(spark, lambda key: spark.conf.get(key, None), table, table.schema(),
                                         manifests.CACHE)

@@ -6,6 +6,8 @@ import java.util.Map;
 import java.util.Set;
 
 import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.MetadataColumn;
+import org.apache.spark.sql.connector.catalog.SupportsMetadataColumns;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.V2TableWithV1Fallback;
@@ -25,7 +27,8 @@ import org.apache.spark.sql.types.StructType;
  * DataStreamWriter.toTable accepts it; each micro-batch's write is then replaced by the registry
  * (lakerules.streaming.sink).
  */
-public final class LakeTable implements Table, SupportsWrite, SupportsRead, V2TableWithV1Fallback {
+public final class LakeTable
+    implements Table, SupportsWrite, SupportsRead, SupportsMetadataColumns, V2TableWithV1Fallback {
   private final String catalogName;
   private final Identifier ident;
   private final String name;
@@ -76,6 +79,37 @@ public final class LakeTable implements Table, SupportsWrite, SupportsRead, V2Ta
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
     return new LakeStatisticsScan(name, schema, totalRecords);
+  }
+
+  /**
+   * Iceberg format version 3's row lineage, as the spec names its metadata columns: a row's id
+   * ({@code _row_id}) and the data sequence number of the commit that last changed it
+   * ({@code _last_updated_sequence_number}); selectable by name (SELECT _row_id, * FROM t), never
+   * part of SELECT *. Other tables have none. The scan computes them
+   * (lakerules.scan.lineage); a data column of the same name hides them (Spark's rule).
+   */
+  @Override
+  public MetadataColumn[] metadataColumns() {
+    if (!"3".equals(properties.get("format-version"))) return new MetadataColumn[0];
+    return new MetadataColumn[] {
+        new LineageColumn("_row_id", "the row's id (Iceberg v3 row lineage)"),
+        new LineageColumn("_last_updated_sequence_number",
+            "the data sequence number of the commit that last added or updated the row (Iceberg v3 row lineage)")};
+  }
+
+  private static final class LineageColumn implements MetadataColumn {
+    private final String name;
+    private final String comment;
+
+    LineageColumn(String name, String comment) {
+      this.name = name;
+      this.comment = comment;
+    }
+
+    @Override public String name() { return name; }
+    @Override public org.apache.spark.sql.types.DataType dataType() { return org.apache.spark.sql.types.DataTypes.LongType; }
+    @Override public boolean isNullable() { return true; }
+    @Override public String comment() { return comment; }
   }
 
   @Override

@@ -1,0 +1,112 @@
+"""UPDATE and MERGE (merge-on-read) on format version 3 tables: the rows they remove go into
+deletion vectors, and the rows they write again keep their lineage.
+
+- **Removed rows** (updated and deleted ones): a deletion vector per data file, written as DELETE
+  writes them (lakerules.write.deletion_vectors: merged with the file's current DV, at most one
+  per data file, siblings in a replaced Puffin file listed again). A data file whose every row is
+  removed, and that had no deletes, is dropped whole instead.
+- **Rewritten rows** (updated ones) are written with the spec's lineage columns, ``_row_id``
+  (field id 2147483540) holding the row's id as read (its stored value, else its file's
+  first_row_id + its position) and ``_last_updated_sequence_number`` (field id 2147483539) null:
+  a null value reads as the new file's data sequence number, which is the commit's (whatever
+  retry commits it), as the spec has writers do for an updated row.
+- **Inserted rows** (MERGE's WHEN NOT MATCHED) have a null ``_row_id``: they get fresh ids from
+  the new file's first_row_id, assigned when the commit lists its manifest.
+
+The statement reads each target row's id under ROW_COL (lakerules.scan.lineage computes it) and
+carries it beside the row's file and position to the write.
+"""
+
+from __future__ import annotations
+
+from pyiceberg.types import LongType, NestedField
+from pyspark.sql import DataFrame, functions as F
+
+from lakerules.errors import NotSupported
+from lakerules.iceberg import names as table_names, v3
+from lakerules.scan import lineage
+from lakerules.spark import jvm as J
+from lakerules.write import deletion_vectors, files as write
+
+ROW_COL = "__lakerules_row_id"  # a target row's _row_id as read, carried to the write
+_LAST_COL = "__lakerules_last_updated"
+FIELDS = (
+    NestedField(lineage.ROW_ID_FIELD_ID, lineage.ROW_ID, LongType(), required=False),
+    NestedField(lineage.LAST_UPDATED_FIELD_ID, lineage.LAST_UPDATED, LongType(), required=False),
+)
+
+
+def applies(table) -> bool:
+    """Whether a row-level statement on ``table`` writes deletion vectors and row lineage."""
+    return table.format_version >= v3.VERSION
+
+
+def check(table, verb: str) -> None:
+    """A v3 table with a column named like a lineage column cannot have rows written with their
+    lineage (the file would hold two columns of that name): refused, naming the column."""
+    taken = [f.name for f in table.schema().as_struct().fields if f.name in lineage.NAMES]
+    if taken:
+        name = table_names.table_name(table)
+        raise NotSupported(f"lakerules: {verb} on {name}: column {taken[0]} of {name} has the name of Iceberg v3's row "
+                           "lineage metadata column, which the rows it writes again must carry; rename the column. "
+                           "Nothing was changed")
+
+
+def read_columns(scan_output, schema) -> tuple[str, ...]:
+    """The lineage columns a target read computes: ``_row_id`` (carried as ROW_COL) and those the
+    statement itself refers to (metadata attributes of its relation)."""
+    asked = {a.name for a in scan_output} | {lineage.ROW_ID}
+    columns = {f.name for f in schema.as_struct().fields}
+    return tuple(n for n in lineage.NAMES if n in asked and n not in columns)
+
+
+def with_row_id(df: DataFrame) -> DataFrame:
+    """``df`` (a target read with the ``_row_id`` lineage column) with it copied under ROW_COL."""
+    return df.withColumn(ROW_COL, F.col(J.quote(lineage.ROW_ID)))
+
+
+def data_columns(table, output) -> list[str]:
+    """The names of ``output`` (a relation's attributes) that are the table's columns (not its
+    metadata columns): what a written data file holds before its lineage columns."""
+    columns = {f.name for f in table.schema().as_struct().fields}
+    return [a.name for a in output if a.name in columns]
+
+
+def write_rows(spark, catalog: str, table, rows: DataFrame, columns: list[str]) -> list:
+    """Data files of ``rows`` (the table's ``columns``, then ROW_COL: a row's id, null for a new
+    row), with the lineage columns after the table's (``_last_updated_sequence_number`` null)."""
+    out = rows.select(*[J.column(c) for c in columns], F.col(ROW_COL).cast("long").alias(ROW_COL),
+                      F.lit(None).cast("long").alias(_LAST_COL))
+    return write.write_files(spark, catalog, table, out, fields=[*table.schema().as_struct().fields, *FIELDS],
+                             cluster=True)
+
+
+class Removal:
+    """The deletion vectors of the positions an UPDATE or MERGE removes, and the files it drops
+    whole: ``written`` (new DVs; delete them if the commit fails), ``kept`` (siblings listed
+    again), ``replaced`` (the DVs they supersede), ``whole`` (PlannedFiles dropped whole)."""
+
+    def __init__(self, spark, table, snapshot, positions: DataFrame, touched: list, counts: dict):
+        """``positions``: (file_path: the manifest's data file path, pos) of the removed rows of
+        ``touched`` (PlannedFiles); ``counts``: the removed rows per data file path."""
+        self.whole = [p for p in touched if not p.position_deletes and not p.equality_deletes
+                      and counts.get(p.file.file_path, 0) == p.file.record_count]
+        partial = [p for p in touched if p not in self.whole]
+        self.written, self.kept, self.replaced = [], [], []
+        if partial:
+            if self.whole:
+                positions = positions.where(~F.col("file_path").isin([p.file.file_path for p in self.whole]))
+            self.written, self.kept, self.replaced = deletion_vectors.write(spark, table, snapshot, positions,
+                                                                            partial, self.whole)
+
+    @property
+    def delete_files(self) -> list:
+        return self.written + self.kept
+
+    @property
+    def removed_data_files(self) -> list:
+        return [p.file for p in self.whole]
+
+    def discardable(self) -> list:
+        """The new Puffin files (one entry per file: DVs share it)."""
+        return list({f.file_path: f for f in self.written}.values())

@@ -1,0 +1,99 @@
+"""Row lineage read (Iceberg format version 3): the ``_row_id`` and ``_last_updated_sequence_number``
+metadata columns.
+
+The spec's rules: a data file may hold either column (field ids 2147483540 and 2147483539, written
+when rows are copied with their lineage, as UPDATE and MERGE do); where the file has no value (null,
+or no such column), a row's ``_row_id`` is its file's ``first_row_id`` + its position in the file,
+and its ``_last_updated_sequence_number`` is its file's data sequence number. A file with no
+``first_row_id`` (listed before the table's first v3 commit) gives null ids.
+
+The table offers the columns as Spark metadata columns (io.lakerules.LakeTable.metadataColumns,
+v3 tables only), so ``SELECT _row_id, _last_updated_sequence_number, * FROM t`` resolves them; the
+scan reads the stored columns by field id with each row's file and position, and one broadcast
+join with a small table of each file's (first_row_id, data sequence number) computes them in
+Spark's expressions (no Python per row). The first_row_ids come from the snapshot's manifest list
+and manifests read with v3's schema (lakerules.iceberg.v3.RowIds: pyiceberg's reader drops them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+from pyspark.sql import DataFrame, functions as F
+from pyspark.sql.types import LongType as SparkLong, StringType, StructField, StructType
+
+from lakerules.iceberg import v3
+from lakerules.spark import jvm as J
+
+ROW_ID, LAST_UPDATED = "_row_id", "_last_updated_sequence_number"
+NAMES = (ROW_ID, LAST_UPDATED)
+ROW_ID_FIELD_ID, LAST_UPDATED_FIELD_ID = 2147483540, 2147483539
+# the stored columns as a read names them (a data column may not be named like the metadata column)
+STORED = {ROW_ID: "__lakerules_stored_row_id", LAST_UPDATED: "__lakerules_stored_last_updated"}
+FIELD_IDS = {ROW_ID: ROW_ID_FIELD_ID, LAST_UPDATED: LAST_UPDATED_FIELD_ID}
+
+_lock = threading.Lock()
+_row_ids: OrderedDict = OrderedDict()  # manifest list path -> {data file path: first_row_id}
+_KEPT = 16
+
+
+def requested(table, schema, output) -> tuple[str, ...]:
+    """The lineage columns among ``output`` (a relation's attributes) of a v3 table: named as the
+    spec names them and not a column of ``schema`` (a data column of that name hides them)."""
+    if table is None or table.format_version < v3.VERSION:
+        return ()
+    columns = {f.name for f in schema.as_struct().fields}
+    names = {a.name for a in output}
+    return tuple(n for n in NAMES if n in names and n not in columns)
+
+
+def read_schema(schema: Schema, names: tuple[str, ...]) -> Schema:
+    """``schema`` plus the stored lineage columns ``names`` (by field id, under STORED's names)."""
+    if not names:
+        return schema
+    extra = [NestedField(FIELD_IDS[n], STORED[n], LongType(), required=False) for n in names]
+    return Schema(*schema.as_struct().fields, *extra, schema_id=schema.schema_id)
+
+
+def first_row_ids(table, snapshot_id: int | None) -> dict:
+    """Data file path -> its first_row_id (None: it has none) in the snapshot, read once per
+    manifest list (they never change)."""
+    snapshot = table.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
+    if snapshot is None:
+        return {}
+    key = snapshot.manifest_list
+    with _lock:
+        hit = _row_ids.get(key)
+        if hit is not None:
+            _row_ids.move_to_end(key)
+            return hit
+    found = v3.RowIds(table.io, key).all()
+    with _lock:
+        _row_ids[key] = found
+        while len(_row_ids) > _KEPT:
+            _row_ids.popitem(last=False)
+    return found
+
+
+def apply(spark, table, snapshot_id, files: list, df: DataFrame, names: tuple[str, ...], file_col: str,
+          pos_col: str, spark_names: dict) -> DataFrame:
+    """``df`` (rows of ``files``, PlannedFiles, with their stored lineage columns, Spark's name of
+    their file in ``file_col`` and their position in ``pos_col``) with the lineage columns
+    ``names`` computed, the stored ones dropped. ``spark_names``: data file path -> Spark's name."""
+    if not names:
+        return df
+    ids = first_row_ids(table, snapshot_id)
+    rows = [(spark_names[p.file.file_path], ids.get(p.file.file_path), p.sequence_number) for p in files]
+    lookup = J.local_frame(spark, rows, StructType([
+        StructField("__lakerules_lineage_file", StringType()), StructField("__lakerules_first_row_id", SparkLong()),
+        StructField("__lakerules_file_seq", SparkLong())]))
+    joined = df.join(F.broadcast(lookup), F.col(file_col) == F.col("__lakerules_lineage_file"), "left")
+    computed = {
+        ROW_ID: F.coalesce(F.col(STORED[ROW_ID]), F.col("__lakerules_first_row_id") + F.col(pos_col)),
+        LAST_UPDATED: F.coalesce(F.col(STORED[LAST_UPDATED]), F.col("__lakerules_file_seq")),
+    }
+    keep = [c for c in df.columns if c not in {STORED[n] for n in names}]
+    return joined.select(*[J.column(c) for c in keep], *[computed[n].alias(n) for n in names])
