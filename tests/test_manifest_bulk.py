@@ -1,0 +1,100 @@
+"""Manifests merged in the JVM (lakerules.write.manifest_bulk) hold what pyiceberg's writer
+writes for the same merge: the same entries field by field, the same header metadata and Avro
+schema, and the same manifest-list entry (counts, sequence numbers, partition summaries)."""
+
+from __future__ import annotations
+
+import json
+
+from pyiceberg.avro.file import AvroFile
+from pyiceberg.manifest import ManifestContent, ManifestEntry
+from pyiceberg.table.snapshots import Operation
+
+from lakerules.iceberg import pyiceberg_edge as edge
+from lakerules.write import commit, manifest_bulk, manifest_merge
+
+
+def _table(spark, ns, iceberg_catalog, name="t"):
+    t = f"lake.{ns}.{name}"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING, d DATE, x DECIMAL(9, 2), f FLOAT) "
+              "PARTITIONED BY (s, d, x, truncate(10, id)) TBLPROPERTIES ('format-version' = '2', "
+              "'commit.manifest-merge.enabled' = 'false', 'write.delete.mode' = 'copy-on-write')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', DATE '2024-01-01', 1.50, 1.1), (2, 'b', NULL, -2.25, NULL)")
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'é\"\\\\', DATE '1969-12-31', NULL, CAST('NaN' AS FLOAT)), "
+              "(4, NULL, DATE '2024-01-02', 0.01, -0.0)")
+    spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES (5, 'a', DATE '2024-01-01', 1.50, 1.1), "
+              "(9, 'a', DATE '2024-01-01', 1.50, 1.1) AS v(id, s, d, x, f)")  # one file of two rows
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")  # an overwrite: DELETED and EXISTING entries
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
+    spark.sql(f"DELETE FROM {t} WHERE id = 5")  # a position delete file: a delete manifest
+    return iceberg_catalog.load_table(f"{ns}.{name}")
+
+
+def _entries(table, manifest):
+    out = []
+    for e in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+        f = e.data_file
+        out.append((e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number,
+                    tuple(_plain(f[i]) for i in range(len(f)))))
+    return sorted(out, key=repr)
+
+
+def _plain(value):
+    """A data file's field as comparable text (its maps are lazy dicts)."""
+    if hasattr(value, "items"):
+        return repr(sorted(dict(value).items()))
+    return repr(value)
+
+
+def _header(table, manifest):
+    with AvroFile[ManifestEntry](table.io.new_input(manifest.manifest_path)) as f:
+        meta = dict(f.header.meta)
+    return {**meta, "avro.schema": json.loads(meta["avro.schema"])}
+
+
+def _summary(manifest):
+    return {k: getattr(manifest, k) for k in (
+        "partition_spec_id", "content", "sequence_number", "min_sequence_number", "added_snapshot_id",
+        "added_files_count", "existing_files_count", "deleted_files_count", "added_rows_count",
+        "existing_rows_count", "deleted_rows_count", "partitions", "key_metadata")}
+
+
+def test_a_merge_in_the_jvm_writes_what_pyiceberg_writes(spark, ns, iceberg_catalog):
+    table = _table(spark, ns, iceberg_catalog)
+    manifests = table.current_snapshot().manifests(table.io)
+    tx = edge.CachingTransaction(table)
+    producer = commit.AppendFiles(operation=Operation.APPEND, transaction=tx, io=table.io,
+                                  **commit.producer_args(table, None))
+    compared = 0
+    for content in (ManifestContent.DATA, ManifestContent.DELETES):
+        group = [m for m in manifests if m.content == content]
+        assert group, (content, [s.summary for s in table.snapshots()], manifests)
+        spec_id = group[0].partition_spec_id
+        ours = manifest_bulk.merged(spark, producer, manifest_merge.manifest_writer(producer, content, spec_id),
+                                    content, spec_id, group)
+        theirs = manifest_merge._merged_here(producer, content, spec_id, group)
+        assert len(ours) == len(theirs) == 1
+        assert _summary(ours[0]) == _summary(theirs[0])
+        assert _entries(table, ours[0]) == _entries(table, theirs[0])
+        assert _header(table, ours[0]) == _header(table, theirs[0])
+        compared += len(_entries(table, ours[0]))
+    assert compared == 5  # 4 data files (an earlier DELETED entry dropped) and 1 delete file
+    producer.clean_all_uncommitted()
+
+
+def test_commits_merging_in_the_jvm_read_the_same_in_every_engine(spark, ns, iceberg_catalog, engines):
+    table = _table(spark, ns, iceberg_catalog)
+    t = f"lake.{ns}.t"
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('commit.manifest-merge.enabled' = 'true', "
+              "'commit.manifest.min-count-to-merge' = '2')")
+    spark.sql(f"INSERT INTO {t} VALUES (6, 'c', DATE '2024-02-01', 3.00, 2.5)")
+    spark.sql(f"DELETE FROM {t} WHERE id = 1")
+    table = iceberg_catalog.load_table(f"{ns}.t")
+    manifests = table.current_snapshot().manifests(table.io)
+    assert len([m for m in manifests if m.content == ManifestContent.DATA]) == 1, manifests
+    engines.assert_same(t, "id, s, d, x", [(9, "a", __import__("datetime").date(2024, 1, 1), __import__("decimal").Decimal("1.50")),
+                                         (3, 'é"\\', __import__("datetime").date(1969, 12, 31), None),
+                                         (4, None, __import__("datetime").date(2024, 1, 2),
+                                          __import__("decimal").Decimal("0.01")),
+                                         (6, "c", __import__("datetime").date(2024, 2, 1),
+                                          __import__("decimal").Decimal("3.00"))])
