@@ -1,16 +1,24 @@
 """Manifests merged in the JVM (lakerules.write.manifest_bulk) hold what pyiceberg's writer
 writes for the same merge: the same entries field by field, the same header metadata and Avro
-schema, and the same manifest-list entry (counts, sequence numbers, partition summaries)."""
+schema, and the same manifest-list entry (counts, sequence numbers, partition summaries).
+Manifests decoded in the JVM into columns (lakerules.scan.manifest_columns) give the entries
+pyiceberg's reader gives, and plan the same files, cold and warm."""
 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 from pyiceberg.avro.file import AvroFile
+from pyiceberg.expressions import AlwaysTrue, EqualTo, GreaterThan, In, IsNull, LessThan
 from pyiceberg.manifest import ManifestContent, ManifestEntry
 from pyiceberg.table.snapshots import Operation
 
 from lakerules.iceberg import pyiceberg_edge as edge
+from lakerules.scan import manifest_columns
+from lakerules.scan.manifests import CACHE
+from lakerules.scan.manifests import CachedManifest
+from lakerules.scan.planning import plan_scan
 from lakerules.write import commit, manifest_bulk, manifest_merge
 
 
@@ -98,3 +106,61 @@ def test_commits_merging_in_the_jvm_read_the_same_in_every_engine(spark, ns, ice
                                           __import__("decimal").Decimal("0.01")),
                                          (6, "c", __import__("datetime").date(2024, 2, 1),
                                           __import__("decimal").Decimal("3.00"))])
+
+
+def _rows(entries):
+    return [(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number, e.data_file.spec_id,
+             tuple(_plain(e.data_file[i]) for i in range(len(e.data_file)))) for e in entries]
+
+
+def test_manifests_decoded_in_the_jvm_give_the_entries_pyiceberg_reads(spark, ns, iceberg_catalog):
+    table = _table(spark, ns, iceberg_catalog)
+    manifests = table.current_snapshot().manifests(table.io)
+    got = manifest_columns.reader(spark, table)(manifests)
+    assert set(got) == {m.manifest_path for m in manifests}
+    schema = table.schema()
+    for m in manifests:
+        theirs = m.fetch_manifest_entry(table.io, discard_deleted=True)
+        ours = got[m.manifest_path]
+        assert ours.size == len(theirs)
+        assert _rows(ours.take(reversed(range(ours.size)))) == _rows(list(reversed(theirs)))
+        assert _rows(ours.entries) == _rows(theirs)
+        plain = CachedManifest(theirs)
+        for name in ("id", "s", "d", "x", "f"):
+            f = schema.find_field(name)
+            a, b = ours.bounds(f.field_id, f.field_type), plain.bounds(f.field_id, f.field_type)
+            assert (a is None) == (b is None), name
+            if a is not None:
+                assert [repr(x.to_pylist()) for x in a] == [repr(x.to_pylist()) for x in b], name
+        for position, field in enumerate(table.specs()[m.partition_spec_id].partition_type(schema).fields):
+            a, b = ours.partition_values(position, field.field_type), plain.partition_values(position, field.field_type)
+            assert (a.to_pylist() if a is not None else None) == (b.to_pylist() if b is not None else None), field
+
+
+def _planned(plan):
+    return sorted((p.file.file_path, p.sequence_number, p.snapshot_id, _plain(p.file.partition),
+                   tuple(sorted(d.file_path for d in p.position_deletes)),
+                   tuple(sorted(d.file_path for d in p.equality_deletes)),
+                   tuple(_plain(p.file[i]) for i in range(len(p.file)))) for p in plan.files)
+
+
+def test_cold_planning_from_the_jvm_plans_what_pyiceberg_s_entries_plan(spark, ns, iceberg_catalog):
+    table = _table(spark, ns, iceberg_catalog)
+    snapshot = table.current_snapshot().snapshot_id
+    bulk = manifest_columns.reader(spark, table)
+    limit = CACHE.max_entries
+    filters = [AlwaysTrue(), EqualTo("id", 9), GreaterThan("d", "2024-01-01"), EqualTo("s", "a"),
+               LessThan("x", Decimal("1.00")), In("id", [1, 3, 4]), IsNull("s")]
+    try:
+        for row_filter in filters:
+            CACHE.resize(0)
+            CACHE.resize(limit)
+            cold = plan_scan(table, snapshot, row_filter, bulk=bulk)
+            warm = plan_scan(table, snapshot, row_filter, bulk=bulk)  # from the columns cached
+            CACHE.resize(0)
+            CACHE.resize(limit)
+            theirs = plan_scan(table, snapshot, row_filter)  # read by pyiceberg
+            assert _planned(cold) == _planned(warm) == _planned(theirs), row_filter
+        assert [p.file.file_path for p in cold.files] or filters
+    finally:
+        CACHE.resize(limit)

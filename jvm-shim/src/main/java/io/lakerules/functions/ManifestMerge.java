@@ -60,7 +60,7 @@ public final class ManifestMerge {
   public static String merge(SparkSession session, String[] inputs, long[] manifestSequence, long[] addedSnapshot,
                              String output, String schemaJson, String[] metaKeys, String[] metaValues, String codec,
                              long ownSnapshot) {
-    Configuration conf = session.sessionState().newHadoopConf();
+    java.util.function.Supplier<Configuration> conf = hadoopConf(session);
     Schema schema = new Schema.Parser().parse(schemaJson);
     Schema fileSchema = nonNull(schema.getField("data_file").schema());
     Schema partitionSchema = nonNull(fileSchema.getField("partition").schema());
@@ -334,16 +334,28 @@ public final class ManifestMerge {
     return scheme == null ? Paths.get(location) : Paths.get(new Path(location).toUri().getPath());
   }
 
-  static InputStream open(Configuration conf, String location) throws IOException {
+  /** The session's Hadoop configuration, made on first use (local files need none; making one costs). */
+  static java.util.function.Supplier<Configuration> hadoopConf(SparkSession session) {
+    Configuration[] made = new Configuration[1];
+    return () -> {
+      if (made[0] == null) {
+        made[0] = session.sessionState().newHadoopConf();
+      }
+      return made[0];
+    };
+  }
+
+  static InputStream open(java.util.function.Supplier<Configuration> conf, String location) throws IOException {
     if (local(location)) {
       return Files.newInputStream(localPath(location));
     }
     Path path = new Path(location);
-    return path.getFileSystem(conf).open(path);
+    return path.getFileSystem(conf.get()).open(path);
   }
 
   /** A new file (never one that exists); local files without Hadoop's .crc side files. */
-  private static OutputStream create(Configuration conf, String location) throws IOException {
+  private static OutputStream create(java.util.function.Supplier<Configuration> conf, String location)
+      throws IOException {
     if (local(location)) {
       java.nio.file.Path p = localPath(location);
       if (p.getParent() != null) {
@@ -352,17 +364,17 @@ public final class ManifestMerge {
       return Files.newOutputStream(p, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
     }
     Path path = new Path(location);
-    FileSystem fs = path.getFileSystem(conf);
+    FileSystem fs = path.getFileSystem(conf.get());
     return fs.create(path, false);
   }
 
-  private static long length(Configuration conf, String location) {
+  private static long length(java.util.function.Supplier<Configuration> conf, String location) {
     try {
       if (local(location)) {
         return Files.size(localPath(location));
       }
       Path path = new Path(location);
-      return path.getFileSystem(conf).getFileStatus(path).getLen();
+      return path.getFileSystem(conf.get()).getFileStatus(path).getLen();
     } catch (IOException e) {
       throw new UncheckedIOException("lakerules: cannot read the length of " + location + ": " + e.getMessage(), e);
     }
