@@ -24,6 +24,7 @@ import threading
 from typing import Callable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from py4j.protocol import Py4JError
 from pyiceberg.conversions import from_bytes
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus, ManifestFile
@@ -36,8 +37,8 @@ from pyiceberg.types import (
 
 from lakerules.errors import LakeError
 from lakerules.scan import manifest_job
-from lakerules.scan.manifests import arrow_type
-from lakerules.spark import jvm as J
+from lakerules.scan.manifests import CACHE, arrow_type
+from lakerules.spark import manifest_io
 
 # Iceberg type -> how the shim passes a partition value on (anything else: its bytes)
 _PARTITION_KINDS = {
@@ -76,7 +77,7 @@ def reader(spark, table) -> Callable[[list[ManifestFile]], dict] | None:
         if not chosen:
             return {}
         try:
-            tables = J.manifest_columns(spark, [(m.manifest_path, k) for m, _, k in chosen], bounds)
+            tables = manifest_io.manifest_columns(spark, [(m.manifest_path, k) for m, _, k in chosen], bounds)
         except (Py4JError, OSError):
             return {}  # pyiceberg reads them (and says what is wrong with them, if anything)
         return {m.manifest_path: ColumnarManifest(t, m, convert, kinds) for (m, convert, _), t in zip(chosen, tables)}
@@ -139,6 +140,25 @@ class ColumnarManifest:
                                         file_sequence_number=r["file_sequence_number"], data_file=data_file)
         return manifest_job.inherit(entry, self._manifest)
 
+    def inherited(self) -> pa.Table:
+        """The columns with the snapshot id and sequence numbers entries inherit from the manifest
+        filled in (as pyiceberg's reader inherits them)."""
+        t, m = self._columns, self._manifest
+        snapshot = t.column("snapshot_id")
+        if m.added_snapshot_id is not None:
+            snapshot = pc.fill_null(snapshot, m.added_snapshot_id)
+        t = t.set_column(t.schema.get_field_index("snapshot_id"), "snapshot_id", snapshot)
+        inherits = pc.equal(t.column("status"), 1) if m.sequence_number != 0 else None
+        for name in ("sequence_number", "file_sequence_number"):
+            values = t.column(name)
+            fill = pa.scalar(m.sequence_number, pa.int64())
+            if inherits is None:
+                values = pc.fill_null(values, fill)
+            else:
+                values = pc.if_else(pc.and_(pc.is_null(values), inherits), fill, values)
+            t = t.set_column(t.schema.get_field_index(name), name, values)
+        return t
+
     def bounds(self, field_id: int, iceberg_type) -> tuple[pa.Array, pa.Array] | None:
         """(lower, upper) bound of a column per entry (null where a file has none)."""
         kind = arrow_type(iceberg_type)
@@ -166,6 +186,34 @@ class ColumnarManifest:
             return column.cast(kind)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             return None  # a value of an unexpected kind: test nothing
+
+
+def carry(merged: ManifestFile, inputs: list[ManifestFile], snapshot_id: int) -> None:
+    """Cache the live entries of ``merged``, a manifest a commit (``snapshot_id``) merged from
+    ``inputs`` into EXISTING entries, from the inputs' cached columns: the next planning need not
+    read it. Nothing when an input is not cached as columns, or holds entries this commit added
+    (their sequence numbers are assigned at the commit)."""
+    parts, first = [], None
+    for m in inputs:
+        cached = CACHE.peek(m.manifest_path)
+        if not isinstance(cached, ColumnarManifest) or m.sequence_number is None or m.sequence_number < 0:
+            return
+        if first is None:
+            first = cached
+        elif cached._columns.schema != first._columns.schema or cached._bound_kinds != first._bound_kinds:
+            return
+        columns = cached.inherited()
+        if pc.any(pc.equal(columns.column("snapshot_id"), snapshot_id)).as_py():
+            return
+        parts.append(columns)
+    if first is None:
+        return
+    table = pa.concat_tables(parts)
+    if table.num_rows != (merged.added_files_count or 0) + (merged.existing_files_count or 0):
+        return  # not the entries the JVM kept: the next planning reads the manifest
+    table = table.set_column(table.schema.get_field_index("status"), "status",
+                             pa.array([0] * table.num_rows, pa.int32()))  # EXISTING
+    CACHE.put(merged.manifest_path, ColumnarManifest(table, merged, first._convert, first._bound_kinds))
 
 
 def _long_map(raw: bytes | None) -> dict | None:

@@ -161,6 +161,15 @@ class ManifestCache:
                     _, old = self._items.popitem(last=False)
                     self._size -= old.size
 
+    def peek(self, manifest_path: str):
+        """What is cached for a manifest path (None: nothing), leaving the order alone."""
+        with self._lock:
+            return self._items.get(manifest_path)
+
+    def put(self, manifest_path: str, cached) -> None:
+        """Cache what a manifest holds, known without reading it (a manifest a commit merged)."""
+        self._add(manifest_path, cached)
+
     def __contains__(self, manifest_path: str) -> bool:
         with self._lock:
             return manifest_path in self._items

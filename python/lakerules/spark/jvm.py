@@ -424,53 +424,6 @@ def manifest_entries(spark: SparkSession, paths: list[str], schema_json: str, bo
     return DataFrame(jdf, spark)
 
 
-def manifest_columns(spark: SparkSession, manifests: list[tuple[str, list[str]]], bounds: list[tuple[int, str]]):
-    """The live entries of each manifest (path, kinds of its partition fields) as an Arrow table,
-    decoded in the driver's JVM in one call (the shim's io.lakerules.functions.ManifestColumns;
-    lakerules.scan.manifest_columns says what they hold). They cross in temporary files, as
-    PySpark's own Arrow batches do: Py4J's transfer of a byte array costs more than decoding."""
-    import os
-    import shutil
-    import tempfile
-
-    import pyarrow as pa
-
-    folder = tempfile.mkdtemp(prefix="lakerules-manifests-")
-    out = os.path.join(folder, "m")
-    try:
-        spark._jvm.io.lakerules.functions.ManifestColumns.read(
-            spark._jsparkSession, "\0".join(p for p, _ in manifests), "\0".join(",".join(k) for _, k in manifests),
-            ",".join(f"{fid}:{kind}" for fid, kind in bounds), out)
-        tables = []
-        for i in range(len(manifests)):
-            with pa.OSFile(f"{out}-{i}") as f:
-                tables.append(pa.ipc.open_stream(f).read_all())
-        return tables
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def merge_manifests(spark: SparkSession, inputs: list[tuple[str, int, int]], output: str, avro_schema: str,
-                    meta: dict[str, str], codec: str, snapshot_id: int) -> str:
-    """Merge manifests into a new one at ``output`` in the driver's JVM (the shim's
-    io.lakerules.functions.ManifestMerge; lakerules.write.manifest_bulk says what it writes).
-    ``inputs``: (path, sequence number, added snapshot id) of each manifest. Returns its JSON."""
-    jvm = spark._jvm
-    gateway = spark.sparkContext._gateway
-
-    def array(kind, values):
-        out = gateway.new_array(kind, len(values))
-        for i, v in enumerate(values):
-            out[i] = v
-        return out
-
-    keys = list(meta)
-    return jvm.io.lakerules.functions.ManifestMerge.merge(
-        spark._jsparkSession, array(jvm.String, [p for p, _, _ in inputs]), array(jvm.long, [s for _, s, _ in inputs]),
-        array(jvm.long, [a for _, _, a in inputs]), output, avro_schema, array(jvm.String, keys),
-        array(jvm.String, [meta[k] for k in keys]), codec, snapshot_id)
-
-
 def checkpoint_root(spark: SparkSession, query_id: str) -> str | None:
     """The resolved checkpoint folder of the active streaming query ``query_id``, if it can be told."""
     try:

@@ -31,7 +31,8 @@ from pyiceberg.types import (
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
 from lakerules.iceberg import pyiceberg_edge as edge
-from lakerules.spark import current, jvm as J
+from lakerules.scan import manifest_columns
+from lakerules.spark import current, jvm as J, manifest_io
 
 CODECS = ("null", "deflate", "snappy", "zstandard", "bzip2", "xz")
 BULK_FORMAT_VERSION = 2
@@ -61,7 +62,7 @@ def merged(spark, producer, writer, content: ManifestContent, spec_id: int, mani
         raise ValueError(f"lakerules: no JVM writer for the Avro codec {codec!r}")
     avro_schema = json.dumps(AvroSchemaConversion().iceberg_to_avro(schema, schema_name="manifest_entry"))
     inputs = [(m.manifest_path, m.sequence_number, m.added_snapshot_id) for m in manifests]
-    out = json.loads(J.merge_manifests(spark, inputs, output.location, avro_schema, meta, codec, producer.snapshot_id))
+    out = json.loads(manifest_io.merge_manifests(spark, inputs, output.location, avro_schema, meta, codec, producer.snapshot_id))
     if out["entries"] == 0:
         return []
     spec = producer.spec(spec_id)
@@ -75,7 +76,7 @@ def merged(spark, producer, writer, content: ManifestContent, spec_id: int, mani
         summaries.append(stats.to_summary())
     added, existing, deleted = out["files"]
     added_rows, existing_rows, deleted_rows = out["rows"]
-    return [ManifestFile.from_args(
+    written = ManifestFile.from_args(
         manifest_path=output.location,
         manifest_length=out["length"],
         partition_spec_id=spec.spec_id,
@@ -91,7 +92,9 @@ def merged(spark, producer, writer, content: ManifestContent, spec_id: int, mani
         deleted_rows_count=deleted_rows,
         partitions=summaries,
         key_metadata=None,
-    )]
+    )
+    manifest_columns.carry(written, manifests, producer.snapshot_id)  # the next planning need not read it
+    return [written]
 
 
 def _value(iceberg_type):

@@ -57,9 +57,40 @@ public final class ManifestMerge {
   private ManifestMerge() {
   }
 
-  public static String merge(SparkSession session, String[] inputs, long[] manifestSequence, long[] addedSnapshot,
-                             String output, String schemaJson, String[] metaKeys, String[] metaValues, String codec,
-                             long ownSnapshot) {
+  /**
+   * Merges the manifests {@code inputs} (NUL-separated; their sequence numbers and added snapshot
+   * ids comma-separated, in the same order) into a new manifest at {@code output}, with the Avro
+   * schema {@code schemaJson} and the key-value metadata {@code meta} (keys and values alternating,
+   * NUL-separated), for snapshot {@code ownSnapshot}. Strings, not arrays: one Py4J call.
+   */
+  public static String merge(SparkSession session, String inputPaths, String sequences, String snapshots,
+                             String output, String schemaJson, String meta, String codec, long ownSnapshot) {
+    String[] inputs = inputPaths.split("\0", -1);
+    long[] manifestSequence = longs(sequences);
+    long[] addedSnapshot = longs(snapshots);
+    String[] pairs = meta.isEmpty() ? new String[0] : meta.split("\0", -1);
+    String[] metaKeys = new String[pairs.length / 2];
+    String[] metaValues = new String[pairs.length / 2];
+    for (int i = 0; i < metaKeys.length; i++) {
+      metaKeys[i] = pairs[2 * i];
+      metaValues[i] = pairs[2 * i + 1];
+    }
+    return merge(session, inputs, manifestSequence, addedSnapshot, output, schemaJson, metaKeys, metaValues, codec,
+        ownSnapshot);
+  }
+
+  private static long[] longs(String text) {
+    String[] parts = text.split(",");
+    long[] out = new long[parts.length];
+    for (int i = 0; i < parts.length; i++) {
+      out[i] = Long.parseLong(parts[i].trim());
+    }
+    return out;
+  }
+
+  private static String merge(SparkSession session, String[] inputs, long[] manifestSequence, long[] addedSnapshot,
+                              String output, String schemaJson, String[] metaKeys, String[] metaValues, String codec,
+                              long ownSnapshot) {
     java.util.function.Supplier<Configuration> conf = hadoopConf(session);
     Schema schema = new Schema.Parser().parse(schemaJson);
     Schema fileSchema = nonNull(schema.getField("data_file").schema());

@@ -1,0 +1,45 @@
+"""The shim's manifest calls on the driver (Py4J): manifests decoded into Arrow columns
+(lakerules.scan.manifest_columns) and merged (lakerules.write.manifest_bulk) in the JVM."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+
+def manifest_columns(spark: SparkSession, manifests: list[tuple[str, list[str]]], bounds: list[tuple[int, str]]):
+    """The live entries of each manifest (path, kinds of its partition fields) as an Arrow table,
+    decoded in the driver's JVM in one call (the shim's io.lakerules.functions.ManifestColumns;
+    lakerules.scan.manifest_columns says what they hold). They cross in temporary files, as
+    PySpark's own Arrow batches do: Py4J's transfer of a byte array costs more than decoding."""
+    folder = tempfile.mkdtemp(prefix="lakerules-manifests-")
+    out = os.path.join(folder, "m")
+    try:
+        spark._jvm.io.lakerules.functions.ManifestColumns.read(
+            spark._jsparkSession, "\0".join(p for p, _ in manifests), "\0".join(",".join(k) for _, k in manifests),
+            ",".join(f"{fid}:{kind}" for fid, kind in bounds), out)
+        tables = []
+        for i in range(len(manifests)):
+            with pa.OSFile(f"{out}-{i}") as f:
+                tables.append(pa.ipc.open_stream(f).read_all())
+        return tables
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def merge_manifests(spark: SparkSession, inputs: list[tuple[str, int, int]], output: str, avro_schema: str,
+                    meta: dict[str, str], codec: str, snapshot_id: int) -> str:
+    """Merge manifests into a new one at ``output`` in the driver's JVM (the shim's
+    io.lakerules.functions.ManifestMerge; lakerules.write.manifest_bulk says what it writes).
+    ``inputs``: (path, sequence number, added snapshot id) of each manifest. Returns its JSON."""
+    for path, sequence, snapshot in inputs:
+        if sequence is None or snapshot is None:
+            raise ValueError(f"lakerules: manifest {path} has no sequence number or snapshot id to inherit")
+    return spark._jvm.io.lakerules.functions.ManifestMerge.merge(
+        spark._jsparkSession, "\0".join(p for p, _, _ in inputs), ",".join(str(s) for _, s, _ in inputs),
+        ",".join(str(a) for _, _, a in inputs), output, avro_schema, "\0".join(x for k, v in meta.items() for x in (k, v)),
+        codec, snapshot_id)
