@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections import defaultdict
 from typing import Callable
 
 import pyarrow as pa
@@ -74,13 +75,18 @@ def reader(spark, table) -> Callable[[list[ManifestFile]], dict] | None:
             except LakeError:
                 continue  # a partition type the columns do not carry: pyiceberg reads it
             chosen.append((manifest, convert, [_PARTITION_KINDS.get(type(f.field_type), "binary") for f in fields]))
-        if not chosen:
-            return {}
-        try:
-            tables = manifest_io.manifest_columns(spark, [(m.manifest_path, k) for m, _, k in chosen], bounds)
-        except (Py4JError, OSError):
-            return {}  # pyiceberg reads them (and says what is wrong with them, if anything)
-        return {m.manifest_path: ColumnarManifest(t, m, convert, kinds) for (m, convert, _), t in zip(chosen, tables)}
+        by_spec = defaultdict(list)
+        for manifest, convert, partition_kinds in chosen:
+            by_spec[manifest.partition_spec_id].append((manifest, convert, partition_kinds))
+        out = {}
+        for group in by_spec.values():
+            try:
+                tables = manifest_io.manifest_columns(spark, [m.manifest_path for m, _, _ in group], group[0][2], bounds)
+            except (Py4JError, OSError):
+                continue  # pyiceberg reads them (and says what is wrong with them, if anything)
+            out.update({m.manifest_path: ColumnarManifest(t, m, convert, kinds)
+                        for (m, convert, _), t in zip(group, tables)})
+        return out
 
     return read
 

@@ -11,24 +11,27 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 
-def manifest_columns(spark: SparkSession, manifests: list[tuple[str, list[str]]], bounds: list[tuple[int, str]]):
-    """The live entries of each manifest (path, kinds of its partition fields) as an Arrow table,
-    decoded in the driver's JVM in one call (the shim's io.lakerules.functions.ManifestColumns;
-    lakerules.scan.manifest_columns says what they hold). They cross in temporary files, as
-    PySpark's own Arrow batches do: Py4J's transfer of a byte array costs more than decoding."""
+def manifest_columns(spark: SparkSession, paths: list[str], partition_kinds: list[str], bounds: list[tuple[int, str]]):
+    """The live entries of each manifest of ``paths`` (all of one partition spec, whose partition
+    fields have ``partition_kinds``) as an Arrow table each, decoded in the driver's JVM in one call
+    (the shim's io.lakerules.functions.ManifestColumns; lakerules.scan.manifest_columns says what
+    they hold). They cross in a temporary file, as PySpark's own Arrow batches do: Py4J's
+    transfer of a byte array costs more than decoding."""
     folder = tempfile.mkdtemp(prefix="lakerules-manifests-")
-    out = os.path.join(folder, "m")
+    out = os.path.join(folder, "columns.arrow")
     try:
-        spark._jvm.io.lakerules.functions.ManifestColumns.read(
-            spark._jsparkSession, "\0".join(p for p, _ in manifests), "\0".join(",".join(k) for _, k in manifests),
+        counts = spark._jvm.io.lakerules.functions.ManifestColumns.read(
+            spark._jsparkSession, "\0".join(paths), ",".join(partition_kinds),
             ",".join(f"{fid}:{kind}" for fid, kind in bounds), out)
-        tables = []
-        for i in range(len(manifests)):
-            with pa.OSFile(f"{out}-{i}") as f:
-                tables.append(pa.ipc.open_stream(f).read_all())
-        return tables
+        with pa.OSFile(out) as f:
+            table = pa.ipc.open_stream(f).read_all()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    tables, at = [], 0
+    for n in (int(c) for c in counts.split(",")):
+        tables.append(table.slice(at, n))
+        at += n
+    return tables
 
 
 def merge_manifests(spark: SparkSession, inputs: list[tuple[str, int, int]], output: str, avro_schema: str,

@@ -49,16 +49,19 @@ public final class ManifestColumns {
   }
 
   /**
-   * Writes the columns of each manifest of {@code paths} (NUL-separated) as an Arrow IPC stream to
-   * the local file {@code out + "-" + its position} (temporary files of the Python process:
-   * Py4J's transfer of a byte array costs more than the decoding), reading them in parallel.
-   * {@code partitionKinds}: per manifest (NUL-separated) the kinds of its partition fields,
-   * comma-separated; {@code bounds}: the columns whose bounds to decode, "id:kind" comma-separated.
+   * Writes the live entries of the manifests {@code paths} (NUL-separated, all of one partition
+   * spec) as one Arrow IPC stream of one batch, manifest after manifest, to the local file
+   * {@code out} (a temporary file of the Python process: Py4J's transfer of a byte array costs
+   * more than the decoding), and returns how many rows each manifest has, comma-separated. The
+   * manifests are read in parallel; one batch for all of them, as Arrow's allocations cost more
+   * than a small manifest's rows. {@code partitionKinds}: the kinds of the spec's partition
+   * fields, comma-separated; {@code bounds}: the columns whose bounds to decode, "id:kind",
+   * comma-separated.
    */
-  public static void read(SparkSession session, String paths, String partitionKinds, String bounds, String out)
+  public static String read(SparkSession session, String paths, String partitionKinds, String bounds, String out)
       throws Exception {
     String[] manifests = paths.split("\0", -1);
-    String[] kinds = partitionKinds.split("\0", -1);
+    String[] kinds = partitionKinds.isEmpty() ? new String[0] : partitionKinds.split(",");
     String[] pairs = bounds.isEmpty() ? new String[0] : bounds.split(",");
     int[] boundIds = new int[pairs.length];
     String[] boundKinds = new String[pairs.length];
@@ -70,30 +73,37 @@ public final class ManifestColumns {
     java.util.function.Supplier<Configuration> conf = ManifestMerge.hadoopConf(session);
     int threads = Math.max(1, Math.min(manifests.length, Runtime.getRuntime().availableProcessors()));
     java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+    List<GenericRecord> entries = new ArrayList<>();
+    StringBuilder counts = new StringBuilder();
     try {
-      List<java.util.concurrent.Future<?>> done = new ArrayList<>();
-      for (int m = 0; m < manifests.length; m++) {
-        int i = m;
-        String[] partition = kinds[i].isEmpty() ? new String[0] : kinds[i].split(",");
-        done.add(pool.submit(() -> {
-          one(conf, manifests[i], partition, boundIds, boundKinds, out + "-" + i);
-          return null;
-        }));
+      List<java.util.concurrent.Future<List<GenericRecord>>> done = new ArrayList<>();
+      for (String manifest : manifests) {
+        done.add(pool.submit(() -> live(conf, manifest)));
       }
-      for (java.util.concurrent.Future<?> f : done) {
+      for (java.util.concurrent.Future<List<GenericRecord>> f : done) {
+        List<GenericRecord> some;
         try {
-          f.get();
+          some = f.get();
         } catch (java.util.concurrent.ExecutionException e) {
           throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
         }
+        entries.addAll(some);
+        counts.append(counts.length() == 0 ? "" : ",").append(some.size());
       }
     } finally {
       pool.shutdownNow();
     }
+    try (BufferAllocator alloc = ROOT.newChildAllocator("manifests", 0, Long.MAX_VALUE);
+         java.io.OutputStream file = new java.io.BufferedOutputStream(
+             java.nio.file.Files.newOutputStream(java.nio.file.Paths.get(out)), 1 << 16)) {
+      columns(alloc, entries, kinds, boundIds, boundKinds, file);
+    } catch (IOException e) {
+      throw new UncheckedIOException("lakerules: cannot write the columns of manifests: " + e.getMessage(), e);
+    }
+    return counts.toString();
   }
 
-  private static void one(java.util.function.Supplier<Configuration> conf, String path, String[] partitionKinds,
-                          int[] boundIds, String[] boundKinds, String out) {
+  private static List<GenericRecord> live(java.util.function.Supplier<Configuration> conf, String path) {
     List<GenericRecord> entries = new ArrayList<>();
     try (InputStream in = ManifestMerge.open(conf, path);
          DataFileStream<GenericRecord> records = new DataFileStream<>(in, new GenericDatumReader<>())) {
@@ -105,12 +115,7 @@ public final class ManifestColumns {
     } catch (IOException e) {
       throw new UncheckedIOException("lakerules: cannot read manifest " + path + ": " + e.getMessage(), e);
     }
-    try (BufferAllocator alloc = ROOT.newChildAllocator("manifest", 0, Long.MAX_VALUE);
-         java.io.OutputStream file = java.nio.file.Files.newOutputStream(java.nio.file.Paths.get(out))) {
-      columns(alloc, entries, partitionKinds, boundIds, boundKinds, file);
-    } catch (IOException e) {
-      throw new UncheckedIOException("lakerules: cannot write the columns of manifest " + path + ": " + e.getMessage(), e);
-    }
+    return entries;
   }
 
   private static void columns(BufferAllocator alloc, List<GenericRecord> entries, String[] partitionKinds,
