@@ -40,6 +40,7 @@ FINGERPRINTS = {
     "pyiceberg.table.update.snapshot._SnapshotProducer._cleanup_uncommitted": "c201b0e5b1a49086",
     "pyiceberg.table.update.snapshot._SnapshotProducer._clean_all_uncommitted": "bcb898db3199b353",
     "pyiceberg.manifest.ManifestWriterV2._meta": "9d4cb71586f9e17c",
+    "pyiceberg.manifest.ManifestWriter._with_partition": "0feb42507fcf42b3",
     "pyiceberg.table.Transaction._stage": "6881b41fb183aa8d",
     "pyiceberg.table.update.validate._validate_data_files_exist": "bd7d3dda6e38d0cc",
     "pyiceberg.table.update.validate._added_data_files": "6aa101e9160f7a43",

@@ -57,7 +57,10 @@ Snapshot producers (SnapshotProducer, FastAppendFiles, OverwriteFiles below subc
   ``content=deletes`` (pyiceberg writes no delete manifests).
 - ``pyiceberg.manifest.ManifestWriter._spec``: the partition spec of a v3 manifest's entry schema.
 - ``pyiceberg.manifest.ManifestWriter._schema``: the table schema of a v3 manifest's entry schema.
-- ``pyiceberg.manifest.ManifestWriter._output_file``: where a v3 manifest is written.
+- ``pyiceberg.manifest.ManifestWriter._output_file``: where a v3 manifest is written, and where the
+  JVM writes a merged manifest (lakerules.write.manifest_bulk).
+- ``pyiceberg.manifest.ManifestWriter._with_partition(format_version)``: the entry schema (with the
+  spec's partition type) a merged manifest written by the JVM has, as pyiceberg's writer has it.
 
 Format version 3 (pyiceberg reads it, writes none of it; lakerules.iceberg.v3 does):
 - ``pyiceberg.table.update._apply_table_update(update, base_metadata, context)``: the dispatch that
@@ -369,6 +372,12 @@ class DeleteManifestWriterV3(ManifestWriterV3):
     @property
     def _meta(self) -> dict[str, str]:
         return {**super()._meta, "content": "deletes"}
+
+
+def manifest_header(writer) -> tuple[Schema, dict, object]:
+    """What pyiceberg's manifest ``writer`` (not entered) writes in its file's header: the Iceberg
+    schema of its entries, its key-value metadata (with ``avro.codec``), and its output file."""
+    return writer._with_partition(writer.version), dict(writer._meta), writer._output_file
 
 
 # ---- transactions -------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ from lakerules.rowlevel.run import (
     _update_validation,
     dangling_deletes,
 )
-from lakerules.scan import manifest_job, manifests
+from lakerules.scan import manifest_columns, manifest_job, manifests
 from lakerules.scan import row_files as row_plans
 from lakerules.scan.planning import ScanPlan, plan_scan
 from lakerules.scan.read import FILE_COL, POS_COL, scan_dataframe, status_names
@@ -152,7 +152,8 @@ def _within_bounds(spark, table, snapshot, expr, files: list, bounds: list, keys
     if ranges is expr:
         return files
     remote = manifest_job.remote_reader(spark, lambda key: spark.conf.get(key, None), table, schema, manifests.CACHE)
-    kept = {p.file.file_path for p in plan_scan(table, snapshot.snapshot_id, ranges, remote=remote).files}
+    kept = {p.file.file_path for p in plan_scan(table, snapshot.snapshot_id, ranges, remote=remote,
+                                                  bulk=manifest_columns.reader(spark, table)).files}
     files = [p for p in files if p.file.file_path in kept]
     if keys is None or len(files) < 2:
         return files

@@ -28,7 +28,7 @@ from functools import reduce
 
 from pyiceberg.expressions import AlwaysTrue, And
 
-from lakerules.scan import lineage, manifest_job, manifests
+from lakerules.scan import lineage, manifest_columns, manifest_job, manifests
 from lakerules.metadata import tables as metadata_tables
 from lakerules.iceberg import options, refs
 from lakerules.errors import LakeError
@@ -76,7 +76,8 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
         iceberg=table,
         schema=schema,
         plan=plan_scan(table, snapshot_id, row_filter,
-                       remote=manifest_job.remote_reader(ctx.spark, ctx.conf, table, schema, manifests.CACHE)),
+                       remote=manifest_job.remote_reader(ctx.spark, ctx.conf, table, schema, manifests.CACHE),
+                       bulk=manifest_columns.reader(ctx.spark, table)),
         row_filter=row_filter,
     )
 

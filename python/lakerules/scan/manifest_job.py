@@ -85,6 +85,7 @@ _PARTITION_TYPES = {
     TimestampType: T.LongType(), TimestamptzType: T.LongType(), FloatType: T.FloatType(),
     DoubleType: T.DoubleType(), BooleanType: T.BooleanType(), StringType: T.StringType(),
 }
+BOUND_KINDS = {t: kind for t, (kind, _) in _BOUND_KINDS.items()}  # Iceberg type -> the shim's kind of its bounds
 _LONG_MAP = T.MapType(T.IntegerType(), T.LongType())
 _BYTES_MAP = T.MapType(T.IntegerType(), T.BinaryType())
 
@@ -243,7 +244,7 @@ def _may_match(expr: BooleanExpression) -> Column | None:
 # ---- back on the driver ---------------------------------------------------------------------------
 
 def _to_entries(rows: pa.Table, manifests: dict[str, ManifestFile], partition_fields, spec_id: int):
-    convert = [_partition_value(f.field_type) for f in partition_fields]
+    convert = [partition_value(f.field_type) for f in partition_fields]
     out = []
     for r in rows.select([n for n in rows.column_names if not n.startswith(("lower_", "upper_"))
                           or n in ("lower_bounds", "upper_bounds")]).to_pylist():
@@ -276,11 +277,11 @@ def _to_entries(rows: pa.Table, manifests: dict[str, ManifestFile], partition_fi
             file_sequence_number=r["file_sequence_number"],
             data_file=data_file,
         )
-        out.append(_inherit(entry, manifest))
+        out.append(inherit(entry, manifest))
     return out
 
 
-def _inherit(entry: ManifestEntry, manifest: ManifestFile) -> ManifestEntry:
+def inherit(entry: ManifestEntry, manifest: ManifestFile) -> ManifestEntry:
     """Sequence numbers and snapshot id an entry leaves null come from its manifest: always in a
     v1 table (sequence number 0), and for entries the manifest's snapshot added (Iceberg spec)."""
     if entry.snapshot_id is None and manifest.added_snapshot_id is not None:
@@ -297,7 +298,7 @@ def _as_dict(pairs):
     return None if pairs is None else dict(pairs)
 
 
-def _partition_value(iceberg_type):
+def partition_value(iceberg_type):
     """How a partition value that travelled as its Spark type (or its bytes) becomes the value
     pyiceberg's manifest reader gives."""
     if type(iceberg_type) in _PARTITION_TYPES:

@@ -78,6 +78,13 @@ class CachedManifest:
     _partitions: dict = field(default_factory=dict)  # (position, type) -> values
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    @property
+    def size(self) -> int:
+        return len(self.entries)
+
+    def take(self, indices) -> list[ManifestEntry]:
+        return [self.entries[i] for i in indices]
+
     def bounds(self, field_id: int, iceberg_type) -> tuple[pa.Array, pa.Array] | None:
         """(lower, upper) bound of a column per entry (null where a file has none)."""
         kind = arrow_type(iceberg_type)
@@ -122,6 +129,7 @@ class ManifestCache:
         self._lock = threading.Lock()
 
     def get(self, io: FileIO, manifest: ManifestFile) -> CachedManifest:
+        """The manifest's live entries, cached; read by pyiceberg when not cached."""
         key = manifest.manifest_path
         with self._lock:
             hit = self._items.get(key)
@@ -129,14 +137,38 @@ class ManifestCache:
                 self._items.move_to_end(key)
                 return hit
         cached = CachedManifest(manifest.fetch_manifest_entry(io, discard_deleted=True))
+        self._add(key, cached)
+        return cached
+
+    def fill(self, manifests: list[ManifestFile], read_many) -> dict:
+        """Read the manifests not cached with ``read_many(manifests)`` (a dict of their path to
+        what it read, lakerules.scan.manifest_columns: in the JVM, in one call) and cache them.
+        Returns what it read (the callers use it even when the cache is off)."""
+        missing = [m for m in manifests if m.manifest_path not in self]
+        if not missing:
+            return {}
+        read = read_many(missing)
+        for key, cached in read.items():
+            self._add(key, cached)
+        return read
+
+    def _add(self, key: str, cached) -> None:
         with self._lock:
             if self.max_entries > 0 and key not in self._items:
                 self._items[key] = cached
-                self._size += len(cached.entries)
+                self._size += cached.size
                 while self._size > self.max_entries and self._items:
                     _, old = self._items.popitem(last=False)
-                    self._size -= len(old.entries)
-        return cached
+                    self._size -= old.size
+
+    def peek(self, manifest_path: str):
+        """What is cached for a manifest path (None: nothing), leaving the order alone."""
+        with self._lock:
+            return self._items.get(manifest_path)
+
+    def put(self, manifest_path: str, cached) -> None:
+        """Cache what a manifest holds, known without reading it (a manifest a commit merged)."""
+        self._add(manifest_path, cached)
 
     def __contains__(self, manifest_path: str) -> bool:
         with self._lock:
@@ -147,7 +179,7 @@ class ManifestCache:
             self.max_entries = max_entries
             while self._items and (self._size > max_entries or max_entries <= 0):
                 _, old = self._items.popitem(last=False)
-                self._size -= len(old.entries)
+                self._size -= old.size
 
     @property
     def entries(self) -> int:

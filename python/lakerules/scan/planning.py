@@ -75,9 +75,10 @@ class ScanPlan:
 
 
 def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpression = AlwaysTrue(),
-              remote: RemoteReader | None = None) -> ScanPlan:
+              remote: RemoteReader | None = None, bulk=None) -> ScanPlan:
     """The files of a snapshot that may hold rows matching row_filter, with their deletes.
-    ``remote`` may read some of the manifests elsewhere (lakerules.scan.manifest_job)."""
+    ``remote`` may read some of the manifests elsewhere (lakerules.scan.manifest_job); ``bulk``
+    reads the manifests not cached into columns (lakerules.scan.manifest_columns.reader)."""
     if snapshot_id is None:
         return ScanPlan()
     snapshot = table.snapshot_by_id(snapshot_id)
@@ -112,7 +113,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
 
     def entries(manifest) -> list[ManifestEntry]:
         keep = partition_evaluators[manifest.partition_spec_id]
-        hit = cached.CACHE.get(table.io, manifest)
+        hit = prefetched.get(manifest.manifest_path) or cached.CACHE.get(table.io, manifest)
         candidates = _prefiltered(hit, row_prefilter, partition_prefilters[manifest.partition_spec_id])
         return [e for e in candidates if keep(e.data_file) and metrics(e.data_file)]
 
@@ -120,6 +121,7 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
     done, remote_entries = remote(manifests, row_prefilter) if remote is not None else (set(), [])
     if done:
         manifests = [m for m in manifests if m.manifest_path not in done]
+    prefetched = cached.CACHE.fill(manifests, bulk) if bulk is not None else {}
     with ThreadPoolExecutor(MANIFEST_THREADS) as pool:
         all_entries = list(chain.from_iterable(pool.map(entries, manifests)))
     for e in remote_entries:
@@ -194,7 +196,7 @@ def _partition_prefilter(spec, schema: Schema, partition_filter: BooleanExpressi
 
 def _prefiltered(manifest: cached.CachedManifest, row_filter: BooleanExpression, partition) -> list[ManifestEntry]:
     """The entries of a cached manifest that the bulk pre-filter keeps (see manifests.may_match)."""
-    n = len(manifest.entries)
+    n = manifest.size
     part_filter, positions = partition
     masks = [
         cached.may_match(row_filter, n, manifest.bounds),
@@ -204,7 +206,7 @@ def _prefiltered(manifest: cached.CachedManifest, row_filter: BooleanExpression,
     if not masks:
         return manifest.entries
     keep = masks[0] if len(masks) == 1 else pc.and_(masks[0], masks[1])
-    return [manifest.entries[i] for i in pc.indices_nonzero(keep).to_pylist()]
+    return manifest.take(pc.indices_nonzero(keep).to_pylist())
 
 
 def _same(values):

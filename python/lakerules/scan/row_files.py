@@ -24,7 +24,7 @@ from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules.spark import jvm as J
 from lakerules.iceberg import format_version, pyiceberg_edge as edge
-from lakerules.scan import lineage, manifest_job, manifests
+from lakerules.scan import lineage, manifest_columns, manifest_job, manifests
 from lakerules.errors import LakeError
 from lakerules.plan.expressions import to_iceberg
 from lakerules.scan.planning import PlannedFile, ScanPlan, plan_scan
@@ -204,7 +204,7 @@ def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, pr
         expr, exact = to_iceberg(condition, columns)
     remote = manifest_job.remote_reader(spark, lambda key: spark.conf.get(key, None), table, table.schema(),
                                         manifests.CACHE)
-    planned = plan_scan(table, snapshot.snapshot_id, expr, remote=remote)
+    planned = plan_scan(table, snapshot.snapshot_id, expr, remote=remote, bulk=manifest_columns.reader(spark, table))
     proven = None
     if drop_whole and exact and condition is not None and not _has_subquery(spark, condition):
         proven = _all_rows_match(table, expr)

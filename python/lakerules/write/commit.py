@@ -13,7 +13,6 @@ validate it against what was committed meanwhile (lakerules.write.row_delta).
 
 from __future__ import annotations
 
-import contextvars
 from contextlib import contextmanager
 
 from pyiceberg.exceptions import CommitFailedException, ValidationException
@@ -23,6 +22,7 @@ from pyiceberg.table.snapshots import Operation, SnapshotSummaryCollector, Summa
 from pyiceberg.table.update import AssertRefSnapshotId, SetSnapshotRefUpdate
 
 from lakerules.iceberg import metadata_cache, names, refs
+from lakerules.spark import current
 from lakerules.spark import jvm as J
 from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.write.manifest_merge import Merging
@@ -33,18 +33,17 @@ LAKERULES_SUMMARY = {"engine-name": "lakerules"}
 # every snapshot the session's statements commit (as Iceberg's snapshot-property.<key> write
 # option, for a whole session): who or what made a snapshot, a job id, a statement id.
 SNAPSHOT_PROPERTY_PREFIX = "spark.lakerules.snapshot-property."
-_session = contextvars.ContextVar("lakerules_commit_session", default=None)
 
 
 def use_session(spark) -> None:
     """The session whose statements the commits of this thread belong to (set per statement)."""
-    _session.set(spark)
+    current.use(spark)
 
 
 def snapshot_properties(summary: dict | None = None) -> dict:
     """lakerules' summary properties, the session's snapshot-property settings, then summary's."""
     props = dict(LAKERULES_SUMMARY)
-    spark = _session.get()
+    spark = current.session()
     if spark is not None:
         for k, v in J.settings_with_prefix(spark, SNAPSHOT_PROPERTY_PREFIX).items():
             if len(k) > len(SNAPSHOT_PROPERTY_PREFIX):

@@ -24,9 +24,11 @@ from dataclasses import dataclass
 
 from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 from pyiceberg.utils.bin_packing import ListPacker
+from py4j.protocol import Py4JError
 
 from lakerules.errors import LakeError
 from lakerules.iceberg import v3
+from lakerules.write import manifest_bulk
 
 MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
 MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
@@ -108,7 +110,19 @@ def _merge_group(producer, policy: MergePolicy, content: ManifestContent, manife
 
 
 def _merged(producer, content: ManifestContent, spec_id: int, manifests: list) -> list:
-    """One manifest with the entries of manifests ([] when none is left)."""
+    """One manifest with the entries of manifests ([] when none is left): written by the JVM
+    where it can (lakerules.write.manifest_bulk), else entry by entry here."""
+    spark = manifest_bulk.session_for(producer)
+    if spark is not None:
+        try:
+            return manifest_bulk.merged(spark, producer, manifest_writer(producer, content, spec_id), content, spec_id,
+                                        manifests)
+        except (Py4JError, ValueError):
+            pass  # written here instead; a file the JVM left is deleted with the unlisted manifests
+    return _merged_here(producer, content, spec_id, manifests)
+
+
+def _merged_here(producer, content: ManifestContent, spec_id: int, manifests: list) -> list:
     own = producer.snapshot_id
     entries = []
     for manifest in manifests:

@@ -217,7 +217,7 @@ public final class ManifestEntries implements MapPartitionsFunction<String, Row>
     return v == null ? null : v.toString();
   }
 
-  private static byte[] bytes(Object v) {
+  static byte[] bytes(Object v) {
     if (v == null) {
       return null;
     } else if (v instanceof ByteBuffer) {
@@ -235,7 +235,7 @@ public final class ManifestEntries implements MapPartitionsFunction<String, Row>
 
   /** Iceberg writes maps with int keys as an array of key/value records (or, rarely, an Avro map). */
   @SuppressWarnings("unchecked")
-  private static Map<Integer, Object> intMap(Object v) {
+  static Map<Integer, Object> intMap(Object v) {
     if (v == null) {
       return null;
     }

@@ -1,0 +1,168 @@
+"""Manifests merged in the JVM (lakerules.write.manifest_bulk) hold what pyiceberg's writer
+writes for the same merge: the same entries field by field, the same header metadata and Avro
+schema, and the same manifest-list entry (counts, sequence numbers, partition summaries).
+Manifests decoded in the JVM into columns (lakerules.scan.manifest_columns) give the entries
+pyiceberg's reader gives, and plan the same files, cold and warm."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+from pyiceberg.avro.file import AvroFile
+from pyiceberg.expressions import AlwaysTrue, EqualTo, GreaterThan, In, IsNull, LessThan
+from pyiceberg.manifest import ManifestContent, ManifestEntry
+from pyiceberg.table.snapshots import Operation
+
+from lakerules.iceberg import pyiceberg_edge as edge
+from lakerules.scan import manifest_columns
+from lakerules.scan.manifests import CACHE
+from lakerules.scan.manifests import CachedManifest
+from lakerules.scan.planning import plan_scan
+from lakerules.write import commit, manifest_bulk, manifest_merge
+
+
+def _table(spark, ns, iceberg_catalog, name="t"):
+    t = f"lake.{ns}.{name}"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING, d DATE, x DECIMAL(9, 2), f FLOAT) "
+              "PARTITIONED BY (s, d, x, truncate(10, id)) TBLPROPERTIES ('format-version' = '2', "
+              "'commit.manifest-merge.enabled' = 'false', 'write.delete.mode' = 'copy-on-write')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', DATE '2024-01-01', 1.50, 1.1), (2, 'b', NULL, -2.25, NULL)")
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'é\"\\\\', DATE '1969-12-31', NULL, CAST('NaN' AS FLOAT)), "
+              "(4, NULL, DATE '2024-01-02', 0.01, -0.0)")
+    spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES (5, 'a', DATE '2024-01-01', 1.50, 1.1), "
+              "(9, 'a', DATE '2024-01-01', 1.50, 1.1) AS v(id, s, d, x, f)")  # one file of two rows
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")  # an overwrite: DELETED and EXISTING entries
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
+    spark.sql(f"DELETE FROM {t} WHERE id = 5")  # a position delete file: a delete manifest
+    return iceberg_catalog.load_table(f"{ns}.{name}")
+
+
+def _entries(table, manifest):
+    out = []
+    for e in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+        f = e.data_file
+        out.append((e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number,
+                    tuple(_plain(f[i]) for i in range(len(f)))))
+    return sorted(out, key=repr)
+
+
+def _plain(value):
+    """A data file's field as comparable text (its maps are lazy dicts)."""
+    if hasattr(value, "items"):
+        return repr(sorted(dict(value).items()))
+    return repr(value)
+
+
+def _header(table, manifest):
+    with AvroFile[ManifestEntry](table.io.new_input(manifest.manifest_path)) as f:
+        meta = dict(f.header.meta)
+    return {**meta, "avro.schema": json.loads(meta["avro.schema"])}
+
+
+def _summary(manifest):
+    return {k: getattr(manifest, k) for k in (
+        "partition_spec_id", "content", "sequence_number", "min_sequence_number", "added_snapshot_id",
+        "added_files_count", "existing_files_count", "deleted_files_count", "added_rows_count",
+        "existing_rows_count", "deleted_rows_count", "partitions", "key_metadata")}
+
+
+def test_a_merge_in_the_jvm_writes_what_pyiceberg_writes(spark, ns, iceberg_catalog):
+    table = _table(spark, ns, iceberg_catalog)
+    manifests = table.current_snapshot().manifests(table.io)
+    tx = edge.CachingTransaction(table)
+    producer = commit.AppendFiles(operation=Operation.APPEND, transaction=tx, io=table.io,
+                                  **commit.producer_args(table, None))
+    compared = 0
+    for content in (ManifestContent.DATA, ManifestContent.DELETES):
+        group = [m for m in manifests if m.content == content]
+        assert group, (content, [s.summary for s in table.snapshots()], manifests)
+        spec_id = group[0].partition_spec_id
+        ours = manifest_bulk.merged(spark, producer, manifest_merge.manifest_writer(producer, content, spec_id),
+                                    content, spec_id, group)
+        theirs = manifest_merge._merged_here(producer, content, spec_id, group)
+        assert len(ours) == len(theirs) == 1
+        assert _summary(ours[0]) == _summary(theirs[0])
+        assert _entries(table, ours[0]) == _entries(table, theirs[0])
+        assert _header(table, ours[0]) == _header(table, theirs[0])
+        compared += len(_entries(table, ours[0]))
+    assert compared == 5  # 4 data files (an earlier DELETED entry dropped) and 1 delete file
+    producer.clean_all_uncommitted()
+
+
+def test_commits_merging_in_the_jvm_read_the_same_in_every_engine(spark, ns, iceberg_catalog, engines):
+    table = _table(spark, ns, iceberg_catalog)
+    t = f"lake.{ns}.t"
+    spark.sql(f"INSERT INTO {t} VALUES (6, 'c', DATE '2024-02-01', 3.00, 2.5)")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('commit.manifest-merge.enabled' = 'true', "
+              "'commit.manifest.min-count-to-merge' = '2')")
+    spark.sql(f"DELETE FROM {t} WHERE id = 9")  # a position delete: the data manifests merged, as they were
+    table = iceberg_catalog.load_table(f"{ns}.t")
+    manifests = table.current_snapshot().manifests(table.io)
+    (data,) = [m for m in manifests if m.content == ManifestContent.DATA]
+    # the DELETE planned from the cached columns of the manifests it merged: the merged one is
+    # cached from them (not read again), with the entries pyiceberg reads from it
+    carried = CACHE.peek(data.manifest_path)
+    assert isinstance(carried, manifest_columns.ColumnarManifest)
+    assert _rows(carried.entries) == _rows(data.fetch_manifest_entry(table.io, discard_deleted=True))
+    day, dec = __import__("datetime").date, __import__("decimal").Decimal
+    engines.assert_same(t, "id, s, d, x", [(1, "a", day(2024, 1, 1), dec("1.50")), (3, 'é"\\', day(1969, 12, 31), None),
+                                         (4, None, day(2024, 1, 2), dec("0.01")), (6, "c", day(2024, 2, 1), dec("3.00"))])
+
+
+def _rows(entries):
+    return [(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number, e.data_file.spec_id,
+             tuple(_plain(e.data_file[i]) for i in range(len(e.data_file)))) for e in entries]
+
+
+def test_manifests_decoded_in_the_jvm_give_the_entries_pyiceberg_reads(spark, ns, iceberg_catalog):
+    table = _table(spark, ns, iceberg_catalog)
+    manifests = table.current_snapshot().manifests(table.io)
+    got = manifest_columns.reader(spark, table)(manifests)
+    assert set(got) == {m.manifest_path for m in manifests}
+    schema = table.schema()
+    for m in manifests:
+        theirs = m.fetch_manifest_entry(table.io, discard_deleted=True)
+        ours = got[m.manifest_path]
+        assert ours.size == len(theirs)
+        assert _rows(ours.take(reversed(range(ours.size)))) == _rows(list(reversed(theirs)))
+        assert _rows(ours.entries) == _rows(theirs)
+        plain = CachedManifest(theirs)
+        for name in ("id", "s", "d", "x", "f"):
+            f = schema.find_field(name)
+            a, b = ours.bounds(f.field_id, f.field_type), plain.bounds(f.field_id, f.field_type)
+            assert (a is None) == (b is None), name
+            if a is not None:
+                assert [repr(x.to_pylist()) for x in a] == [repr(x.to_pylist()) for x in b], name
+        for position, field in enumerate(table.specs()[m.partition_spec_id].partition_type(schema).fields):
+            a, b = ours.partition_values(position, field.field_type), plain.partition_values(position, field.field_type)
+            assert (a.to_pylist() if a is not None else None) == (b.to_pylist() if b is not None else None), field
+
+
+def _planned(plan):
+    return sorted((p.file.file_path, p.sequence_number, p.snapshot_id, _plain(p.file.partition),
+                   tuple(sorted(d.file_path for d in p.position_deletes)),
+                   tuple(sorted(d.file_path for d in p.equality_deletes)),
+                   tuple(_plain(p.file[i]) for i in range(len(p.file)))) for p in plan.files)
+
+
+def test_cold_planning_from_the_jvm_plans_what_pyiceberg_s_entries_plan(spark, ns, iceberg_catalog):
+    table = _table(spark, ns, iceberg_catalog)
+    snapshot = table.current_snapshot().snapshot_id
+    bulk = manifest_columns.reader(spark, table)
+    limit = CACHE.max_entries
+    filters = [AlwaysTrue(), EqualTo("id", 9), GreaterThan("d", "2024-01-01"), EqualTo("s", "a"),
+               LessThan("x", Decimal("1.00")), In("id", [1, 3, 4]), IsNull("s")]
+    try:
+        for row_filter in filters:
+            CACHE.resize(0)
+            CACHE.resize(limit)
+            cold = plan_scan(table, snapshot, row_filter, bulk=bulk)
+            warm = plan_scan(table, snapshot, row_filter, bulk=bulk)  # from the columns cached
+            CACHE.resize(0)
+            CACHE.resize(limit)
+            theirs = plan_scan(table, snapshot, row_filter)  # read by pyiceberg
+            assert _planned(cold) == _planned(warm) == _planned(theirs), row_filter
+        assert [p.file.file_path for p in cold.files] or filters
+    finally:
+        CACHE.resize(limit)
