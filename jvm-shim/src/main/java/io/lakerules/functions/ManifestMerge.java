@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -355,14 +354,25 @@ public final class ManifestMerge {
     }
   }
 
+  /**
+   * A location's scheme, or null: read off its start, not parsed as a URI (table locations hold
+   * characters a URI refuses: %, brackets, quotes, spaces).
+   */
+  private static String scheme(String location) {
+    java.util.regex.Matcher m = SCHEME.matcher(location);
+    return m.lookingAt() ? m.group(1) : null;
+  }
+
+  private static final java.util.regex.Pattern SCHEME =
+      java.util.regex.Pattern.compile("([A-Za-z][A-Za-z0-9+.-]*):");
+
   private static boolean local(String location) {
-    String scheme = URI.create(location.replace(" ", "%20")).getScheme();
+    String scheme = scheme(location);
     return scheme == null || scheme.equals("file");
   }
 
   private static java.nio.file.Path localPath(String location) {
-    String scheme = URI.create(location.replace(" ", "%20")).getScheme();
-    return scheme == null ? Paths.get(location) : Paths.get(new Path(location).toUri().getPath());
+    return scheme(location) == null ? Paths.get(location) : Paths.get(new Path(location).toUri().getPath());
   }
 
   /** The session's Hadoop configuration, made on first use (local files need none; making one costs). */
