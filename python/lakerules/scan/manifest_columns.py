@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from py4j.protocol import Py4JError
 from pyiceberg.conversions import from_bytes
-from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus, ManifestFile
+from pyiceberg.manifest import ManifestEntry, ManifestFile
 from pyiceberg.schema import index_by_id
 from pyiceberg.typedef import Record
 from pyiceberg.types import (
@@ -122,29 +122,9 @@ class ColumnarManifest:
             return [self._made[i] for i in indices]
 
     def _entry(self, r: dict, partition: Record) -> ManifestEntry:
-        data_file = DataFile.from_args(
-            content=DataFileContent(r["content"]),
-            file_path=r["file_path"],
-            file_format=FileFormat(r["file_format"].upper()),
-            partition=partition,
-            record_count=r["record_count"],
-            file_size_in_bytes=r["file_size_in_bytes"],
-            column_sizes=_long_map(r["column_sizes"]),
-            value_counts=_long_map(r["value_counts"]),
-            null_value_counts=_long_map(r["null_value_counts"]),
-            nan_value_counts=_long_map(r["nan_value_counts"]),
-            lower_bounds=_bytes_map(r["lower_bounds"]),
-            upper_bounds=_bytes_map(r["upper_bounds"]),
-            key_metadata=r["key_metadata"],
-            split_offsets=_numbers(r["split_offsets"], "q"),
-            equality_ids=_numbers(r["equality_ids"], "i"),
-            sort_order_id=r["sort_order_id"],
-        )
-        data_file.spec_id = self._manifest.partition_spec_id
-        entry = ManifestEntry.from_args(status=ManifestEntryStatus(r["status"]), snapshot_id=r["snapshot_id"],
-                                        sequence_number=r["sequence_number"],
-                                        file_sequence_number=r["file_sequence_number"], data_file=data_file)
-        return manifest_job.inherit(entry, self._manifest)
+        decoded = {**r, **{k: _long_map(r[k]) for k in _LONG_MAPS}, **{k: _bytes_map(r[k]) for k in _BYTES_MAPS},
+                   "split_offsets": _numbers(r["split_offsets"], "q"), "equality_ids": _numbers(r["equality_ids"], "i")}
+        return manifest_job.entry_of(decoded, partition, self._manifest.partition_spec_id, self._manifest)
 
     def inherited(self) -> pa.Table:
         """The columns with the snapshot id and sequence numbers entries inherit from the manifest
@@ -220,6 +200,10 @@ def carry(merged: ManifestFile, inputs: list[ManifestFile], snapshot_id: int) ->
     table = table.set_column(table.schema.get_field_index("status"), "status",
                              pa.array([0] * table.num_rows, pa.int32()))  # EXISTING
     CACHE.put(merged.manifest_path, ColumnarManifest(table, merged, first._convert, first._bound_kinds))
+
+
+_LONG_MAPS = ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts")
+_BYTES_MAPS = ("lower_bounds", "upper_bounds")
 
 
 def _long_map(raw: bytes | None) -> dict | None:

@@ -251,34 +251,40 @@ def _to_entries(rows: pa.Table, manifests: dict[str, ManifestFile], partition_fi
         manifest = manifests[r["manifest_path"]]
         values = r["partition"] or {}
         partition = Record(*[c(values.get(f"p{i}")) for i, c in enumerate(convert)])
-        data_file = DataFile.from_args(
-            content=DataFileContent(r["content"]),
-            file_path=r["file_path"],
-            file_format=FileFormat(r["file_format"].upper()),
-            partition=partition,
-            record_count=r["record_count"],
-            file_size_in_bytes=r["file_size_in_bytes"],
-            column_sizes=_as_dict(r["column_sizes"]),
-            value_counts=_as_dict(r["value_counts"]),
-            null_value_counts=_as_dict(r["null_value_counts"]),
-            nan_value_counts=_as_dict(r["nan_value_counts"]),
-            lower_bounds=_as_dict(r["lower_bounds"]),
-            upper_bounds=_as_dict(r["upper_bounds"]),
-            key_metadata=r["key_metadata"],
-            split_offsets=r["split_offsets"],
-            equality_ids=r["equality_ids"],
-            sort_order_id=r["sort_order_id"],
-        )
-        data_file.spec_id = spec_id
-        entry = ManifestEntry.from_args(
-            status=ManifestEntryStatus(r["status"]),
-            snapshot_id=r["snapshot_id"],
-            sequence_number=r["sequence_number"],
-            file_sequence_number=r["file_sequence_number"],
-            data_file=data_file,
-        )
-        out.append(inherit(entry, manifest))
+        out.append(entry_of(r, partition, spec_id, manifest))
     return out
+
+
+def entry_of(r: dict, partition: Record, spec_id: int, manifest: ManifestFile) -> ManifestEntry:
+    """The manifest entry of one decoded row (maps as dicts or key-value pairs, lists as lists),
+    with what it inherits from its manifest."""
+    data_file = DataFile.from_args(
+        content=DataFileContent(r["content"]),
+        file_path=r["file_path"],
+        file_format=FileFormat(r["file_format"].upper()),
+        partition=partition,
+        record_count=r["record_count"],
+        file_size_in_bytes=r["file_size_in_bytes"],
+        column_sizes=_as_dict(r["column_sizes"]),
+        value_counts=_as_dict(r["value_counts"]),
+        null_value_counts=_as_dict(r["null_value_counts"]),
+        nan_value_counts=_as_dict(r["nan_value_counts"]),
+        lower_bounds=_as_dict(r["lower_bounds"]),
+        upper_bounds=_as_dict(r["upper_bounds"]),
+        key_metadata=r["key_metadata"],
+        split_offsets=r["split_offsets"],
+        equality_ids=r["equality_ids"],
+        sort_order_id=r["sort_order_id"],
+    )
+    data_file.spec_id = spec_id
+    entry = ManifestEntry.from_args(
+        status=ManifestEntryStatus(r["status"]),
+        snapshot_id=r["snapshot_id"],
+        sequence_number=r["sequence_number"],
+        file_sequence_number=r["file_sequence_number"],
+        data_file=data_file,
+    )
+    return inherit(entry, manifest)
 
 
 def inherit(entry: ManifestEntry, manifest: ManifestFile) -> ManifestEntry:
