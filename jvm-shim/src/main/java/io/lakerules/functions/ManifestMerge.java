@@ -259,7 +259,7 @@ public final class ManifestMerge {
         return out;
       }
       case FIXED:
-        return new GenericData.Fixed(to, bytes(v));
+        return new GenericData.Fixed(to, ManifestEntries.bytes(v));
       case LONG:
         return ((Number) v).longValue();
       case DOUBLE:
@@ -278,25 +278,13 @@ public final class ManifestMerge {
     return v == null ? null : ((Number) v).longValue();
   }
 
-  private static byte[] bytes(Object v) {
-    if (v instanceof ByteBuffer) {
-      ByteBuffer b = ((ByteBuffer) v).duplicate();
-      byte[] out = new byte[b.remaining()];
-      b.get(out);
-      return out;
-    } else if (v instanceof GenericData.Fixed) {
-      return ((GenericData.Fixed) v).bytes().clone();
-    }
-    return (byte[]) v;
-  }
-
   /** A partition value in a form that compares by value: text as String, bytes as hex. */
   private static Object normal(Object v) {
     if (v == null || v instanceof Number || v instanceof Boolean) {
       return v;
     } else if (v instanceof ByteBuffer || v instanceof GenericData.Fixed || v instanceof byte[]) {
       StringBuilder hex = new StringBuilder("0x");
-      for (byte b : bytes(v)) {
+      for (byte b : ManifestEntries.bytes(v)) {
         hex.append(String.format("%02x", b));
       }
       return new Hex(hex.toString());
