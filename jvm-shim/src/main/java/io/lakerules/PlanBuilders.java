@@ -214,25 +214,35 @@ public final class PlanBuilders {
   public static LogicalPlan localRelation(String schemaJson, byte[] ipcStream) {
     org.apache.spark.sql.types.StructType schema =
         (org.apache.spark.sql.types.StructType) org.apache.spark.sql.types.DataType.fromJson(schemaJson);
-    scala.Tuple2<org.apache.spark.sql.util.CloseableIterator<org.apache.spark.sql.catalyst.InternalRow>,
-        org.apache.spark.sql.types.StructType> decoded =
-        org.apache.spark.sql.execution.arrow.ArrowConverters$.MODULE$.fromIPCStream(ipcStream);
+    // Arrow's own stream reader and Spark's ColumnarBatch: ArrowConverters.fromIPCStream changed
+    // its signature between Spark 4.0 and 4.1, these did not.
     java.util.List<org.apache.spark.sql.catalyst.InternalRow> rows = new java.util.ArrayList<>();
-    org.apache.spark.sql.util.CloseableIterator<org.apache.spark.sql.catalyst.InternalRow> it = decoded._1();
-    try {
-      if (!decoded._2().sameType(schema)) {
+    try (org.apache.arrow.memory.BufferAllocator allocator =
+             org.apache.spark.sql.util.ArrowUtils.rootAllocator().newChildAllocator("localRelation", 0, Long.MAX_VALUE);
+         org.apache.arrow.vector.ipc.ArrowStreamReader reader = new org.apache.arrow.vector.ipc.ArrowStreamReader(
+             new java.io.ByteArrayInputStream(ipcStream), allocator)) {
+      org.apache.arrow.vector.VectorSchemaRoot root = reader.getVectorSchemaRoot();
+      org.apache.spark.sql.types.StructType streamed =
+          org.apache.spark.sql.util.ArrowUtils.fromArrowSchema(root.getSchema());
+      if (!streamed.sameType(schema)) {
         throw new IllegalArgumentException(
-            "localRelation: the Arrow stream's schema " + decoded._2().simpleString() + " is not " + schema.simpleString());
+            "localRelation: the Arrow stream's schema " + streamed.simpleString() + " is not " + schema.simpleString());
       }
-      while (it.hasNext()) {
-        rows.add(it.next().copy());
+      java.util.List<org.apache.arrow.vector.FieldVector> vectors = root.getFieldVectors();
+      org.apache.spark.sql.vectorized.ColumnVector[] columns = new org.apache.spark.sql.vectorized.ColumnVector[vectors.size()];
+      for (int i = 0; i < columns.length; i++) {
+        columns[i] = new org.apache.spark.sql.vectorized.ArrowColumnVector(vectors.get(i));
       }
-    } finally {
-      try {
-        it.close();  // the Arrow buffers
-      } catch (Exception e) {
-        throw new IllegalStateException(e);
+      while (reader.loadNextBatch()) {
+        org.apache.spark.sql.vectorized.ColumnarBatch batch =
+            new org.apache.spark.sql.vectorized.ColumnarBatch(columns, root.getRowCount());
+        java.util.Iterator<org.apache.spark.sql.catalyst.InternalRow> it = batch.rowIterator();
+        while (it.hasNext()) {
+          rows.add(it.next().copy());  // copied out of the Arrow buffers, freed with the reader
+        }
       }
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException("localRelation: cannot read the Arrow stream: " + e.getMessage(), e);
     }
     scala.collection.immutable.Seq<Attribute> output = scala.jdk.javaapi.CollectionConverters.asScala(
         new java.util.ArrayList<Attribute>(scala.jdk.javaapi.CollectionConverters.asJava(
