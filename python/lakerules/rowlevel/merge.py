@@ -239,9 +239,13 @@ def _run_keyed(ctx, node, table, snapshot, expr, planned, files):
             if not check:
                 matches = matches.dropDuplicates([FILE_COL, POS_COL])  # deleted (or kept) once
             matches = matches.persist()
-            if check and matches.groupBy(FILE_COL, POS_COL).count().where("count > 1").limit(1).collect():
+            # one aggregate: the matched files, and (check) whether a target row matched twice
+            per_file = matches.groupBy(FILE_COL).agg(
+                F.count(F.lit(1)).alias("rows"),
+                *([F.countDistinct(POS_COL).alias("positions")] if check else [])).collect()
+            if check and any(r["rows"] != r["positions"] for r in per_file):
                 raise _cardinality_error(node.table)
-            matched_names = {r[0] for r in matches.select(FILE_COL).distinct().collect()}
+            matched_names = {r[0] for r in per_file}
         else:
             matched_names = set()
         names = status_names(spark, [p.file.file_path for p in files])
@@ -387,12 +391,16 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
                              .groupBy(FILE_COL, POS_COL).count().where("count > 1").limit(1).collect())
         if doubled:
             raise _cardinality_error(t)
-        counts = {r[OP_COL]: r["count"] for r in rows.groupBy(OP_COL).count().collect()}
+        # one aggregate: rows per operation, and per data file the rows it loses (updated or deleted)
+        counts: dict = {}
+        removed: dict = {}
+        for r in rows.groupBy(OP_COL, "__lakerules_path").count().collect():
+            counts[r[0]] = counts.get(r[0], 0) + r[2]
+            if r[0] in (UPDATE, DELETE) and r[1] is not None:
+                removed[r[1]] = removed.get(r[1], 0) + r[2]
         updated, deleted, inserted = counts.get(UPDATE, 0), counts.get(DELETE, 0), counts.get(INSERT, 0)
         if updated + deleted + inserted == 0:
             return _merge_result(spark, 0, 0, 0)
-        removed = {r[0]: r[1] for r in rows.where(F.col(OP_COL).isin(UPDATE, DELETE))
-                   .groupBy("__lakerules_path").count().collect()}
         touched = [p for p in files if p.file.file_path in removed]
         summary = {"lakerules.operation": "merge", **summary}
         summary.setdefault("lakerules.merge.target-files-scanned", str(len(files)))
