@@ -9,6 +9,7 @@ after comparison at the same load):
 
     PYTHONPATH=python .venv/bin/python bench/cold.py 20000
     PYTHONPATH=/tmp/before/python .venv/bin/python bench/cold.py 100000
+    PYTHONPATH=python .venv/bin/python bench/cold.py 100000 --full   # a cold full scan's planning
 
 The table is bench/scale.py's (``--big-files`` files of 10 rows in 100 add_files commits, cached
 under bench/out/scale/cache/ and generated on first use).
@@ -66,6 +67,11 @@ def main() -> None:
         detail = ", ".join(f"{k} {v:.2f} s" for k, v in parts.items())
         print(f"{label}: {took:.2f} s ({detail})", flush=True)
 
+    if "--full" in sys.argv[2:]:
+        # a cold full scan's planning: every entry of every manifest becomes a planned file
+        run("first full-scan planning (EXPLAIN)", f"EXPLAIN SELECT sum(id) FROM {lake}")
+        run("warm full-scan planning (EXPLAIN)", f"EXPLAIN SELECT sum(id) FROM {lake}")
+        return
     run("first point query", f"SELECT * FROM {lake} WHERE id = {x}")
     run("warm point query", f"SELECT * FROM {lake} WHERE id = {(x + 104729) % rows}")
     for i in range(4):

@@ -121,6 +121,10 @@ def plan_scan(table: Table, snapshot_id: int | None, row_filter: BooleanExpressi
     done, remote_entries = remote(manifests, row_prefilter) if remote is not None else (set(), [])
     if done:
         manifests = [m for m in manifests if m.manifest_path not in done]
+    if isinstance(row_filter, AlwaysTrue):
+        # every live entry becomes a planned file: pyiceberg's reader makes those objects sooner
+        # than columns decoded in the JVM and then turned into objects
+        bulk = None
     prefetched = cached.CACHE.fill(manifests, bulk) if bulk is not None else {}
     with ThreadPoolExecutor(MANIFEST_THREADS) as pool:
         all_entries = list(chain.from_iterable(pool.map(entries, manifests)))
