@@ -46,7 +46,7 @@ shim:
 # and the drivers' processes wait on each other.
 TEST_WORKERS ?= 2
 test: postgres
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile python/lakerules tests
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=20 python/lakerules tests
 
 unit:
 	$(PY) -m pytest tests/unit -q
