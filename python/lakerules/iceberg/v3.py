@@ -31,6 +31,7 @@ from pyiceberg.manifest import (
 from pyiceberg.typedef import IcebergBaseModel
 
 from lakerules.errors import LakeError
+from lakerules.iceberg.inheritance import inherit
 
 VERSION = 3
 NEXT_ROW_ID = "next-row-id"
@@ -121,13 +122,7 @@ def read_entries(io, manifest: ManifestFile, discard_deleted: bool = True) -> li
         for e in reader:
             if e.status == ManifestEntryStatus.DELETED and discard_deleted:
                 continue
-            if e.snapshot_id is None:
-                e.snapshot_id = manifest.added_snapshot_id
-            inherits = manifest.sequence_number == 0 or e.status == ManifestEntryStatus.ADDED
-            if e.sequence_number is None and inherits:
-                e.sequence_number = manifest.sequence_number
-            if e.file_sequence_number is None and inherits:
-                e.file_sequence_number = manifest.sequence_number
+            inherit(e, manifest)
             e.data_file.spec_id = manifest.partition_spec_id
             out.append(e)
     return out

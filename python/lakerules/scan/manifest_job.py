@@ -63,6 +63,7 @@ from pyspark.sql import types as T
 
 from lakerules.spark import jvm as J, settings
 from lakerules.errors import LakeError
+from lakerules.iceberg.inheritance import inherit
 from lakerules.scan.manifests import Ops, may_match
 
 MODES = ("auto", "local", "distributed")
@@ -285,19 +286,6 @@ def entry_of(r: dict, partition: Record, spec_id: int, manifest: ManifestFile) -
         data_file=data_file,
     )
     return inherit(entry, manifest)
-
-
-def inherit(entry: ManifestEntry, manifest: ManifestFile) -> ManifestEntry:
-    """Sequence numbers and snapshot id an entry leaves null come from its manifest: always in a
-    v1 table (sequence number 0), and for entries the manifest's snapshot added (Iceberg spec)."""
-    if entry.snapshot_id is None and manifest.added_snapshot_id is not None:
-        entry.snapshot_id = manifest.added_snapshot_id
-    inherits = manifest.sequence_number == 0 or entry.status == ManifestEntryStatus.ADDED
-    if entry.sequence_number is None and inherits:
-        entry.sequence_number = manifest.sequence_number
-    if entry.file_sequence_number is None and inherits:
-        entry.file_sequence_number = manifest.sequence_number
-    return entry
 
 
 def _as_dict(pairs):
