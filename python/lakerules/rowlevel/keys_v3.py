@@ -22,6 +22,7 @@ from pyiceberg.expressions import AlwaysTrue, And, GreaterThanOrEqual, LessThanO
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.types import IntegerType, LongType, StringType
 from pyspark.sql import DataFrame, SparkSession, functions as F
+from pyspark.sql.types import StringType as SparkString, StructField, StructType
 
 from lakerules.plan.nodes import LakeScan
 from lakerules.rowlevel import v3_rows
@@ -59,8 +60,9 @@ def delete(spark: SparkSession, table, t, keys: DataFrame, key_fields: list) -> 
     on = reduce(lambda a, b: a & b, [rows[J.quote(f.name)].eqNullSafe(renamed[f"__lakerules_key{i}"])
                                      for i, f in enumerate(key_fields)])
     names = status_names(spark, [p.file.file_path for p in files])
-    lookup = spark.createDataFrame([(names[p.file.file_path], p.file.file_path) for p in files],
-                                   "__lakerules_name STRING, file_path STRING")
+    lookup = J.local_frame(spark, [(names[p.file.file_path], p.file.file_path) for p in files],
+                           StructType([StructField("__lakerules_name", SparkString()),
+                                       StructField("file_path", SparkString())]))
     matched = (rows.join(renamed, on, "left_semi").select(FILE_COL, POS_COL)
                .join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__lakerules_name"))
                .select("file_path", F.col(POS_COL).alias("pos"))

@@ -19,6 +19,7 @@ import uuid
 
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StringType, StructField, StructType
 
 from lakerules.iceberg import v3
 from lakerules.scan import deletion_vectors as read_dvs
@@ -42,7 +43,8 @@ def _upgraded_positions(spark, touched: list) -> DataFrame | None:
         return None
     delete_files = list({d.file_path: d for p in older for d in p.position_deletes}.values())
     pairs = sorted({(normal_path(p.file.file_path), p.file.file_path) for p in older})
-    lookup = spark.createDataFrame(pairs, "d_path STRING, data_path STRING")
+    lookup = J.local_frame(spark, pairs, StructType([StructField("d_path", StringType()),
+                                                     StructField("data_path", StringType())]))
     rows = read_files(spark, POSITION_DELETE_SCHEMA, delete_files)
     return (rows.select(normal_path_col(F.col("file_path")).alias("d_path"), F.col("pos"))
             .join(F.broadcast(lookup), "d_path")
