@@ -51,14 +51,16 @@ from lakerules.rowlevel.run import (
     _file_lookup,
     _partial_scan,
     _rewrite_files,
+    _row_id_cols,
     _rows_of_all,
+    _target_rows,
     _update_validation,
     dangling_deletes,
 )
 from lakerules.scan import manifest_columns, manifest_job, manifests
 from lakerules.scan import row_files as row_plans
 from lakerules.scan.planning import ScanPlan, plan_scan
-from lakerules.scan.read import FILE_COL, POS_COL, scan_dataframe, status_names
+from lakerules.scan.read import FILE_COL, POS_COL, status_names
 from lakerules.spark import jvm as J, progress
 from lakerules.write import files as write, row_delta
 
@@ -198,19 +200,6 @@ def _target_plan(ctx, node, table, snapshot, planned, files, attrs, row_ids: boo
     df = _target_rows(ctx, _partial_scan(node, table, snapshot, planned, files), row_ids)
     plan = J.analyzed(df.select(*[J.column(a.name) for a in attrs], *_row_id_cols(row_ids), FILE_COL, POS_COL))
     return J.rename_project(spark, plan, [a.jvm for a in attrs])
-
-
-def _target_rows(ctx, scan: LakeScan, row_ids: bool):
-    """The scan's live rows with FILE_COL and POS_COL, and on a v3 table each row's _row_id as
-    v3_rows.ROW_COL (the rows MERGE writes again keep it)."""
-    if not row_ids:
-        return scan_dataframe(ctx, scan, positions=True)
-    return v3_rows.with_row_id(scan_dataframe(ctx, scan, positions=True,
-                                              lineage=v3_rows.read_columns(scan.output, scan.schema)))
-
-
-def _row_id_cols(row_ids: bool) -> list[str]:
-    return [v3_rows.ROW_COL] if row_ids else []
 
 
 def _run_keyed(ctx, node, table, snapshot, expr, planned, files):

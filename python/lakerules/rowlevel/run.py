@@ -102,6 +102,20 @@ def _partial_scan(node, table, snapshot, planned: ScanPlan, files) -> LakeScan:
     )
 
 
+def _target_rows(ctx, scan: LakeScan, row_ids: bool):
+    """The scan's live rows with FILE_COL and POS_COL, and on a v3 table (``row_ids``) each row's
+    _row_id as v3_rows.ROW_COL (the rows a statement writes again keep it)."""
+    if not row_ids:
+        return scan_dataframe(ctx, scan, positions=True)
+    return v3_rows.with_row_id(scan_dataframe(ctx, scan, positions=True,
+                                              lineage=v3_rows.read_columns(scan.output, scan.schema)))
+
+
+def _row_id_cols(row_ids: bool) -> list[str]:
+    """The row id column a v3 statement carries beside FILE_COL and POS_COL (none otherwise)."""
+    return [v3_rows.ROW_COL] if row_ids else []
+
+
 def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool, row_ids: bool = False):
     """The scan's live rows with FILE_COL and POS_COL, as a DataFrame over a JVM plan where the
     table's columns carry the exprIds the statement's condition refers to; filtered to rows
@@ -109,18 +123,14 @@ def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool, row_ids: bool = Fal
     condition: every row). ``row_ids`` (v3): each row's _row_id too, as v3_rows.ROW_COL, before
     FILE_COL."""
     spark = ctx.spark
-    if row_ids:
-        df = v3_rows.with_row_id(scan_dataframe(ctx, scan, positions=True,
-                                                lineage=v3_rows.read_columns(scan.output, scan.schema)))
-    else:
-        df = scan_dataframe(ctx, scan, positions=True)
+    df = _target_rows(ctx, scan, row_ids)
     names = [a.name for a in node.relation.output]
     missing = [n for n in names if n not in df.columns]
     if missing:
         raise LakeError(
             f"lakerules: column(s) {missing} of {node.table} changed while the statement was planned; run it again"
         )
-    plan = J.analyzed(J.select(df, [*names, *([v3_rows.ROW_COL] if row_ids else []), FILE_COL, POS_COL]))
+    plan = J.analyzed(J.select(df, [*names, *_row_id_cols(row_ids), FILE_COL, POS_COL]))
     plan = J.rename_project(spark, plan, [a.jvm for a in node.relation.output])
     condition = node.condition
     if condition is None:
