@@ -37,6 +37,7 @@ from pyiceberg.types import (
 )
 
 from lakerules.errors import LakeError
+from lakerules.iceberg.inheritance import inherit_columns
 from lakerules.scan import manifest_job
 from lakerules.scan.manifests import CACHE, arrow_type
 from lakerules.spark import manifest_io
@@ -129,21 +130,7 @@ class ColumnarManifest:
     def inherited(self) -> pa.Table:
         """The columns with the snapshot id and sequence numbers entries inherit from the manifest
         filled in (as pyiceberg's reader inherits them)."""
-        t, m = self._columns, self._manifest
-        snapshot = t.column("snapshot_id")
-        if m.added_snapshot_id is not None:
-            snapshot = pc.fill_null(snapshot, m.added_snapshot_id)
-        t = t.set_column(t.schema.get_field_index("snapshot_id"), "snapshot_id", snapshot)
-        inherits = pc.equal(t.column("status"), 1) if m.sequence_number != 0 else None
-        for name in ("sequence_number", "file_sequence_number"):
-            values = t.column(name)
-            fill = pa.scalar(m.sequence_number, pa.int64())
-            if inherits is None:
-                values = pc.fill_null(values, fill)
-            else:
-                values = pc.if_else(pc.and_(pc.is_null(values), inherits), fill, values)
-            t = t.set_column(t.schema.get_field_index(name), name, values)
-        return t
+        return inherit_columns(self._columns, self._manifest)
 
     def bounds(self, field_id: int, iceberg_type) -> tuple[pa.Array, pa.Array] | None:
         """(lower, upper) bound of a column per entry (null where a file has none)."""
