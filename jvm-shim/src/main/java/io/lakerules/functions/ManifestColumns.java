@@ -73,15 +73,15 @@ public final class ManifestColumns {
     java.util.function.Supplier<Configuration> conf = ManifestMerge.hadoopConf(session);
     int threads = Math.max(1, Math.min(manifests.length, Runtime.getRuntime().availableProcessors()));
     java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
-    List<GenericRecord> entries = new ArrayList<>();
+    List<Entry> entries = new ArrayList<>();
     StringBuilder counts = new StringBuilder();
     try {
-      List<java.util.concurrent.Future<List<GenericRecord>>> done = new ArrayList<>();
+      List<java.util.concurrent.Future<List<Entry>>> done = new ArrayList<>();
       for (String manifest : manifests) {
-        done.add(pool.submit(() -> live(conf, manifest)));
+        done.add(pool.submit(() -> live(conf, manifest, kinds, boundIds, boundKinds)));
       }
-      for (java.util.concurrent.Future<List<GenericRecord>> f : done) {
-        List<GenericRecord> some;
+      for (java.util.concurrent.Future<List<Entry>> f : done) {
+        List<Entry> some;
         try {
           some = f.get();
         } catch (java.util.concurrent.ExecutionException e) {
@@ -103,13 +103,30 @@ public final class ManifestColumns {
     return counts.toString();
   }
 
-  private static List<GenericRecord> live(java.util.function.Supplier<Configuration> conf, String path) {
-    List<GenericRecord> entries = new ArrayList<>();
-    try (InputStream in = ManifestMerge.open(conf, path);
-         DataFileStream<GenericRecord> records = new DataFileStream<>(in, new GenericDatumReader<>())) {
-      for (GenericRecord entry : records) {
-        if (((Number) entry.get("status")).intValue() != DELETED) {
-          entries.add(entry);
+  /** The live entries of one manifest, each decoded into an {@link Entry} (on a pool thread). */
+  private static List<Entry> live(java.util.function.Supplier<Configuration> conf, String path, String[] kinds,
+                                  int[] boundIds, String[] boundKinds) {
+    List<Entry> entries = new ArrayList<>();
+    Layout[] layout = new Layout[1];
+    AvroBlocks.Visitor keep = entry -> {
+      if (layout[0] == null || layout[0].schema != entry.getSchema()) {
+        layout[0] = new Layout(entry.getSchema());
+      }
+      if (((Number) entry.get(layout[0].status)).intValue() != DELETED) {
+        entries.add(layout[0].entry(entry, kinds, boundIds, boundKinds));
+      }
+    };
+    try {
+      boolean read;
+      try (InputStream in = ManifestMerge.open(conf, path)) {
+        read = AvroBlocks.read(in, keep);
+      }
+      if (!read) {  // a codec AvroBlocks does not decompress: Avro's own reader
+        try (InputStream in = ManifestMerge.open(conf, path);
+             DataFileStream<GenericRecord> records = new DataFileStream<>(in, new GenericDatumReader<>())) {
+          for (GenericRecord entry : records) {
+            keep.visit(entry);
+          }
         }
       }
     } catch (IOException e) {
@@ -118,7 +135,212 @@ public final class ManifestColumns {
     return entries;
   }
 
-  private static void columns(BufferAllocator alloc, List<GenericRecord> entries, String[] partitionKinds,
+  /** What the columns hold of one live entry, copied out of its (reused) Avro record. */
+  private static final class Entry {
+    int status;
+    Long snapshot;
+    Long sequence;
+    Long fileSequence;
+    int content;
+    byte[] path;
+    byte[] format;
+    Long records;
+    Long size;
+    byte[] keyMetadata;
+    Integer sortOrder;
+    byte[] splits;
+    byte[] equalityIds;
+    final byte[][] maps = new byte[MAPS.length][];
+    Object[] partition;
+    Object[] lower;
+    Object[] upper;
+  }
+
+  private static final String[] MAPS = {"column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
+      "lower_bounds", "upper_bounds"};
+  private static final int LOWER = 4;
+  private static final int UPPER = 5;
+
+  /** Field positions of a manifest entry schema (-1: absent), looked up once per schema. */
+  private static final class Layout {
+    final Schema schema;
+    final int status;
+    final int snapshot;
+    final int sequence;
+    final int fileSequence;
+    final int dataFile;
+    Schema fileSchema;
+    int content;
+    int path;
+    int format;
+    int records;
+    int size;
+    int keyMetadata;
+    int sortOrder;
+    int splits;
+    int equalityIds;
+    int partition;
+    final int[] maps = new int[MAPS.length];
+
+    Layout(Schema schema) {
+      this.schema = schema;
+      status = pos(schema, "status");
+      snapshot = pos(schema, "snapshot_id");
+      sequence = pos(schema, "sequence_number");
+      fileSequence = pos(schema, "file_sequence_number");
+      dataFile = pos(schema, "data_file");
+    }
+
+    private void file(Schema s) {
+      fileSchema = s;
+      content = pos(s, "content");
+      path = pos(s, "file_path");
+      format = pos(s, "file_format");
+      records = pos(s, "record_count");
+      size = pos(s, "file_size_in_bytes");
+      keyMetadata = pos(s, "key_metadata");
+      sortOrder = pos(s, "sort_order_id");
+      splits = pos(s, "split_offsets");
+      equalityIds = pos(s, "equality_ids");
+      partition = pos(s, "partition");
+      for (int k = 0; k < MAPS.length; k++) {
+        maps[k] = pos(s, MAPS[k]);
+      }
+    }
+
+    private static int pos(Schema s, String name) {
+      Schema.Field f = s.getField(name);
+      return f == null ? -1 : f.pos();
+    }
+
+    private static Object get(GenericRecord r, int pos) {
+      return pos < 0 ? null : r.get(pos);
+    }
+
+    Entry entry(GenericRecord record, String[] kinds, int[] boundIds, String[] boundKinds) {
+      GenericRecord file = (GenericRecord) record.get(dataFile);
+      if (file.getSchema() != fileSchema) {
+        file(file.getSchema());
+      }
+      Entry e = new Entry();
+      e.status = ((Number) record.get(status)).intValue();
+      e.snapshot = asLong(get(record, snapshot));
+      e.sequence = asLong(get(record, sequence));
+      e.fileSequence = asLong(get(record, fileSequence));
+      Object c = get(file, content);
+      e.content = c == null ? 0 : ((Number) c).intValue();
+      e.path = text(get(file, path));
+      e.format = text(get(file, format));
+      e.records = asLong(get(file, records));
+      e.size = asLong(get(file, size));
+      Object key = get(file, keyMetadata);
+      e.keyMetadata = key == null ? null : ManifestEntries.bytes(key);
+      Object order = get(file, sortOrder);
+      e.sortOrder = order == null ? null : ((Number) order).intValue();
+      e.splits = numbers(get(file, splits), 8);
+      e.equalityIds = numbers(get(file, equalityIds), 4);
+      for (int k = 0; k < MAPS.length; k++) {
+        e.maps[k] = packed(get(file, maps[k]), k >= LOWER);
+      }
+      GenericRecord p = (GenericRecord) get(file, partition);
+      int fields = p == null ? 0 : Math.min(kinds.length, p.getSchema().getFields().size());
+      e.partition = new Object[kinds.length];
+      for (int k = 0; k < fields; k++) {
+        e.partition[k] = partitionValue(kinds[k], p.get(k));
+      }
+      e.lower = new Object[boundIds.length];
+      e.upper = new Object[boundIds.length];
+      if (boundIds.length > 0) {
+        Object lowers = get(file, maps[LOWER]);
+        Object uppers = get(file, maps[UPPER]);
+        for (int k = 0; k < boundIds.length; k++) {
+          e.lower[k] = ManifestEntries.decode(boundKinds[k], ManifestEntries.bytes(valueOf(lowers, boundIds[k])));
+          e.upper[k] = ManifestEntries.decode(boundKinds[k], ManifestEntries.bytes(valueOf(uppers, boundIds[k])));
+        }
+      }
+      return e;
+    }
+  }
+
+  private static Long asLong(Object v) {
+    return v == null ? null : ((Number) v).longValue();
+  }
+
+  /** A string's UTF-8 bytes (Avro's Utf8 without decoding it). */
+  private static byte[] text(Object v) {
+    if (v == null) {
+      return null;
+    }
+    if (v instanceof org.apache.avro.util.Utf8) {
+      org.apache.avro.util.Utf8 u = (org.apache.avro.util.Utf8) v;
+      return java.util.Arrays.copyOf(u.getBytes(), u.getByteLength());
+    }
+    return v.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * An int-keyed metric map (Iceberg writes an array of key/value records; an Avro map is read
+   * too) packed as the column holds it: per key an int key, then a long value ({@code binary}
+   * false) or an int length and the bytes.
+   */
+  @SuppressWarnings("unchecked")
+  private static byte[] packed(Object raw, boolean binary) {
+    if (raw == null) {
+      return null;
+    }
+    if (raw instanceof Map) {
+      Map<Integer, Object> m = ManifestEntries.intMap(raw);
+      return binary ? byteMap(m) : longMap(m);
+    }
+    List<Object> pairs = (List<Object>) raw;
+    if (!binary) {
+      ByteBuffer buf = ByteBuffer.allocate(pairs.size() * 12).order(ByteOrder.LITTLE_ENDIAN);
+      for (Object kv : pairs) {
+        GenericRecord r = (GenericRecord) kv;
+        Object value = r.get(1);
+        if (value != null) {
+          buf.putInt(((Number) r.get(0)).intValue());
+          buf.putLong(((Number) value).longValue());
+        }
+      }
+      return buf.position() == buf.capacity() ? buf.array() : java.util.Arrays.copyOf(buf.array(), buf.position());
+    }
+    byte[][] values = new byte[pairs.size()][];
+    int total = 0;
+    for (int k = 0; k < values.length; k++) {
+      values[k] = ManifestEntries.bytes(((GenericRecord) pairs.get(k)).get(1));
+      total += values[k] == null ? 0 : 8 + values[k].length;
+    }
+    ByteBuffer buf = ByteBuffer.allocate(total).order(ByteOrder.LITTLE_ENDIAN);
+    for (int k = 0; k < values.length; k++) {
+      if (values[k] != null) {
+        buf.putInt(((Number) ((GenericRecord) pairs.get(k)).get(0)).intValue());
+        buf.putInt(values[k].length);
+        buf.put(values[k]);
+      }
+    }
+    return buf.array();
+  }
+
+  /** The value of {@code key} in an int-keyed map as {@link #packed} reads it (null: none). */
+  @SuppressWarnings("unchecked")
+  private static Object valueOf(Object raw, int key) {
+    if (raw == null) {
+      return null;
+    }
+    if (raw instanceof Map) {
+      return ManifestEntries.intMap(raw).get(key);
+    }
+    for (Object kv : (List<Object>) raw) {
+      GenericRecord r = (GenericRecord) kv;
+      if (((Number) r.get(0)).intValue() == key) {
+        return r.get(1);
+      }
+    }
+    return null;
+  }
+
+  private static void columns(BufferAllocator alloc, List<Entry> entries, String[] partitionKinds,
                               int[] boundIds, String[] boundKinds, java.io.OutputStream out) {
     int n = entries.size();
     IntVector status = new IntVector("status", alloc);
@@ -134,11 +356,9 @@ public final class ManifestColumns {
     IntVector sortOrder = new IntVector("sort_order_id", alloc);
     VarBinaryVector splits = new VarBinaryVector("split_offsets", alloc);
     VarBinaryVector equalityIds = new VarBinaryVector("equality_ids", alloc);
-    String[] mapNames = {"column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds",
-        "upper_bounds"};
-    VarBinaryVector[] maps = new VarBinaryVector[mapNames.length];
+    VarBinaryVector[] maps = new VarBinaryVector[MAPS.length];
     for (int k = 0; k < maps.length; k++) {
-      maps[k] = new VarBinaryVector(mapNames[k], alloc);
+      maps[k] = new VarBinaryVector(MAPS[k], alloc);
     }
     FieldVector[] partition = new FieldVector[partitionKinds.length];
     for (int k = 0; k < partition.length; k++) {
@@ -163,47 +383,31 @@ public final class ManifestColumns {
       v.allocateNew();
     }
     for (int i = 0; i < n; i++) {
-      GenericRecord entry = entries.get(i);
-      GenericRecord file = (GenericRecord) entry.get("data_file");
-      status.setSafe(i, ((Number) entry.get("status")).intValue());
-      setLong(snapshot, i, field(entry, "snapshot_id"));
-      setLong(sequence, i, field(entry, "sequence_number"));
-      setLong(fileSequence, i, field(entry, "file_sequence_number"));
-      Object c = field(file, "content");
-      content.setSafe(i, c == null ? 0 : ((Number) c).intValue());
-      setText(filePath, i, file.get("file_path"));
-      setText(format, i, file.get("file_format"));
-      setLong(recordCount, i, file.get("record_count"));
-      setLong(fileSize, i, file.get("file_size_in_bytes"));
-      setBytes(keyMetadata, i, field(file, "key_metadata"));
-      Object order = field(file, "sort_order_id");
-      if (order != null) {
-        sortOrder.setSafe(i, ((Number) order).intValue());
+      Entry e = entries.get(i);
+      status.setSafe(i, e.status);
+      setLong(snapshot, i, e.snapshot);
+      setLong(sequence, i, e.sequence);
+      setLong(fileSequence, i, e.fileSequence);
+      content.setSafe(i, e.content);
+      setBytes(filePath, i, e.path);
+      setBytes(format, i, e.format);
+      setLong(recordCount, i, e.records);
+      setLong(fileSize, i, e.size);
+      setBytes(keyMetadata, i, e.keyMetadata);
+      if (e.sortOrder != null) {
+        sortOrder.setSafe(i, e.sortOrder);
       }
-      setBytes(splits, i, numbers(field(file, "split_offsets"), 8));
-      setBytes(equalityIds, i, numbers(field(file, "equality_ids"), 4));
-      Map<Integer, Object> lowerMap = null;
-      Map<Integer, Object> upperMap = null;
+      setBytes(splits, i, e.splits);
+      setBytes(equalityIds, i, e.equalityIds);
       for (int k = 0; k < maps.length; k++) {
-        Object raw = field(file, mapNames[k]);
-        Map<Integer, Object> m = raw == null ? null : ManifestEntries.intMap(raw);
-        setBytes(maps[k], i, m == null ? null : k >= 4 ? byteMap(m) : longMap(m));
-        if (k == 4) {
-          lowerMap = m;
-        } else if (k == 5) {
-          upperMap = m;
-        }
+        setBytes(maps[k], i, e.maps[k]);
       }
-      GenericRecord p = (GenericRecord) field(file, "partition");
-      int fields = p == null ? 0 : Math.min(partition.length, p.getSchema().getFields().size());
-      for (int k = 0; k < fields; k++) {
-        set(partition[k], partitionKinds[k], i, partitionValue(partitionKinds[k], p.get(k)));
+      for (int k = 0; k < partition.length; k++) {
+        set(partition[k], partitionKinds[k], i, e.partition[k]);
       }
       for (int k = 0; k < boundIds.length; k++) {
-        set(lower[k], boundKinds[k], i, lowerMap == null ? null
-            : ManifestEntries.decode(boundKinds[k], ManifestEntries.bytes(lowerMap.get(boundIds[k]))));
-        set(upper[k], boundKinds[k], i, upperMap == null ? null
-            : ManifestEntries.decode(boundKinds[k], ManifestEntries.bytes(upperMap.get(boundIds[k]))));
+        set(lower[k], boundKinds[k], i, e.lower[k]);
+        set(upper[k], boundKinds[k], i, e.upper[k]);
       }
     }
     for (FieldVector v : all) {
@@ -286,26 +490,15 @@ public final class ManifestColumns {
     }
   }
 
-  private static Object field(GenericRecord record, String name) {
-    Schema.Field f = record.getSchema().getField(name);
-    return f == null ? null : record.get(f.pos());
-  }
-
-  private static void setLong(BigIntVector v, int i, Object value) {
+  private static void setLong(BigIntVector v, int i, Long value) {
     if (value != null) {
-      v.setSafe(i, ((Number) value).longValue());
+      v.setSafe(i, value);
     }
   }
 
-  private static void setText(VarCharVector v, int i, Object value) {
+  private static void setBytes(org.apache.arrow.vector.BaseVariableWidthVector v, int i, byte[] value) {
     if (value != null) {
-      v.setSafe(i, value.toString().getBytes(StandardCharsets.UTF_8));
-    }
-  }
-
-  private static void setBytes(VarBinaryVector v, int i, Object value) {
-    if (value != null) {
-      v.setSafe(i, value instanceof byte[] ? (byte[]) value : ManifestEntries.bytes(value));
+      v.setSafe(i, value);
     }
   }
 
