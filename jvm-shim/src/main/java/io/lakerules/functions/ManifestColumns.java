@@ -24,9 +24,7 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.avro.Schema;
-import org.apache.avro.file.DataFileStream;
 import org.apache.avro.generic.GenericData;
-import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
@@ -107,26 +105,14 @@ public final class ManifestColumns {
   private static List<Entry> live(java.util.function.Supplier<Configuration> conf, String path, String[] kinds,
                                   int[] boundIds, String[] boundKinds) {
     List<Entry> entries = new ArrayList<>();
-    Layout[] layout = new Layout[1];
-    AvroBlocks.Visitor keep = entry -> {
-      if (layout[0] == null || layout[0].schema != entry.getSchema()) {
-        layout[0] = new Layout(entry.getSchema());
-      }
-      if (((Number) entry.get(layout[0].status)).intValue() != DELETED) {
-        entries.add(layout[0].entry(entry, kinds, boundIds, boundKinds));
-      }
-    };
-    try {
-      boolean read;
-      try (InputStream in = ManifestMerge.open(conf, path)) {
-        read = AvroBlocks.read(in, keep);
-      }
-      if (!read) {  // a codec AvroBlocks does not decompress: Avro's own reader
-        try (InputStream in = ManifestMerge.open(conf, path);
-             DataFileStream<GenericRecord> records = new DataFileStream<>(in, new GenericDatumReader<>())) {
-          for (GenericRecord entry : records) {
-            keep.visit(entry);
-          }
+    Layout layout = null;
+    try (AvroBlocks.Records records = AvroBlocks.open(() -> ManifestMerge.open(conf, path))) {
+      for (GenericRecord entry = records.next(); entry != null; entry = records.next()) {
+        if (layout == null || layout.schema != entry.getSchema()) {
+          layout = new Layout(entry.getSchema());
+        }
+        if (((Number) entry.get(layout.status)).intValue() != DELETED) {
+          entries.add(layout.entry(entry, kinds, boundIds, boundKinds));
         }
       }
     } catch (IOException e) {

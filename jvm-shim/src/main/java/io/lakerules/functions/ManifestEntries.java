@@ -1,7 +1,6 @@
 package io.lakerules.functions;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -14,9 +13,7 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.avro.Schema;
-import org.apache.avro.file.DataFileStream;
 import org.apache.avro.generic.GenericData;
-import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
@@ -100,9 +97,8 @@ public final class ManifestEntries implements MapPartitionsFunction<String, Row>
       String manifest = paths.next();
       Path path = new Path(manifest);
       FileSystem fs = path.getFileSystem(conf);
-      try (InputStream in = fs.open(path);
-           DataFileStream<GenericRecord> records = new DataFileStream<>(in, new GenericDatumReader<>())) {
-        for (GenericRecord entry : records) {
+      try (AvroBlocks.Records records = AvroBlocks.open(() -> fs.open(path))) {
+        for (GenericRecord entry = records.next(); entry != null; entry = records.next()) {
           int status = ((Number) entry.get("status")).intValue();
           if (status != DELETED) {
             out.add(row(manifest, status, entry, partitionType));

@@ -17,10 +17,8 @@ import java.util.Map;
 
 import org.apache.avro.Schema;
 import org.apache.avro.file.CodecFactory;
-import org.apache.avro.file.DataFileStream;
 import org.apache.avro.file.DataFileWriter;
 import org.apache.avro.generic.GenericData;
-import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericDatumWriter;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.hadoop.conf.Configuration;
@@ -108,9 +106,10 @@ public final class ManifestMerge {
     OutputStream out = null;
     try {
       for (int m = 0; m < inputs.length; m++) {
-        try (InputStream in = open(conf, inputs[m]);
-             DataFileStream<GenericRecord> records = new DataFileStream<>(in, new GenericDatumReader<>())) {
-          for (GenericRecord entry : records) {
+        String input = inputs[m];
+        try (AvroBlocks.Records records = AvroBlocks.open(() -> open(conf, input))) {
+          // each record is reused for the next: it is serialized by append() before that
+          for (GenericRecord entry = records.next(); entry != null; entry = records.next()) {
             int status = ((Number) entry.get("status")).intValue();
             Long snapshot = asLong(field(entry, "snapshot_id"));
             if (snapshot == null) {
