@@ -139,36 +139,54 @@ def test_position_deletes_respect_sequence_numbers(spark, ns, iceberg_catalog):
     assert len(scan.plan.position_delete_files) == 1
 
 
-@pytest.mark.parametrize("path", ["filter", "join"])
+def _jobs(spark, run) -> int:
+    """How many Spark jobs ``run`` ran."""
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    run()
+    return len(set(tracker.getJobIdsForGroup(None)) - before)
+
+
+@pytest.mark.parametrize("path", ["filter", "filter-by-a-job", "join"])
 def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path):
     """Up to positionDeleteBroadcastRows delete rows, a per-row filter walks each file's sorted
     positions; past it, an anti-join: on one long key (length * M + position) where data files
     are told apart by length, else on (path, position). Either way exactly the listed rows go,
-    and a position past a file's last row deletes nothing (nor a row of another file)."""
-    table = f"lake.{ns}.keys_{path}"
+    and a position past a file's last row deletes nothing (nor a row of another file). The
+    filter's positions are read on the driver while the delete files are at most
+    positionDeleteDriverBytes (no Spark job), else by a Spark job."""
+    table = f"lake.{ns}.keys_{path.replace('-', '_')}"
     spark.sql(f"CREATE TABLE {table} (id BIGINT)")
     for values in ["(1), (2), (3)", "(1), (2), (3)", "(10), (20), (30), (40)", "(100), (200), (300), (400), (500)"]:
         spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES {values}")
-    files = data_files(iceberg_catalog, f"{ns}.keys_{path}")
+    files = data_files(iceberg_catalog, table.split(".", 1)[1])
     by_count = {}
     for f in files:
         by_count.setdefault(f.record_count, []).append(f)
     (a, b), (c,), (d,) = by_count[3], by_count[4], by_count[5]
     assert a.file_size_in_bytes == b.file_size_in_bytes  # the (path, position) join
-    t = iceberg_catalog.load_table(f"{ns}.keys_{path}")
+    t = iceberg_catalog.load_table(table.split(".", 1)[1])
     rest_of_a = [r.id for r in spark.read.parquet(a.file_path).collect()][1:]
     # unsorted, with a duplicate and positions out of range, as other writers may leave them
     rows = [(d.file_path, 7), (a.file_path, 3), (a.file_path, 0), (c.file_path, 4), (c.file_path, 3),
             (d.file_path, 1), (d.file_path, 1), (c.file_path, -1)]
-    commit_deletes(iceberg_catalog, f"{ns}.keys_{path}", [position_delete_file(t, rows, Record())])
+    commit_deletes(iceberg_catalog, table.split(".", 1)[1], [position_delete_file(t, rows, Record())])
 
     def plan_text(sql):
         return spark.sql(sql)._jdf.queryExecution().optimizedPlan().toString()
 
     if path == "join":
         spark.conf.set("spark.lakerules.read.positionDeleteBroadcastRows", "0")
+    if path == "filter-by-a-job":
+        spark.conf.set("spark.lakerules.read.positionDeleteDriverBytes", "0")
     try:
-        everything = sorted(r.id for r in spark.sql(f"SELECT id FROM {table}").collect())
+        got = []
+        jobs = _jobs(spark, lambda: got.extend(r.id for r in spark.sql(f"SELECT id FROM {table}").collect()))
+        if path == "filter":
+            assert jobs == 1  # the query's: the delete set was read on the driver
+        elif path == "filter-by-a-job":
+            assert jobs > 1  # and the delete set's
+        everything = sorted(got)
         assert everything == sorted(rest_of_a + [1, 2, 3] + [10, 20, 30] + [100, 300, 400, 500])
         big = f"SELECT id FROM {table} WHERE id >= 10"  # files c and d only: lengths differ
         assert sorted(r.id for r in spark.sql(big).collect()) == [10, 20, 30, 100, 300, 400, 500]
@@ -182,6 +200,20 @@ def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path)
             assert "position deletes: 6 rows in 2 data files" in plan_text(big)
     finally:
         spark.conf.unset("spark.lakerules.read.positionDeleteBroadcastRows")
+        spark.conf.unset("spark.lakerules.read.positionDeleteDriverBytes")
+
+
+def test_a_bad_position_delete_driver_size_is_refused(spark, ns):
+    table = f"lake.{ns}.t"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT)")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES (1), (2)")
+    spark.sql(f"DELETE FROM {table} WHERE id = 1")  # a position delete: the file keeps a row
+    spark.conf.set("spark.lakerules.read.positionDeleteDriverBytes", "-1")
+    try:
+        with pytest.raises(Exception, match="positionDeleteDriverBytes='-1' is not a number of bytes"):
+            spark.sql(f"SELECT * FROM {table}").collect()
+    finally:
+        spark.conf.unset("spark.lakerules.read.positionDeleteDriverBytes")
 
 
 # ---- equality deletes (seed 000: every example table is a case) --------------------------------

@@ -35,7 +35,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType as SparkInt, LongType as SparkLong, StringType as SparkString, StructField, StructType
 
-from lakerules.spark import jvm as J, settings
+from lakerules.spark import delete_sets, jvm as J, settings
 from lakerules.iceberg.schema import iceberg_to_spark
 
 SET_BYTES_KEY = "spark.lakerules.read.equalityDeleteSetBytes"
@@ -213,7 +213,7 @@ def _set(ctx, scan, group: Group, scopes: list[str], reader):
     rows = rows.join(F.broadcast(by_name), rows[reader.FILE_COL] == by_name["__lakerules_ef"])
     rows = rows.select(_key(group, [rows[J.quote(f.name)] for f in group.fields]).alias("key"),
                        "__lakerules_eseq", "__lakerules_escope")
-    deleted = J.equality_delete_set(spark, J.analyzed(rows), len(scopes))
+    deleted = delete_sets.equality_delete_set(spark, J.analyzed(rows), len(scopes))
     with _lock:
         _sets[cache_key] = deleted
         while len(_sets) > 1 and sum(s.bytes() for s in _sets.values()) > _SETS_KEPT_BYTES:

@@ -38,7 +38,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F, types as T
 from pyspark.sql.types import StructField, StructType
 
-from lakerules.spark import jvm as J, settings, shared
+from lakerules.spark import delete_sets, jvm as J, settings, shared
 from lakerules.errors import LakeError
 from lakerules.scan import deletion_vectors, equality_deletes, lineage as row_lineage
 from lakerules.scan.explain import remember
@@ -52,6 +52,8 @@ POSITION_DELETE_SCHEMA = Schema(
 )
 POS_BROADCAST_KEY = "spark.lakerules.read.positionDeleteBroadcastRows"
 POS_BROADCAST_DEFAULT = 5_000_000
+POS_DRIVER_KEY = "spark.lakerules.read.positionDeleteDriverBytes"
+POS_DRIVER_DEFAULT = 8 << 20
 EQ_FILTER_THRESHOLD_KEY = "spark.lakerules.read.equalityDeleteFilterThreshold"
 EQ_FILTER_THRESHOLD_DEFAULT = 10_000
 
@@ -244,7 +246,7 @@ def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
     if rows <= settings.count(POS_BROADCAST_KEY, ctx.conf(POS_BROADCAST_KEY, None), POS_BROADCAST_DEFAULT, "rows"):
         pairs = sorted({(names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path])
                         for p in files for d in p.position_deletes})
-        deleted = _position_set(spark, pairs, delete_files)
+        deleted = _position_set(ctx, pairs, delete_files, names)
         plan = J.analyzed(data)
         output = {a.name(): a for a in J.from_seq(plan.output())}
         return J.dataframe(spark, deleted.filterLive(plan, output[FILE_COL], output[POS_COL]))
@@ -263,25 +265,35 @@ _position_sets: OrderedDict = OrderedDict()  # (application, pairs) -> JVM Posit
 _POSITION_SET_ROWS = 20_000_000  # cached delete rows at most (8 bytes each on the driver)
 
 
-def _position_set(spark, pairs: list[tuple[str, str, str]], delete_files: list):
+def _position_set(ctx, pairs: list[tuple[str, str, str]], delete_files: list, names: dict):
     """The JVM PositionDeleteSet of (delete file name, data file path, data file name) pairs:
-    the rows of those delete files (DataFiles, named in the pairs) that point at those data
-    files, by data file name. Delete files never change, so a set is built once per process and
-    application."""
+    the rows of those delete files (DataFiles, named in the pairs; ``names``: each file's name)
+    that point at those data files, by data file name. Delete files never change, so a set is
+    built once per process and application. Delete files of at most
+    spark.lakerules.read.positionDeleteDriverBytes in all are read on the driver by the JVM
+    (PositionDeleteSet.readOnDriver): no Spark job, whose scheduling costs more than reading a
+    few small files; larger ones by a Spark job."""
+    spark = ctx.spark
     key = (spark.sparkContext.applicationId, tuple(pairs))
     with _cache_lock:
         if key in _position_sets:
             _position_sets.move_to_end(key)
             return _position_sets[key]
-    allowed = J.local_frame(spark, pairs, StructType.fromDDL("d_file STRING, d_path STRING, d_name STRING"))
-    deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
-    rows = (
-        deletes.select(F.col(FILE_COL).alias("d_file"), normal_path_col(F.col("file_path")).alias("d_path"),
-                       F.col("pos").alias("d_pos"))
-        .join(F.broadcast(allowed), ["d_file", "d_path"])
-        .select("d_name", "d_pos")
-    )
-    deleted = J.position_delete_set(spark, J.analyzed(rows))
+    on_driver = settings.count(POS_DRIVER_KEY, ctx.conf(POS_DRIVER_KEY, None), POS_DRIVER_DEFAULT, "bytes")
+    if sum(d.file_size_in_bytes for d in delete_files) <= on_driver:
+        index = {names[d.file_path]: i for i, d in enumerate(delete_files)}
+        deleted = delete_sets.position_delete_set_on_driver(spark, [d.file_path for d in delete_files],
+                                                  [(index[d], path, name) for d, path, name in pairs])
+    else:
+        allowed = J.local_frame(spark, pairs, StructType.fromDDL("d_file STRING, d_path STRING, d_name STRING"))
+        deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
+        rows = (
+            deletes.select(F.col(FILE_COL).alias("d_file"), normal_path_col(F.col("file_path")).alias("d_path"),
+                           F.col("pos").alias("d_pos"))
+            .join(F.broadcast(allowed), ["d_file", "d_path"])
+            .select("d_name", "d_pos")
+        )
+        deleted = delete_sets.position_delete_set(spark, J.analyzed(rows))
     with _cache_lock:
         _position_sets[key] = deleted
         while len(_position_sets) > 1 and sum(s.rows() for s in _position_sets.values()) > _POSITION_SET_ROWS:

@@ -527,15 +527,6 @@ def file_names(spark: SparkSession, joined_paths: str) -> str:
     return str(jclass(spark, "io.lakerules.LakeFileIndex").namesOf(joined_paths, spark._jsc.hadoopConfiguration()))
 
 
-def position_delete_set(spark: SparkSession, plan):
-    """io.lakerules.functions.PositionDeleteSet of the (file name, position) rows of ``plan``."""
-    return jclass(spark, "io.lakerules.functions.PositionDeleteSet").collect(spark._jsparkSession, plan)
-
-
-def equality_delete_set(spark: SparkSession, plan, scopes: int):
-    """io.lakerules.functions.EqualityDeleteSet of the (key, delete sequence number, scope) rows of ``plan``."""
-    return jclass(spark, "io.lakerules.functions.EqualityDeleteSet").collect(spark._jsparkSession, plan, scopes)
-
 def page_ranges(spark: SparkSession, request: str, ids: str) -> str:
     """io.lakerules.PageRanges.plan: the row ranges to read of each file, from footers and offset indexes."""
     conf = spark._jsparkSession.sessionState().newHadoopConf()

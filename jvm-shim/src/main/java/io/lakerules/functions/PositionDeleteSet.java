@@ -91,6 +91,64 @@ public final class PositionDeleteSet implements Serializable {
     return merged;
   }
 
+  private static final java.util.regex.Pattern LOCAL = java.util.regex.Pattern.compile("^file:/*");
+
+  /**
+   * The set of the position delete files {@code deleteFiles} (NUL-separated paths, as their
+   * manifest gives them) read here on the driver, with no Spark job: for delete files so small
+   * that a job's scheduling costs more than reading them. {@code pairs}: NUL-separated triples
+   * (index into deleteFiles, a data file's path in lakerules.scan.read.normal_path's form, that
+   * data file's name as its rows carry it); a delete row counts only through such a pair, as
+   * {@link #collect}'s join of the same rows does.
+   */
+  public static PositionDeleteSet readOnDriver(org.apache.spark.sql.classic.SparkSession session, String deleteFiles,
+                                               String pairs) {
+    String[] files = deleteFiles.split("\0", -1);
+    String[] t = pairs.isEmpty() ? new String[0] : pairs.split("\0", -1);
+    java.util.List<Map<String, String>> allowed = new java.util.ArrayList<>();
+    for (int i = 0; i < files.length; i++) {
+      allowed.add(new HashMap<>());
+    }
+    for (int i = 0; i + 2 < t.length; i += 3) {
+      allowed.get(Integer.parseInt(t[i])).put(t[i + 1], t[i + 2]);
+    }
+    org.apache.hadoop.conf.Configuration conf = session.sessionState().newHadoopConf();
+    Map<String, Positions> byName = new HashMap<>();
+    for (int i = 0; i < files.length; i++) {
+      Map<String, String> names = allowed.get(i);
+      if (names.isEmpty()) {
+        continue;
+      }
+      try (org.apache.parquet.hadoop.ParquetReader<org.apache.parquet.example.data.Group> reader =
+               org.apache.parquet.hadoop.ParquetReader.builder(new org.apache.parquet.hadoop.example.GroupReadSupport(),
+                   new org.apache.hadoop.fs.Path(files[i])).withConf(conf).build()) {
+        String path = null;  // the current run's data file path (delete files are sorted by it)
+        Positions run = null;
+        for (org.apache.parquet.example.data.Group g = reader.read(); g != null; g = reader.read()) {
+          String next = g.getString("file_path", 0);
+          if (!next.equals(path)) {
+            path = next;
+            String name = names.get(LOCAL.matcher(next).replaceFirst("/"));
+            run = name == null ? null : byName.computeIfAbsent(name, k -> new Positions());
+          }
+          if (run != null) {
+            run.add(g.getLong("pos", 0));
+          }
+        }
+      } catch (java.io.IOException | RuntimeException e) {
+        throw new java.io.UncheckedIOException("lakerules: cannot read position delete file " + files[i] + ": "
+            + e.getMessage(), e instanceof java.io.IOException ? (java.io.IOException) e : new java.io.IOException(e));
+      }
+    }
+    HashMap<String, long[]> merged = new HashMap<>();
+    for (Map.Entry<String, Positions> e : byName.entrySet()) {
+      long[] all = Arrays.copyOf(e.getValue().values, e.getValue().size);
+      Arrays.sort(all);
+      merged.put(e.getKey(), all);
+    }
+    return of(session, merged);
+  }
+
   /** The set of {@code byName} (data file name -> its deleted positions, sorted), broadcast. */
   static PositionDeleteSet of(org.apache.spark.sql.classic.SparkSession session, HashMap<String, long[]> byName) {
     long total = 0;
