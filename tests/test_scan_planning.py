@@ -153,8 +153,8 @@ def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path)
     positions; past it, an anti-join: on one long key (length * M + position) where data files
     are told apart by length, else on (path, position). Either way exactly the listed rows go,
     and a position past a file's last row deletes nothing (nor a row of another file). The
-    filter's positions are read on the driver while the delete files are at most
-    positionDeleteDriverBytes (no Spark job), else by a Spark job."""
+    filter's positions are read on the driver while the delete files hold at most
+    positionDeleteDriverRows rows (no Spark job), else by a Spark job."""
     table = f"lake.{ns}.keys_{path.replace('-', '_')}"
     spark.sql(f"CREATE TABLE {table} (id BIGINT)")
     for values in ["(1), (2), (3)", "(1), (2), (3)", "(10), (20), (30), (40)", "(100), (200), (300), (400), (500)"]:
@@ -178,7 +178,7 @@ def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path)
     if path == "join":
         spark.conf.set("spark.lakerules.read.positionDeleteBroadcastRows", "0")
     if path == "filter-by-a-job":
-        spark.conf.set("spark.lakerules.read.positionDeleteDriverBytes", "0")
+        spark.conf.set("spark.lakerules.read.positionDeleteDriverRows", "0")
     try:
         got = []
         jobs = _jobs(spark, lambda: got.extend(r.id for r in spark.sql(f"SELECT id FROM {table}").collect()))
@@ -200,7 +200,7 @@ def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path)
             assert "position deletes: 6 rows in 2 data files" in plan_text(big)
     finally:
         spark.conf.unset("spark.lakerules.read.positionDeleteBroadcastRows")
-        spark.conf.unset("spark.lakerules.read.positionDeleteDriverBytes")
+        spark.conf.unset("spark.lakerules.read.positionDeleteDriverRows")
 
 
 def test_a_bad_position_delete_driver_size_is_refused(spark, ns):
@@ -208,12 +208,12 @@ def test_a_bad_position_delete_driver_size_is_refused(spark, ns):
     spark.sql(f"CREATE TABLE {table} (id BIGINT)")
     spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES (1), (2)")
     spark.sql(f"DELETE FROM {table} WHERE id = 1")  # a position delete: the file keeps a row
-    spark.conf.set("spark.lakerules.read.positionDeleteDriverBytes", "-1")
+    spark.conf.set("spark.lakerules.read.positionDeleteDriverRows", "-1")
     try:
-        with pytest.raises(Exception, match="positionDeleteDriverBytes='-1' is not a number of bytes"):
+        with pytest.raises(Exception, match="positionDeleteDriverRows='-1' is not a number of rows"):
             spark.sql(f"SELECT * FROM {table}").collect()
     finally:
-        spark.conf.unset("spark.lakerules.read.positionDeleteDriverBytes")
+        spark.conf.unset("spark.lakerules.read.positionDeleteDriverRows")
 
 
 # ---- equality deletes (seed 000: every example table is a case) --------------------------------
