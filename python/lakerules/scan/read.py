@@ -67,18 +67,9 @@ def normal_path_col(col: Column) -> Column:
     return F.regexp_replace(col, r"^file:/*", "/")
 
 
-def _joined(texts) -> str:
-    """Strings as one NUL-separated string: how file lists cross to the JVM in one call."""
-    texts = list(texts)
-    for t in texts:
-        if "\0" in t:
-            raise LakeError(f"lakerules: a file path contains a NUL character: {t!r}")
-    return "\0".join(texts)
-
-
 def _listing(files) -> str:
     """DataFiles as io.lakerules.LakeFileIndex takes them: length, path, length, path, ..."""
-    return _joined(text for f in files for text in (str(f.file_size_in_bytes), f.file_path))
+    return J.nul_joined(text for f in files for text in (str(f.file_size_in_bytes), f.file_path))
 
 
 def read_files(spark, schema: Schema, files: list, with_positions: bool = False, *,
@@ -100,7 +91,7 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
             )
         return df
     jschema = J.data_type(spark, read_schema.json())
-    fmt, options = ((shared.ROW_GROUPS_FORMAT, _joined([shared.ROW_GROUPS_OPTION, row_groups])) if row_groups is not None
+    fmt, options = ((shared.ROW_GROUPS_FORMAT, J.nul_joined([shared.ROW_GROUPS_OPTION, row_groups])) if row_groups is not None
                     else ("parquet", ""))
     # what Spark's planner sees (a join's broadcast side): the rows in memory, as Iceberg's scans
     # report them (rows x the schema's default width), not the files' compressed bytes: 10M
@@ -131,7 +122,7 @@ def status_names(spark, paths: list[str]) -> dict[str, str]:
         known = {p: _names[(app, p)] for p in paths if (app, p) in _names}
     missing = [p for p in dict.fromkeys(paths) if p not in known]
     if missing:
-        joined = J.file_names(spark, _joined(missing))
+        joined = J.file_names(spark, J.nul_joined(missing))
         named = dict(zip(missing, joined.split("\0")))
         known.update(named)
         with _cache_lock:
@@ -283,8 +274,8 @@ def _position_set(ctx, pairs: list[tuple[str, str, str]], delete_files: list, na
     on_driver = settings.count(POS_DRIVER_KEY, ctx.conf(POS_DRIVER_KEY, None), POS_DRIVER_DEFAULT, "rows")
     if sum(d.record_count for d in delete_files) <= on_driver:
         index = {names[d.file_path]: i for i, d in enumerate(delete_files)}
-        deleted = delete_sets.position_delete_set_on_driver(spark, [d.file_path for d in delete_files],
-                                                  [(index[d], path, name) for d, path, name in pairs])
+        deleted = delete_sets.position_delete_set_on_driver(
+            spark, [d.file_path for d in delete_files], [(index[d], path, name) for d, path, name in pairs])
     else:
         allowed = J.local_frame(spark, pairs, StructType.fromDDL("d_file STRING, d_path STRING, d_name STRING"))
         deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)

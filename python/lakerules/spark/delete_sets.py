@@ -6,17 +6,8 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from lakerules.errors import LakeError
 from lakerules.spark.jclasses import jclass
-
-
-def _nul_joined(texts) -> str:
-    """Strings as one NUL-separated string: how lists cross to the JVM in one call."""
-    texts = list(texts)
-    for t in texts:
-        if "\0" in t:
-            raise LakeError(f"lakerules: a file path contains a NUL character: {t!r}")
-    return "\0".join(texts)
+from lakerules.spark.jvm import nul_joined
 
 
 def position_delete_set(spark: SparkSession, plan):
@@ -29,7 +20,7 @@ def position_delete_set_on_driver(spark: SparkSession, delete_paths: list[str], 
     rows of ``delete_paths`` that point, through a (delete file index, data file path, data file
     name) pair of ``pairs``, at a data file."""
     return jclass(spark, "io.lakerules.functions.PositionDeleteSet").readOnDriver(
-        spark._jsparkSession, _nul_joined(delete_paths), _nul_joined(str(x) for t in pairs for x in t))
+        spark._jsparkSession, nul_joined(delete_paths), nul_joined(str(x) for t in pairs for x in t))
 
 
 def equality_delete_set(spark: SparkSession, plan, scopes: int):

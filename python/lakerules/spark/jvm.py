@@ -11,6 +11,7 @@ from typing import Any, Iterable
 from py4j.java_gateway import JavaClass
 from pyspark.sql import Column, DataFrame, SparkSession
 
+from lakerules.errors import LakeError
 from lakerules.spark.jclasses import import_pyspark_names, jclass
 
 
@@ -24,6 +25,15 @@ def to_java_list(spark: SparkSession, items: Iterable[Any]):
     for item in items:
         lst.add(item)
     return lst
+
+
+def nul_joined(texts) -> str:
+    """Strings (file paths) as one NUL-separated string: how lists cross to the JVM in one call."""
+    texts = list(texts)
+    for t in texts:
+        if "\0" in t:
+            raise LakeError(f"lakerules: a file path contains a NUL character: {t!r}")
+    return "\0".join(texts)
 
 
 def from_seq(seq) -> list:

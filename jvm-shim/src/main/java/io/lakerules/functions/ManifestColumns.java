@@ -267,42 +267,47 @@ public final class ManifestColumns {
   /**
    * An int-keyed metric map (Iceberg writes an array of key/value records; an Avro map is read
    * too) packed as the column holds it: per key an int key, then a long value ({@code binary}
-   * false) or an int length and the bytes.
+   * false) or an int length and the bytes; a key with no value is left out.
    */
   @SuppressWarnings("unchecked")
   private static byte[] packed(Object raw, boolean binary) {
     if (raw == null) {
       return null;
     }
+    int n = raw instanceof Map ? ((Map<Object, Object>) raw).size() : ((List<Object>) raw).size();
+    int[] keys = new int[n];
+    Object[] values = new Object[n];
+    int k = 0;
     if (raw instanceof Map) {
-      Map<Integer, Object> m = ManifestEntries.intMap(raw);
-      return binary ? byteMap(m) : longMap(m);
-    }
-    List<Object> pairs = (List<Object>) raw;
-    if (!binary) {
-      ByteBuffer buf = ByteBuffer.allocate(pairs.size() * 12).order(ByteOrder.LITTLE_ENDIAN);
-      for (Object kv : pairs) {
-        GenericRecord r = (GenericRecord) kv;
-        Object value = r.get(1);
-        if (value != null) {
-          buf.putInt(((Number) r.get(0)).intValue());
-          buf.putLong(((Number) value).longValue());
-        }
+      for (Map.Entry<Integer, Object> e : ManifestEntries.intMap(raw).entrySet()) {
+        keys[k] = e.getKey();
+        values[k++] = e.getValue();
       }
-      return buf.position() == buf.capacity() ? buf.array() : java.util.Arrays.copyOf(buf.array(), buf.position());
+    } else {
+      for (Object kv : (List<Object>) raw) {
+        GenericRecord r = (GenericRecord) kv;
+        keys[k] = ((Number) r.get(0)).intValue();
+        values[k++] = r.get(1);
+      }
     }
-    byte[][] values = new byte[pairs.size()][];
-    int total = 0;
-    for (int k = 0; k < values.length; k++) {
-      values[k] = ManifestEntries.bytes(((GenericRecord) pairs.get(k)).get(1));
-      total += values[k] == null ? 0 : 8 + values[k].length;
+    int size = 0;
+    for (int i = 0; i < n; i++) {
+      if (values[i] != null) {
+        values[i] = binary ? ManifestEntries.bytes(values[i]) : values[i];
+        size += binary ? 8 + ((byte[]) values[i]).length : 12;
+      }
     }
-    ByteBuffer buf = ByteBuffer.allocate(total).order(ByteOrder.LITTLE_ENDIAN);
-    for (int k = 0; k < values.length; k++) {
-      if (values[k] != null) {
-        buf.putInt(((Number) ((GenericRecord) pairs.get(k)).get(0)).intValue());
-        buf.putInt(values[k].length);
-        buf.put(values[k]);
+    ByteBuffer buf = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
+    for (int i = 0; i < n; i++) {
+      if (values[i] == null) {
+        continue;
+      }
+      buf.putInt(keys[i]);
+      if (binary) {
+        buf.putInt(((byte[]) values[i]).length);
+        buf.put((byte[]) values[i]);
+      } else {
+        buf.putLong(((Number) values[i]).longValue());
       }
     }
     return buf.array();
@@ -501,34 +506,6 @@ public final class ManifestColumns {
       } else {
         buf.putInt(((Number) x).intValue());
       }
-    }
-    return buf.array();
-  }
-
-  private static byte[] longMap(Map<Integer, Object> m) {
-    ByteBuffer buf = ByteBuffer.allocate(m.size() * 12).order(ByteOrder.LITTLE_ENDIAN);
-    for (Map.Entry<Integer, Object> e : m.entrySet()) {
-      buf.putInt(e.getKey());
-      buf.putLong(((Number) e.getValue()).longValue());
-    }
-    return buf.array();
-  }
-
-  private static byte[] byteMap(Map<Integer, Object> m) {
-    List<byte[]> values = new ArrayList<>();
-    int size = 0;
-    for (Object v : m.values()) {
-      byte[] b = ManifestEntries.bytes(v);
-      values.add(b);
-      size += 8 + b.length;
-    }
-    ByteBuffer buf = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
-    int k = 0;
-    for (Integer key : m.keySet()) {
-      byte[] b = values.get(k++);
-      buf.putInt(key);
-      buf.putInt(b.length);
-      buf.put(b);
     }
     return buf.array();
   }
