@@ -180,7 +180,9 @@ def boundaries(column: pa.ChunkedArray, count: int, t) -> list:
     if isinstance(t, (LongType, DoubleType)):
         picked = np.sort(present.to_numpy())[positions].tolist()  # numpy sorts NaN last
     else:
-        picked = [v[:BOUND_PREFIX] for v in (sorted(present.to_pylist())[i] for i in positions)]
+        # Arrow sorts strings and binaries by their bytes: UTF-8 order is code point order
+        ordered = pc.take(present, pc.sort_indices(present))
+        picked = [v[:BOUND_PREFIX] for v in pc.take(ordered, pa.array(positions)).to_pylist()]
     out = []
     for v in picked:
         if not out or not (v == out[-1] or (v != v and out[-1] != out[-1])):  # NaN repeats too
