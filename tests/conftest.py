@@ -12,21 +12,15 @@ from pathlib import Path
 
 import pytest
 
+import jvm_archive
 import lakerules
 
 _ids = itertools.count()
 
 # JVM options of every Spark JVM the tests start: this session's, and through the environment
-# (spark-submit adds SPARK_SUBMIT_OPTS) spark-sql's, Connect's and the driver processes'. The
-# suite's queries are tiny and many, on 2 cores shared by two workers:
-# - C2's compiles cost more CPU than they win back (the delete/update/merge tests 159 s -> 134 s);
-# - C1 alone gets a 48 MiB code cache, which Spark's classes and the generated code of thousands of
-#   queries fill: the sweeper then flushes and C1 compiles again (sweeper ~10% and C1 ~17% of a
-#   worker JVM's CPU); 240 MiB, as with C2, stops that;
-# - one thread's collector: G1's and the parallel collector's threads compete with the other
-#   worker for the same two cores.
-# Measured on the optimize/merge/delete/update/semantics tests (87): 225-228 s -> 155-157 s.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
+# (spark-submit adds SPARK_SUBMIT_OPTS) spark-sql's, Connect's and the driver processes'
+# (tests/jvm_archive.py says why each).
+TEST_JVM_OPTIONS = f"{jvm_archive.TEST_JVM_OPTIONS} {jvm_archive.options()}".strip()
 os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {TEST_JVM_OPTIONS}".strip()
 
 # Spark hands timestamps to Python in the process's local zone: make that UTC.
