@@ -28,6 +28,7 @@ import pytest
 import faults_util as fu
 import lakerules
 from errors_util import refused
+from settings_util import settings
 
 FUTURE = "TIMESTAMP '2999-01-01 00:00:00'"
 
@@ -422,14 +423,8 @@ def _rows_of(table, path) -> list[tuple]:
         return [tuple(r.values()) for r in pq.read_table(f, columns=["id"]).to_pylist()]
 
 
-@contextlib.contextmanager
 def _ansi(spark, value: str):
-    old = spark.conf.get("spark.sql.ansi.enabled")
-    spark.conf.set("spark.sql.ansi.enabled", value)
-    try:
-        yield
-    finally:
-        spark.conf.set("spark.sql.ansi.enabled", old)
+    return settings(spark, {"spark.sql.ansi.enabled": value})
 
 
 @pytest.mark.parametrize("ansi", ["false", "true"])

@@ -23,7 +23,6 @@ LAKERULES_SOAK_RANDOM is set. Each run prints its counts.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import re
@@ -33,6 +32,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import lakerules
+import settings_util
 
 PROFILE = os.environ.get("LAKERULES_PROFILE", "small")
 settings.register_profile(
@@ -313,15 +313,8 @@ class Cycle:
         STATS["rows checked"] += readers * len(expected)
 
 
-@contextlib.contextmanager
 def escaped_string_literals(spark, value: bool):
-    key = "spark.sql.parser.escapedStringLiterals"
-    old = spark.conf.get(key)
-    spark.conf.set(key, str(value).lower())
-    try:
-        yield
-    finally:
-        spark.conf.set(key, old)
+    return settings_util.settings(spark, {"spark.sql.parser.escapedStringLiterals": str(value).lower()})
 
 
 @pytest.mark.parametrize("escaped", [True, False], ids=["escapedStringLiterals", "unescaped"])

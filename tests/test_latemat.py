@@ -6,6 +6,7 @@ import pytest
 
 import lakerules
 from lakerules.scan.latemat import SETTING
+from settings_util import settings
 
 # id 112 is the only row with k1 = 0 AND c % 1000 = 232 (c = 11 * id, ids 0..599)
 NEEDLE = "k1 = 0 AND c % 1000 = 232"
@@ -166,18 +167,12 @@ def test_auto_decides_from_its_first_pass_on_a_table_of_one_file(spark, one_file
 
 
 def test_bad_setting_is_named(spark, wide):
-    spark.conf.set(SETTING, "sometimes")
-    try:
+    with settings(spark, {SETTING: "sometimes"}):
         with pytest.raises(Exception, match="spark.lakerules.read.lateMaterialization must be one of auto, on, off"):
             spark.sql(f"SELECT * FROM {wide} WHERE k1 = 0").collect()
-    finally:
-        spark.conf.unset(SETTING)
-    spark.conf.set("spark.lakerules.read.lateMaterialization.minBytes", "64m")
-    try:
+    with settings(spark, {"spark.lakerules.read.lateMaterialization.minBytes": "64m"}):
         with pytest.raises(Exception, match="minBytes must be a number of bytes >= 0, not '64m'"):
             spark.sql(f"SELECT * FROM {wide} WHERE k1 = 0").collect()
-    finally:
-        spark.conf.unset("spark.lakerules.read.lateMaterialization.minBytes")
 
 
 def test_phase_two_reads_only_the_pages_with_matches(spark, ns):

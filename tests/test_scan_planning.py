@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 
 import pytest
@@ -14,6 +13,7 @@ import lakerules
 from lakerules.scan.planning import plan_scan
 
 from deletes_util import commit_deletes, equality_delete_file, position_delete_file
+from settings_util import settings
 
 
 def scans_of(spark, sql: str) -> list[LakeScan]:
@@ -155,31 +155,30 @@ def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path)
     and a position past a file's last row deletes nothing (nor a row of another file). The
     filter's positions are read on the driver while the delete files hold at most
     positionDeleteDriverRows rows (no Spark job), else by a Spark job."""
-    table = f"lake.{ns}.keys_{path.replace('-', '_')}"
+    name = f"{ns}.keys_{path.replace('-', '_')}"
+    table = f"lake.{name}"
     spark.sql(f"CREATE TABLE {table} (id BIGINT)")
     for values in ["(1), (2), (3)", "(1), (2), (3)", "(10), (20), (30), (40)", "(100), (200), (300), (400), (500)"]:
         spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES {values}")
-    files = data_files(iceberg_catalog, table.split(".", 1)[1])
+    files = data_files(iceberg_catalog, name)
     by_count = {}
     for f in files:
         by_count.setdefault(f.record_count, []).append(f)
     (a, b), (c,), (d,) = by_count[3], by_count[4], by_count[5]
     assert a.file_size_in_bytes == b.file_size_in_bytes  # the (path, position) join
-    t = iceberg_catalog.load_table(table.split(".", 1)[1])
+    t = iceberg_catalog.load_table(name)
     rest_of_a = [r.id for r in spark.read.parquet(a.file_path).collect()][1:]
     # unsorted, with a duplicate and positions out of range, as other writers may leave them
     rows = [(d.file_path, 7), (a.file_path, 3), (a.file_path, 0), (c.file_path, 4), (c.file_path, 3),
             (d.file_path, 1), (d.file_path, 1), (c.file_path, -1)]
-    commit_deletes(iceberg_catalog, table.split(".", 1)[1], [position_delete_file(t, rows, Record())])
+    commit_deletes(iceberg_catalog, name, [position_delete_file(t, rows, Record())])
 
     def plan_text(sql):
         return spark.sql(sql)._jdf.queryExecution().optimizedPlan().toString()
 
-    if path == "join":
-        spark.conf.set("spark.lakerules.read.positionDeleteBroadcastRows", "0")
-    if path == "filter-by-a-job":
-        spark.conf.set("spark.lakerules.read.positionDeleteDriverRows", "0")
-    try:
+    conf = {"join": {"spark.lakerules.read.positionDeleteBroadcastRows": "0"},
+            "filter-by-a-job": {"spark.lakerules.read.positionDeleteDriverRows": "0"}}.get(path, {})
+    with settings(spark, conf):
         got = []
         jobs = _jobs(spark, lambda: got.extend(r.id for r in spark.sql(f"SELECT id FROM {table}").collect()))
         if path == "filter":
@@ -198,9 +197,6 @@ def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path)
             assert "__lakerules_key" in plan_text(big)
         else:
             assert "position deletes: 6 rows in 2 data files" in plan_text(big)
-    finally:
-        spark.conf.unset("spark.lakerules.read.positionDeleteBroadcastRows")
-        spark.conf.unset("spark.lakerules.read.positionDeleteDriverRows")
 
 
 def test_a_bad_position_delete_driver_size_is_refused(spark, ns):
@@ -208,12 +204,9 @@ def test_a_bad_position_delete_driver_size_is_refused(spark, ns):
     spark.sql(f"CREATE TABLE {table} (id BIGINT)")
     spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES (1), (2)")
     spark.sql(f"DELETE FROM {table} WHERE id = 1")  # a position delete: the file keeps a row
-    spark.conf.set("spark.lakerules.read.positionDeleteDriverRows", "-1")
-    try:
+    with settings(spark, {"spark.lakerules.read.positionDeleteDriverRows": "-1"}):
         with pytest.raises(Exception, match="positionDeleteDriverRows='-1' is not a number of rows"):
             spark.sql(f"SELECT * FROM {table}").collect()
-    finally:
-        spark.conf.unset("spark.lakerules.read.positionDeleteDriverRows")
 
 
 # ---- equality deletes (seed 000: every example table is a case) --------------------------------
@@ -321,13 +314,8 @@ def executed(df) -> str:
     return df._jdf.queryExecution().executedPlan().toString()
 
 
-@contextlib.contextmanager
 def set_bytes(spark, value):
-    spark.conf.set("spark.lakerules.read.equalityDeleteSetBytes", str(value))
-    try:
-        yield
-    finally:
-        spark.conf.unset("spark.lakerules.read.equalityDeleteSetBytes")
+    return settings(spark, {"spark.lakerules.read.equalityDeleteSetBytes": str(value)})
 
 
 def _same_by_anti_join(spark, table, expected):

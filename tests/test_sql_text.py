@@ -5,13 +5,12 @@ and unicode, a table named it's and a column named a`b."""
 
 from __future__ import annotations
 
-import contextlib
-
 import pyarrow as pa
 import pytest
 from pyiceberg.typedef import Record
 
 from deletes_util import commit_deletes, equality_delete_file
+from settings_util import settings
 
 SETTINGS = [
     {"spark.sql.parser.escapedStringLiterals": "true"},
@@ -23,21 +22,6 @@ IDS = ["escaped", "unescaped", "escaped-no-ansi"]
 # keys an equality delete removes, and look-alikes it must keep
 DELETED = ["'", "\\", "\\\\'", "\\'", "''", "a\nb", "end\\", "x'y", "naïve ☃ 日本 \u2028", "tab\there"]
 KEPT = ["plain", "a\\nb", "\\\\", "x''y", "naive", "tab\\there", "", "'\\'"]
-
-
-@contextlib.contextmanager
-def settings(spark, conf: dict):
-    old = {k: spark.conf.get(k, None) for k in conf}
-    try:
-        for k, v in conf.items():
-            spark.conf.set(k, v)
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def _append(catalog, identifier, columns: dict[str, pa.Array]):
