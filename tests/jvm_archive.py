@@ -60,10 +60,11 @@ spark.stop()
 """
 
 
-def _java() -> str:
+def _java() -> list[Path]:
+    """The java binary Spark's launcher runs (JAVA_HOME's, else PATH's), if any."""
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    return os.path.realpath(java) if java else ""
+    return [Path(os.path.realpath(java))] if java else []
 
 
 def path() -> Path:
@@ -74,7 +75,7 @@ def path() -> Path:
 
     digest = hashlib.sha256()
     jars = Path(pyspark.__file__).parent / "jars"
-    for f in sorted([*jars.glob("*.jar"), Path(lakerules.jar_path())]) + [Path(_java())]:
+    for f in sorted([*jars.glob("*.jar"), Path(lakerules.jar_path())]) + _java():
         st = f.stat()
         digest.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return CACHE / f"spark-{digest.hexdigest()[:16]}.jsa"
@@ -86,8 +87,9 @@ def options() -> str:
     return f"-XX:SharedArchiveFile={archive} {QUIET}" if archive.exists() else ""
 
 
-def build(jvm_options: str) -> Path:
-    """Builds the archive when missing (one JVM running WORKLOAD); returns its path."""
+def build(jvm_options: str) -> Path | None:
+    """Builds the archive when missing (one JVM running WORKLOAD); returns its path, or None when
+    that JVM failed (the suite then runs without an archive)."""
     archive = path()
     if archive.exists():
         return archive
@@ -97,16 +99,19 @@ def build(jvm_options: str) -> Path:
     partial = archive.with_suffix(".partial")
     with tempfile.TemporaryDirectory(prefix="lakerules-jvm-archive-") as work:
         env = {**os.environ, "SPARK_SUBMIT_OPTS": f"{jvm_options} -XX:ArchiveClassesAtExit={partial} {QUIET}"}
-        done = subprocess.run([sys.executable, "-c", WORKLOAD, work], env=env, capture_output=True, text=True,
-                              timeout=600)
-    if done.returncode != 0 or not partial.exists():
+        try:
+            done = subprocess.run([sys.executable, "-c", WORKLOAD, work], env=env, capture_output=True, text=True,
+                                  timeout=600)
+            failure = f"exit {done.returncode}\n{done.stderr[-2000:]}" if done.returncode != 0 else None
+        except subprocess.TimeoutExpired:
+            failure = "no exit in 600 s"
+    if failure or not partial.exists():
         partial.unlink(missing_ok=True)
-        print(f"jvm_archive: no archive (the JVMs run without one): exit {done.returncode}\n{done.stderr[-2000:]}",
-              file=sys.stderr)
-        return archive
+        print(f"jvm_archive: no archive (the JVMs run without one): {failure or 'no file written'}", file=sys.stderr)
+        return None
     partial.rename(archive)
     return archive
 
 
 if __name__ == "__main__":
-    print(build(TEST_JVM_OPTIONS))
+    print(build(TEST_JVM_OPTIONS) or "")
