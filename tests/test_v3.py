@@ -208,10 +208,7 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
     before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
     snapshot = iceberg_catalog.load_table(f"{ns}.r3").metadata.current_snapshot_id
     statements = {
-        "OPTIMIZE": f"OPTIMIZE {t}",
         "RESTORE": f"RESTORE TABLE {t} TO VERSION AS OF {snapshot}",
-        "rewrite_data_files": f"CALL lake.system.rewrite_data_files(table => '{ns}.r3')",
-        "rewrite_position_delete_files": f"CALL lake.system.rewrite_position_delete_files(table => '{ns}.r3')",
         "rewrite_manifests": f"CALL lake.system.rewrite_manifests('{ns}.r3')",
     }
     for verb, sql in statements.items():
@@ -824,3 +821,142 @@ def test_delete_by_key_writes_deletion_vectors(spark, ns, iceberg_catalog, engin
     before = _metadata(iceberg_catalog, t)["current-snapshot-id"]
     assert lakerules.delete_by_key(spark, t, spark.createDataFrame([(98,)], "id BIGINT"), on=["id"]) == 1
     assert _metadata(iceberg_catalog, t)["current-snapshot-id"] == before  # nothing matched: no commit
+
+
+# ---- compaction: rows keep their lineage, deletion vectors go with their files ------------------
+
+
+def test_optimize_keeps_row_lineage_and_drops_deletion_vectors(spark, ns, iceberg_catalog, engines, duck, warehouse,
+                                                               monkeypatch):
+    from lakerules.optimize import rewrite as optimize
+
+    t = f"lake.{ns}.opt"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT, s STRING) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
+    for first in (0, 10, 20):  # three appends: three files a partition, sequence numbers 1-3
+        spark.createDataFrame([(i, i % 2, f"s{i % 7}") for i in range(first, first + 10)],
+                              "id BIGINT, p INT, s STRING").coalesce(1).writeTo(t).append()
+    spark.sql(f"UPDATE {t} SET s = 'u' WHERE id IN (3, 14)")  # rows written again with their ids (seq 4)
+    spark.sql(f"DELETE FROM {t} WHERE id IN (5, 6, 25)")  # deletion vectors (seq 5)
+    lineage = _lineage_rows(spark, t)
+    assert len(lineage) == 27 and lineage[3][1] == lineage[14][1] == 4 and lineage[20] == (20, 3)
+    rows = engines.assert_same(t)
+    assert len(_one_dv_per_file(duck, iceberg_catalog, t)) == 4  # the DELETE's and the UPDATE's
+    meta = _metadata(iceberg_catalog, t)
+    next_row_id = meta["next-row-id"]
+
+    def compacted(sql: str, reads_again: bool = True) -> dict:
+        spark.sql(sql).collect()
+        assert engines.assert_same(t) == rows  # pyiceberg and DuckDB read the same rows
+        assert _lineage_rows(spark, t) == lineage  # every row kept its id and last-updated sequence number
+        assert _dv_entries(duck, _metadata(iceberg_catalog, t)) == []  # the DVs went with their data files
+        # the new files store both columns, never null: they are the rows' lineage as read before
+        written = _written_lineage(spark, t)
+        assert {i: v for i, v in written.items() if len(v) == 1 and v[0][0] is not None} == \
+            {i: [v] for i, v in lineage.items()}
+        return _metadata(iceberg_catalog, t)
+
+    meta = compacted(f"OPTIMIZE {t}")
+    assert len(spark.sql(f"SELECT * FROM {t}.data_files").collect()) == 2  # one file a partition
+    current = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
+    # the replace's new files took fresh first_row_ids (the spec's added-rows), their rows read their stored ids
+    assert (current["first-row-id"], current["added-rows"], meta["next-row-id"]) == (next_row_id, 27, next_row_id + 27)
+    assert current["summary"]["operation"] == "replace"
+
+    # a row updated after compaction keeps the id stored in the compacted file
+    spark.sql(f"UPDATE {t} SET s = 'v' WHERE id = 20")
+    seq = _metadata(iceberg_catalog, t)["last-sequence-number"]
+    lineage[20] = (20, seq)
+    rows = engines.assert_same(t)
+    assert _lineage_rows(spark, t) == lineage
+    spark.sql(f"DELETE FROM {t} WHERE id = 7")
+    del lineage[7]
+    rows = engines.assert_same(t)
+    compacted(f"OPTIMIZE {t} ZORDER BY (id, s)")
+    spark.sql(f"DELETE FROM {t} WHERE id = 8")
+    del lineage[8]
+    rows = engines.assert_same(t)
+    compacted(f"CALL lake.system.rewrite_data_files(table => '{ns}.opt', strategy => 'sort', "
+              "sort_order => 'id DESC', options => map('rewrite-all', 'true'))")
+
+    # a deletion vector committed meanwhile for a file being rewritten: the rewrite conflicts, nothing lands
+    spark.sql(f"DELETE FROM {t} WHERE id = 9")
+    del lineage[9]
+    rows = engines.assert_same(t)
+    (path, ids), = [(p, r) for p, r in _file_rows(spark, t).items() if 10 in r]
+    before = iceberg_catalog.load_table(f"{ns}.opt").metadata_location
+
+    def another_writer_deletes_meanwhile(table):
+        monkeypatch.setattr(optimize, "_before_commit", None)
+        _commit_deletion_vectors(warehouse, f"{ns}.opt", {path: [ids.index(10)]})
+
+    every_file = f"CALL lake.system.rewrite_data_files(table => '{ns}.opt', options => map('rewrite-all', 'true'))"
+    monkeypatch.setattr(optimize, "_before_commit", another_writer_deletes_meanwhile)
+    refused(spark, every_file, "conflicts with a commit", "deleted rows of data file", "nothing was committed")
+    assert _metadata(iceberg_catalog, t)["metadata-log"][-1]["metadata-file"] == before
+    del lineage[10]
+    rows = engines.assert_same(t)
+    assert _lineage_rows(spark, t) == lineage
+    compacted(every_file)  # run again: it takes the other writer's DV in
+
+    # a table with a column named like a lineage column cannot be compacted with its lineage
+    spark.sql(f"CREATE TABLE {t}_own (id BIGINT, _row_id BIGINT) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t}_own VALUES (1, 100)")
+    spark.sql(f"INSERT INTO {t}_own VALUES (2, 200)")
+    refused(spark, f"OPTIMIZE {t}_own", "_row_id", "rename the column", "Nothing was changed")
+
+
+def test_rewrite_position_delete_files_turns_them_into_deletion_vectors(spark, ns, iceberg_catalog, engines, duck,
+                                                                        warehouse, monkeypatch):
+    from lakerules.procedures import rewrite_position_delete_files as procedure
+
+    t, ident = f"lake.{ns}.pd3", f"{ns}.pd3"
+    call = f"CALL lake.system.rewrite_position_delete_files(table => '{ident}')"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='2')")
+    for first in (0, 10, 20):
+        spark.createDataFrame([(i, int(i >= 10)) for i in range(first, first + 6)],
+                              "id BIGINT, p INT").coalesce(1).writeTo(t).append()
+    spark.sql(f"DELETE FROM {t} WHERE id IN (1, 11, 12, 24)")  # v2 position delete files, one a partition
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")  # p=0's file gets a DV, merging its v2 deletes
+    files = _file_rows(spark, t)
+    path_of = {i: p for p, ids in files.items() for i in ids}
+    rows = engines.assert_same(t)
+    assert len(rows) == 13
+    (dv_before,) = _dv_entries(duck, _metadata(iceberg_catalog, t))
+    refused(spark, call.replace(")", ", options => map('min-input-files', '2'))"), "min-input-files",
+            "format-version 3", "nothing was changed")
+
+    # another writer's DV for one of the files, committed meanwhile: a conflict, nothing lands
+    before = iceberg_catalog.load_table(ident).metadata_location
+    real = procedure.rewrites.rewrite_deletes
+
+    def another_writer_first(table, *args, **kwargs):
+        monkeypatch.setattr(procedure.rewrites, "rewrite_deletes", real)
+        # as a v3 writer does, its DV merges the file's v2 position deletes (11, 12)
+        _commit_deletion_vectors(warehouse, ident, {path_of[13]: [files[path_of[13]].index(i) for i in (11, 12, 13)]})
+        return real(table, *args, **kwargs)
+
+    monkeypatch.setattr(procedure.rewrites, "rewrite_deletes", another_writer_first)
+    refused(spark, call, "conflicts with a commit", "deletion vector for data file", "nothing was committed")
+    assert _metadata(iceberg_catalog, t)["metadata-log"][-1]["metadata-file"] == before
+    location = Path(iceberg_catalog.load_table(ident).location().removeprefix("file://"))
+    assert len(list(location.rglob("*.puffin"))) == 2  # the DELETE's and the other writer's: ours was deleted
+    rows = [r for r in rows if r[0] != 13]
+    assert engines.assert_same(t) == rows
+
+    # run again: the v2 files go (p=0's and now p=1's apply only to files with a DV, but 20's), one new DV
+    def position_files() -> list:
+        entries = _lineage(duck, _metadata(iceberg_catalog, t))["files"]
+        return [f for f in entries if f["content"] == 1 and f["file_format"] != "PUFFIN" and f["status"] != 2]
+
+    live = len(position_files())
+    assert live >= 2
+    assert tuple(spark.sql(call).collect()[0])[:2] == (live, 1)  # all of them out, 1 DV in
+    assert position_files() == []
+    dvs = _one_dv_per_file(duck, iceberg_catalog, t)
+    by_file = {d["referenced_data_file"]: sorted(files[d["referenced_data_file"]][i] for i in _check_puffin(d))
+               for d in dvs}
+    assert by_file == {path_of[0]: [1, 2], path_of[10]: [11, 12, 13], path_of[20]: [24]}
+    assert [d for d in dvs if d["referenced_data_file"] == path_of[0]][0]["file_path"] == dv_before["file_path"]
+    assert engines.assert_same(t) == rows
+    assert tuple(spark.sql(call).collect()[0]) == (0, 0, 0, 0)  # nothing left to convert

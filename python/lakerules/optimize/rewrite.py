@@ -35,7 +35,10 @@ and a struct of metrics.
      one cube is already clustered: running the same OPTIMIZE again is a no-op.
    HILBERT BY is the same with the Hilbert curve (its cubes are another clustering: a HILBERT BY
    after a ZORDER BY of the same columns rewrites the partition).
-4. Rewrite with Spark: the scan applies the files' deletes; lakerules.optimize.curves clusters.
+4. Rewrite with Spark: the scan applies the files' deletes (position deletes, deletion vectors,
+   equality deletes); lakerules.optimize.curves clusters. On a format-version 3 table each row's
+   ``_row_id`` and ``_last_updated_sequence_number`` are read as the spec defines them and written
+   into the new files as their lineage columns, so compaction keeps both (lakerules.scan.lineage).
 5. Commit one "replace" snapshot (lakerules.write.rewrites.rewrite_files): atomic, validated against commits
    made meanwhile, delete files that no longer apply to any live data file removed.
 """
@@ -64,6 +67,7 @@ from lakerules.optimize.select import CURVE, MAX_FILE_SIZE_RATIO, ZORDER_COLUMNS
 from lakerules.optimize import clauses, select
 from lakerules.errors import ConflictError, LakeError
 from lakerules.plan.nodes import LakeScan, TableRef
+from lakerules.scan import lineage
 from lakerules.scan.planning import PlannedFile, ScanPlan, plan_scan
 from lakerules.scan.read import POS_COL, scan_dataframe
 from lakerules.write.files import delete_files, discard, write_files
@@ -330,7 +334,10 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
         if statement.result is not None:
             return statement.result(ctx, table, settings, [], [], [])
         return _result(ctx, table, settings, statement, units, [], [], [], stats, started, columns)
-    # 4. rewrite
+    # 4. rewrite (on a v3 table every row keeps its row id and last-updated sequence number: both
+    # read as the spec defines them and written as the new files' lineage columns)
+    lineage.check(table, "OPTIMIZE")
+    fields = lineage.write_fields(table, lineage.kept(table))
     read = functools.partial(_unit_rows, ctx, table, ref, snapshot.snapshot_id)
     if columns:
         progress.step(spark, f"sample z-order ranges of {len(units)} bins")
@@ -348,7 +355,7 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
                   else read(u).repartitionByRange(u.num_files, *sort) for u in units]
         df = functools.reduce(DataFrame.unionByName, frames)
         progress.step(spark, f"sort {len(units)} partitions")
-        written = write_files(spark, ref.catalog, table, df, distribute=False, sort=sort,
+        written = write_files(spark, ref.catalog, table, df, fields=fields, distribute=False, sort=sort,
                               sort_order_id=statement.sort_order_id)
     else:
         # one task (one file) a bin; not coalesce(1) a bin: Spark would run a union of
@@ -361,7 +368,8 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
         order_by = ()
     if not statement.sort:
         progress.step(spark, f"rewrite {len(units)} bins")
-        written = write_files(spark, ref.catalog, table, df, order_by=order_by, distribute=False)  # one task a bin
+        written = write_files(spark, ref.catalog, table, df, fields=fields, order_by=order_by,
+                              distribute=False)  # one task a bin
     # 5. commit
     removed = [p.file for u in units for p in u.files]
     removed_paths = {f.file_path for f in removed}
@@ -401,11 +409,12 @@ def run(ctx, table, statement: Statement, planned: Plan | None = None):
 
 
 def _read(ctx, table, ref: TableRef, snapshot_id: int, files: list[PlannedFile], positions: bool = False) -> DataFrame:
-    """The rows of these files, their deletes applied (the table's current schema); with their
-    position in their file (POS_COL) if asked."""
+    """The rows of these files, their deletes applied (the table's current schema, then on a v3
+    table each row's lineage as read: lakerules.scan.lineage.kept); with their position in their
+    file (POS_COL) if asked."""
     plan = ScanPlan(files=tuple(files), total_data_files=len(files))
     scan = LakeScan(table=ref, snapshot_id=snapshot_id, output=(), iceberg=table, schema=table.schema(), plan=plan)
-    return scan_dataframe(ctx, scan, positions=positions)
+    return scan_dataframe(ctx, scan, positions=positions, lineage=lineage.kept(table))
 
 
 def _unit_rows(ctx, table, ref: TableRef, snapshot_id: int, unit: _Unit, task=None) -> DataFrame:
@@ -413,7 +422,7 @@ def _unit_rows(ctx, table, ref: TableRef, snapshot_id: int, unit: _Unit, task=No
     task each row is written by, as _BIN."""
     if task is None:
         return _read(ctx, table, ref, snapshot_id, unit.files)
-    names = [f.name for f in table.schema().fields]
+    names = [f.name for f in table.schema().fields] + list(lineage.kept(table))
     by_position = unit.num_files > 1 and not unit.by_partition  # a large file's pieces
     rows = _read(ctx, table, ref, snapshot_id, unit.files, positions=by_position)
     return rows.select(*[J.column(n) for n in names], task(rows).alias(_BIN))

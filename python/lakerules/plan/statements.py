@@ -79,7 +79,6 @@ class Optimize(Statement):
     text: str = ""  # the statement, normalized
 
     writes_data: ClassVar[bool] = True
-    on_v3: ClassVar[bool] = False  # rewritten rows must keep their row ids: not yet
 
     def describe(self) -> str:
         return self.text

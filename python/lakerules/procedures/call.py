@@ -69,7 +69,7 @@ def run(ctx, stmt):
 
 # Procedures that write what lakerules does not write correctly on format-version 3 tables yet
 # (deletion vectors, the row ids of rewritten files, manifests rewritten): refused there.
-NOT_ON_V3 = frozenset({"rewrite_manifests", "rewrite_data_files", "rewrite_position_delete_files",
+NOT_ON_V3 = frozenset({"rewrite_manifests",
                        "remove_missing_files", "cherrypick_snapshot", "publish_changes"})
 
 

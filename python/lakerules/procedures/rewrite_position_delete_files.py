@@ -22,6 +22,15 @@ As Iceberg's action (RewritePositionDeleteFiles), per partition:
    (lakerules.write.files.write_position_deletes), its data files split between them in path order.
 5. One "replace" snapshot removes the rewritten and dangling delete files and adds the new ones,
    changing no data file (lakerules.write.rewrites.rewrite_deletes). The table's rows are unchanged.
+
+On a format-version 3 table (where position delete files are left from before its upgrade, and
+deletes are deletion vectors) the procedure turns the position delete files of the selected
+partitions into deletion vectors, as a v3 writer merges them: every live data file they apply to
+(and that has no DV yet: a file with one reads only its DV) gets one DV holding their positions,
+all in one new Puffin file, and the position delete files go, in one "replace" snapshot. A
+commit meanwhile that adds a DV for one of those data files conflicts with it (two DVs for one
+file never land). Existing DVs are kept as they are (one per data file already). The size options
+do not apply there and are refused; rewrite-all is accepted (every file is converted).
 """
 
 from __future__ import annotations
@@ -36,9 +45,10 @@ from pyiceberg.typedef import Record
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from lakerules.write import rewrites
+from lakerules.write import deletion_vectors, rewrites
 from lakerules.spark import jvm as J, progress
-from lakerules.iceberg import names
+from lakerules.iceberg import names, v3
+from lakerules.scan import deletion_vectors as read_dvs
 from lakerules.errors import ConflictError, LakeError, NotSupported
 from lakerules.optimize.clauses import partition_predicate as _partition_predicate
 from lakerules.procedures.rewrite_data_files import options_of as _options
@@ -96,6 +106,7 @@ def settings(table, options) -> dict:
 
 
 def _live_position_deletes(table, snapshot) -> list:
+    """The live position delete files (not deletion vectors) of ``snapshot``."""
     out = []
     for m in snapshot.manifests(table.io):
         if m.content != ManifestContent.DELETES:
@@ -103,8 +114,11 @@ def _live_position_deletes(table, snapshot) -> list:
         for e in m.fetch_manifest_entry(table.io, discard_deleted=True):
             f = e.data_file
             if f.file_format == FileFormat.PUFFIN:
-                raise NotSupported(f"lakerules: table {names.table_name(table)} has deletion vectors (Iceberg v3, {f.file_path}); "
-                                   f"{PROCEDURE} does not rewrite them")
+                if table.format_version < 3:
+                    raise LakeError(f"lakerules: table {names.table_name(table)} has format version "
+                                    f"{table.format_version} but lists a deletion vector ({f.file_path}); "
+                                    f"{PROCEDURE} does not rewrite it")
+                continue
             if f.content == DataFileContent.POSITION_DELETES:
                 out.append(f)
     return out
@@ -158,6 +172,8 @@ def run(ctx, table, values: dict):
     if not deletes:
         return J.result_rows(spark, [(0, 0, 0, 0)], RESULTS[PROCEDURE])
     scan = plan_scan(table, snapshot.snapshot_id)
+    if table.format_version >= 3:
+        return _to_deletion_vectors(ctx, table, ref, snapshot, deletes, scan, values.get("options"))
     applies: dict[str, set[str]] = defaultdict(set)  # delete file -> the live data files it applies to
     for p in scan.files:
         for d in p.position_deletes:
@@ -195,19 +211,58 @@ def run(ctx, table, values: dict):
                 .select(F.col("data_path").alias("file_path"), "pos", PART_COL))
         written = write_position_deletes(spark, table, rows, outputs)
     # 5. commit
-    summary = {"lakerules.operation": PROCEDURE}
+    _commit(table, ref, snapshot, removed, written)
+    row = (len(removed), len(written), sum(d.file_size_in_bytes for d in removed),
+           sum(f.file_size_in_bytes for f in written))
+    return J.result_rows(spark, [row], RESULTS[PROCEDURE])
+
+
+def _commit(table, ref, snapshot, removed: list, written: list, discardable: list | None = None) -> None:
+    """One "replace" snapshot: ``removed`` delete files out, ``written`` in; the new files
+    (``discardable``, default ``written``) deleted again when nothing lands."""
+    discardable = written if discardable is None else discardable
     try:
-        rewrites.rewrite_deletes(table, snapshot.snapshot_id, removed, written, summary)
+        rewrites.rewrite_deletes(table, snapshot.snapshot_id, removed, written, {"lakerules.operation": PROCEDURE})
     except ValidationException as e:
-        discard(table, written, e)
+        discard(table, discardable, e)
         raise ConflictError(
             f"lakerules: {PROCEDURE} on {ref} conflicts with a commit made while it ran, so nothing was committed "
             f"(run it again): {e}"
         ) from None
     except BaseException as e:
-        discard(table, written, e)
+        discard(table, discardable, e)
         raise
-    row = (len(removed), len(written), sum(d.file_size_in_bytes for d in removed),
-           sum(f.file_size_in_bytes for f in written))
+
+
+# the options that choose files by size: on a v3 table every selected position delete file is converted
+_SIZE_OPTIONS = ("target-file-size-bytes", "min-file-size-bytes", "max-file-size-bytes", "min-input-files",
+                 "max-file-group-size-bytes")
+
+
+def _to_deletion_vectors(ctx, table, ref, snapshot, deletes: list, scan, options):
+    """A v3 table: the position delete files ``deletes`` turned into deletion vectors of the data
+    files they apply to (see the module's text)."""
+    from lakerules.procedures.maintenance import RESULTS
+
+    spark = ctx.spark
+    given = [k for k in (options or {}) if k is not None and k.strip().lower() in _SIZE_OPTIONS]
+    if given:
+        raise NotSupported(f"lakerules: CALL system.{PROCEDURE} on {ref}: option {given[0]!r} does not apply to a "
+                           "format-version 3 table, where every position delete file of the selected partitions is "
+                           "turned into deletion vectors; nothing was changed")
+    paths = {d.file_path for d in deletes}
+    touched = [p for p in scan.files if read_dvs.kind(p) == read_dvs.POSITION_FILES
+               and any(d.file_path in paths for d in p.position_deletes)]
+    written, discardable = [], []
+    if touched:
+        progress.step(spark, f"turn {len(deletes)} position delete files into deletion vectors of {len(touched)} "
+                             "data files")
+        none = J.local_frame(spark, [], StructType.fromDDL("file_path STRING, pos BIGINT"))
+        added, kept, replaced = deletion_vectors.write(spark, table, snapshot, none, touched, [])
+        assert not kept and not replaced, "data files with a DV were not touched"
+        written, discardable = added, list({f.file_path: f for f in added}.values())
+    _commit(table, ref, snapshot, deletes, written, discardable)
+    row = (len(deletes), len(written), sum(d.file_size_in_bytes for d in deletes),
+           sum(v3.deletion_vector_of(f)[2] or 0 for f in written))  # a DV's bytes: its blob's (one Puffin file)
     return J.result_rows(spark, [row], RESULTS[PROCEDURE])
 

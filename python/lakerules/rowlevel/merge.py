@@ -58,7 +58,7 @@ from lakerules.rowlevel.run import (
     dangling_deletes,
 )
 from lakerules.scan import manifest_columns, manifest_job, manifests
-from lakerules.scan import row_files as row_plans
+from lakerules.scan import lineage, row_files as row_plans
 from lakerules.scan.planning import ScanPlan, plan_scan
 from lakerules.scan.read import FILE_COL, POS_COL, status_names
 from lakerules.spark import jvm as J, progress
@@ -425,7 +425,7 @@ def _merge_v3(ctx, node, table, snapshot, expr, rows, touched: list, removed: di
     """Merge-on-read on a v3 table (lakerules.rowlevel.v3_rows): updated and inserted rows written
     with their row ids (null for inserted ones), updated and deleted positions as deletion vectors."""
     spark = ctx.spark
-    v3_rows.check(table, "MERGE")
+    lineage.check(table, "MERGE")
     written, removal = [], None
     try:
         if writes_rows:

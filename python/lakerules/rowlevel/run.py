@@ -43,7 +43,7 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from lakerules.write import deletion_vectors, files as write, row_delta
 from lakerules.spark import jvm as J, progress
-from lakerules.scan import row_files as row_plans
+from lakerules.scan import lineage as row_lineage, row_files as row_plans
 from lakerules.rowlevel import v3_rows
 from lakerules.errors import LakeError
 from lakerules.plan import nodes as P
@@ -375,7 +375,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
     spark = ctx.spark
     lineage = v3_rows.applies(table)  # v3: deletion vectors, and the rows written again keep their ids
     if lineage:
-        v3_rows.check(table, "UPDATE")
+        row_lineage.check(table, "UPDATE")
     progress.step(spark, "read matching rows with their new values")
     matched_plan = J.analyzed(_rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, files), True,
                                        row_ids=lineage))

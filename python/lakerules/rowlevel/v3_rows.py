@@ -19,37 +19,20 @@ carries it beside the row's file and position to the write.
 
 from __future__ import annotations
 
-from pyiceberg.types import LongType, NestedField
 from pyspark.sql import DataFrame, functions as F
 
-from lakerules.errors import NotSupported
-from lakerules.iceberg import names as table_names, v3
+from lakerules.iceberg import v3
 from lakerules.scan import lineage
 from lakerules.spark import jvm as J
 from lakerules.write import deletion_vectors, files as write
 
 ROW_COL = "__lakerules_row_id"  # a target row's _row_id as read, carried to the write
 _LAST_COL = "__lakerules_last_updated"
-FIELDS = (
-    NestedField(lineage.ROW_ID_FIELD_ID, lineage.ROW_ID, LongType(), required=False),
-    NestedField(lineage.LAST_UPDATED_FIELD_ID, lineage.LAST_UPDATED, LongType(), required=False),
-)
 
 
 def applies(table) -> bool:
     """Whether a row-level statement on ``table`` writes deletion vectors and row lineage."""
     return table.format_version >= v3.VERSION
-
-
-def check(table, verb: str) -> None:
-    """A v3 table with a column named like a lineage column cannot have rows written with their
-    lineage (the file would hold two columns of that name): refused, naming the column."""
-    taken = [f.name for f in table.schema().as_struct().fields if f.name in lineage.NAMES]
-    if taken:
-        name = table_names.table_name(table)
-        raise NotSupported(f"lakerules: {verb} on {name}: column {taken[0]} of {name} has the name of Iceberg v3's row "
-                           "lineage metadata column, which the rows it writes again must carry; rename the column. "
-                           "Nothing was changed")
 
 
 def read_columns(scan_output, schema) -> tuple[str, ...]:
@@ -77,7 +60,7 @@ def write_rows(spark, catalog: str, table, rows: DataFrame, columns: list[str]) 
     row), with the lineage columns after the table's (``_last_updated_sequence_number`` null)."""
     out = rows.select(*[J.column(c) for c in columns], F.col(ROW_COL).cast("long").alias(ROW_COL),
                       F.lit(None).cast("long").alias(_LAST_COL))
-    return write.write_files(spark, catalog, table, out, fields=[*table.schema().as_struct().fields, *FIELDS],
+    return write.write_files(spark, catalog, table, out, fields=lineage.write_fields(table, lineage.NAMES),
                              cluster=True)
 
 

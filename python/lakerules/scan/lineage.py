@@ -34,6 +34,11 @@ ROW_ID_FIELD_ID, LAST_UPDATED_FIELD_ID = 2147483540, 2147483539
 # the stored columns as a read names them (a data column may not be named like the metadata column)
 STORED = {ROW_ID: "__lakerules_stored_row_id", LAST_UPDATED: "__lakerules_stored_last_updated"}
 FIELD_IDS = {ROW_ID: ROW_ID_FIELD_ID, LAST_UPDATED: LAST_UPDATED_FIELD_ID}
+# The lineage columns as a writer stores them after a table's columns (rows copied with their lineage)
+FIELDS = (
+    NestedField(ROW_ID_FIELD_ID, ROW_ID, LongType(), required=False),
+    NestedField(LAST_UPDATED_FIELD_ID, LAST_UPDATED, LongType(), required=False),
+)
 
 _lock = threading.Lock()
 _row_ids: OrderedDict = OrderedDict()  # manifest list path -> {data file path: first_row_id}
@@ -48,6 +53,32 @@ def requested(table, schema, output) -> tuple[str, ...]:
     columns = {f.name for f in schema.as_struct().fields}
     names = {a.name for a in output}
     return tuple(n for n in NAMES if n in names and n not in columns)
+
+
+def kept(table) -> tuple[str, ...]:
+    """The lineage columns a rewrite of ``table``'s files (compaction) reads and writes again, so
+    that every row keeps its ``_row_id`` and ``_last_updated_sequence_number`` as the spec requires:
+    both on a v3 table, none before."""
+    return NAMES if table.format_version >= v3.VERSION else ()
+
+
+def check(table, verb: str) -> None:
+    """A v3 table with a column named like a lineage column cannot have rows written with their
+    lineage (the file would hold two columns of that name): refused, naming the column."""
+    taken = [f.name for f in table.schema().as_struct().fields if f.name in NAMES]
+    if taken:
+        from lakerules.errors import NotSupported
+        from lakerules.iceberg import names as table_names
+
+        name = table_names.table_name(table)
+        raise NotSupported(f"lakerules: {verb} on {name}: column {taken[0]} of {name} has the name of Iceberg v3's row "
+                           "lineage metadata column, which the rows it writes again must carry; rename the column. "
+                           "Nothing was changed")
+
+
+def write_fields(table, names: tuple[str, ...]) -> list:
+    """The fields of a data file of ``table`` holding its columns, then the lineage ``names``."""
+    return [*table.schema().as_struct().fields, *[f for f in FIELDS if f.name in names]]
 
 
 def read_schema(schema: Schema, names: tuple[str, ...]) -> Schema:

@@ -19,13 +19,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from pyiceberg.exceptions import ValidationException
-from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.table import Table
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import Operation, Summary
 from pyiceberg.typedef import EMPTY_DICT
 
-from lakerules.iceberg import names
+from lakerules.iceberg import names, v3
 from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.write.commit import producer_args, snapshot_properties, snapshot_summary, transaction
 from lakerules.write.manifest_merge import MergePolicy, Merging, manifest_writer, parent_manifests_without
@@ -101,6 +101,15 @@ class _RewriteFiles(Merging, edge.SnapshotProducer):
         self._dropped_deletes: dict[str, object] = {}
         # a rewrite of delete files (rewrite_deletes): these added, every candidate removed
         self._added_deletes = list(added_deletes) if added_deletes is not None else None
+        # the data files it adds deletion vectors for: another DV for one of them must not land meanwhile
+        self._dv_targets = {v3.deletion_vector_of(f)[0] for f in self._added_deletes or ()
+                            if f.file_format == FileFormat.PUFFIN}
+
+    @property
+    def v3_ready(self) -> bool:
+        """On a format-version 3 table: data files replaced by files that carry their rows'
+        lineage (OPTIMIZE, rewrite_data_files), and delete files replaced by deletion vectors."""
+        return all(f.file_format == FileFormat.PUFFIN for f in self._added_deletes or ())
 
     def validate_concurrency(self) -> None:
         """Validation runs in produce, on the first attempt as on every retry."""
@@ -134,7 +143,8 @@ class _RewriteFiles(Merging, edge.SnapshotProducer):
         for manifest in snapshot.manifests(self.io):
             if manifest.added_snapshot_id != snapshot.snapshot_id:
                 continue
-            for entry in manifest.fetch_manifest_entry(self.io, discard_deleted=False):
+            # v3's layout on a v3 table: a deletion vector names its data file
+            for entry in v3.entries(self.io, manifest, self.metadata.format_version, discard_deleted=False):
                 if entry.snapshot_id != snapshot.snapshot_id:
                     continue
                 f = entry.data_file
@@ -142,6 +152,12 @@ class _RewriteFiles(Merging, edge.SnapshotProducer):
                     raise RewriteConflict(
                         f"snapshot {snapshot.snapshot_id} ({operation}) committed meanwhile removed data file "
                         f"{f.file_path}, which this rewrite replaces"
+                    )
+                if (entry.status == ManifestEntryStatus.ADDED and f.file_format == FileFormat.PUFFIN
+                        and v3.deletion_vector_of(f)[0] in self._dv_targets):
+                    raise RewriteConflict(
+                        f"snapshot {snapshot.snapshot_id} ({operation}) committed meanwhile a deletion vector for data "
+                        f"file {v3.deletion_vector_of(f)[0]}, for which this rewrite writes one"
                     )
                 if entry.status == ManifestEntryStatus.ADDED and f.content == DataFileContent.POSITION_DELETES:
                     hit = next((d for d in self._removed.values() if position_delete_may_apply(f, d)), None)

@@ -309,9 +309,13 @@ _PATH_FIELD_ID = 2147483546
 
 def position_delete_may_apply(delete_file, data_file) -> bool:
     """As scan planning decides: same spec and partition, and the data file's path within the
-    delete file's file_path bounds (compared in the written form and in local-path normal form)."""
+    delete file's file_path bounds (compared in the written form and in local-path normal form);
+    a deletion vector (read in v3's layout) applies to the one data file it names."""
     if delete_file.spec_id != data_file.spec_id or tuple(delete_file.partition or ()) != tuple(data_file.partition or ()):
         return False
+    referenced = v3.deletion_vector_of(delete_file)[0] if delete_file.file_format == FileFormat.PUFFIN else None
+    if referenced is not None:
+        return referenced == data_file.file_path
     lower = (delete_file.lower_bounds or {}).get(_PATH_FIELD_ID)
     upper = (delete_file.upper_bounds or {}).get(_PATH_FIELD_ID)
     if lower is None or upper is None:
