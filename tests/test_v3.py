@@ -214,19 +214,6 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
     for verb, sql in statements.items():
         message = refused(spark, sql, verb, t, "format-version 3", "Nothing was changed")
         assert len(message.strip().splitlines()) == 1, message
-    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='copy-on-write', "
-              "'write.update.mode'='copy-on-write', 'write.merge.mode'='copy-on-write')")
-    before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
-    refused(spark, f"DELETE FROM {t} WHERE id = 1", "DELETE in copy-on-write mode (write.delete.mode)", t,
-            "format-version 3")
-    refused(spark, f"UPDATE {t} SET id = 5 WHERE id = 1", "UPDATE in copy-on-write mode (write.update.mode)", t,
-            "format-version 3", "Nothing was changed")
-    refused(spark, f"MERGE INTO {t} x USING lake.{ns}.src s ON x.id = s.id WHEN MATCHED THEN DELETE",
-            "MERGE in copy-on-write mode (write.merge.mode)", t, "format-version 3")
-    assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
-    spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('write.delete.mode', 'write.update.mode', 'write.merge.mode')")
-    before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
-
     # the fail-safe under the verbs: a commit adding a position delete file (not a DV) is refused on v3
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 
@@ -960,3 +947,59 @@ def test_rewrite_position_delete_files_turns_them_into_deletion_vectors(spark, n
     assert [d for d in dvs if d["referenced_data_file"] == path_of[0]][0]["file_path"] == dv_before["file_path"]
     assert engines.assert_same(t) == rows
     assert tuple(spark.sql(call).collect()[0]) == (0, 0, 0, 0)  # nothing left to convert
+
+
+def test_copy_on_write_keeps_row_lineage(spark, ns, iceberg_catalog, engines, duck):
+    t, src = f"lake.{ns}.cow", f"lake.{ns}.cowsrc"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) TBLPROPERTIES ('format-version'='3', "
+              "'write.delete.mode'='copy-on-write', 'write.update.mode'='copy-on-write', "
+              "'write.merge.mode'='copy-on-write')")
+    for first in (0, 10):
+        spark.createDataFrame([(i, "a") for i in range(first, first + 5)], "id BIGINT, s STRING").coalesce(1) \
+            .writeTo(t).append()
+    lineage = _lineage_rows(spark, t)
+    assert lineage == {i: (i if i < 5 else i - 5, 1 if i < 5 else 2) for i in (*range(5), *range(10, 15))}
+
+    def check(changed: dict):
+        """``changed``: id -> the sequence number its row was last updated at (the others keep theirs)."""
+        lineage.update(changed)
+        assert _lineage_rows(spark, t) == lineage
+        rows = engines.assert_same(t)
+        assert _dv_entries(duck, _metadata(iceberg_catalog, t)) == []  # copy-on-write: no delete file
+        # every live row is in a file as written: its stored lineage, or (first append) none
+        for i, stored in _written_lineage(spark, t).items():
+            if i in lineage and stored[-1][0] is not None:
+                assert stored[-1][0] == lineage[i][0]
+        return rows
+
+    def seq() -> int:
+        return _metadata(iceberg_catalog, t)["last-sequence-number"]
+
+    spark.sql(f"DELETE FROM {t} WHERE id = 1")  # the file is rewritten; its other rows keep their lineage
+    del lineage[1]
+    check({})
+    # the kept rows are stored with both columns as they were read
+    assert {i: v for i, v in _written_lineage(spark, t).items() if i < 5} == {i: [lineage[i]] for i in (0, 2, 3, 4)}
+
+    assert spark.sql(f"UPDATE {t} SET s = 'u' WHERE id IN (2, 11)").collect()[0][0] == 2
+    check({2: (lineage[2][0], seq()), 11: (lineage[11][0], seq())})
+
+    spark.sql(f"CREATE TABLE {src} (id BIGINT, s STRING)")
+    spark.sql(f"INSERT INTO {src} VALUES (3, 'm'), (12, 'del'), (20, 'new'), (21, 'new')")
+    before = _metadata(iceberg_catalog, t)["next-row-id"]
+    merged = spark.sql(f"MERGE INTO {t} x USING {src} y ON x.id = y.id "
+                       "WHEN MATCHED AND y.s = 'del' THEN DELETE WHEN MATCHED THEN UPDATE SET s = y.s "
+                       "WHEN NOT MATCHED THEN INSERT *").collect()[0]
+    assert tuple(merged) == (4, 1, 1, 2)
+    del lineage[12]
+    now = _lineage_rows(spark, t)
+    assert now[3] == (lineage[3][0], seq())
+    fresh = sorted(now[i][0] for i in (20, 21))
+    assert fresh[0] >= before and fresh[1] == fresh[0] + 1 and now[20][1] == now[21][1] == seq()
+    check({3: now[3], 20: now[20], 21: now[21]})
+
+    # no WHERE: every row is written again, each keeps its id
+    assert spark.sql(f"UPDATE {t} SET s = 'all'").collect()[0][0] == len(lineage)
+    rows = check({i: (v[0], seq()) for i, v in lineage.items()})
+    assert sorted(r[1] for r in rows) == ["all"] * len(lineage)
+    assert sorted(v[0] for v in lineage.values()) == sorted(set(v[0] for v in lineage.values()))  # ids unique

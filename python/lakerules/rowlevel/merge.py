@@ -48,6 +48,7 @@ from lakerules.plan import nodes as P
 from lakerules.plan.nodes import LakeScan
 from lakerules.rowlevel import v3_rows
 from lakerules.rowlevel.run import (
+    _as_written,
     _file_lookup,
     _partial_scan,
     _rewrite_files,
@@ -469,17 +470,20 @@ def _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched, sum
     the new files hold its other live rows as they were (its rows read again at the same
     snapshot, less the updated and deleted positions, by an anti-join), the updated rows with
     their new values and the inserted rows; one snapshot removes the touched files."""
-    names = [J.column(a.name) for a in node.relation.output]
-    new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT)).select(*names)
+    row_ids = v3_rows.applies(table)  # v3: updated rows keep their ids, kept rows their whole lineage
+    if row_ids:
+        lineage.check(table, "MERGE")
+    new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT))
+    new_rows = _as_written(table, node, v3_rows.changed(new_rows) if row_ids else new_rows, row_ids)
     if touched:
         changed = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
             F.col(FILE_COL).alias("__lakerules_f"), F.col(POS_COL).alias("__lakerules_p"))
-        scanned = _rows_of_all(ctx, node, _partial_scan(node, table, snapshot, planned, touched))
+        scanned = _rows_of_all(ctx, node, _partial_scan(node, table, snapshot, planned, touched), row_ids)
         kept = scanned.join(
             changed, (scanned[FILE_COL] == changed["__lakerules_f"]) & (scanned[POS_COL] == changed["__lakerules_p"]),
             "left_anti",
-        ).select(*names)
-        new_rows = new_rows.unionByName(kept)
+        )
+        new_rows = new_rows.unionByName(_as_written(table, node, kept, row_ids))
     _rewrite_files(
         ctx, node, table, new_rows, touched,
         {**summary, "lakerules.merge-mode": "copy-on-write"},

@@ -104,16 +104,16 @@ def _partial_scan(node, table, snapshot, planned: ScanPlan, files) -> LakeScan:
 
 def _target_rows(ctx, scan: LakeScan, row_ids: bool):
     """The scan's live rows with FILE_COL and POS_COL, and on a v3 table (``row_ids``) each row's
-    _row_id as v3_rows.ROW_COL (the rows a statement writes again keep it)."""
+    lineage as v3_rows.ROW_COL and LAST_COL (the rows a statement writes again keep them)."""
     if not row_ids:
         return scan_dataframe(ctx, scan, positions=True)
-    return v3_rows.with_row_id(scan_dataframe(ctx, scan, positions=True,
-                                              lineage=v3_rows.read_columns(scan.output, scan.schema)))
+    return v3_rows.with_lineage(scan_dataframe(ctx, scan, positions=True,
+                                               lineage=v3_rows.read_columns(scan.output, scan.schema)))
 
 
 def _row_id_cols(row_ids: bool) -> list[str]:
-    """The row id column a v3 statement carries beside FILE_COL and POS_COL (none otherwise)."""
-    return [v3_rows.ROW_COL] if row_ids else []
+    """The lineage columns a v3 statement carries beside FILE_COL and POS_COL (none otherwise)."""
+    return [v3_rows.ROW_COL, v3_rows.LAST_COL] if row_ids else []
 
 
 def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool, row_ids: bool = False):
@@ -242,10 +242,13 @@ def _delete_groups(planned_files, by_file: bool) -> tuple[list, list[int]]:
 
 def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
     kept = None
+    lineage = v3_rows.applies(table)  # v3: the kept rows keep their lineage
+    if lineage:
+        row_lineage.check(table, "DELETE")
     if touched:
         planned = ScanPlan(files=tuple(touched))
-        kept = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, touched), False)
-        kept = kept.select(*[J.column(a.name) for a in node.relation.output])
+        kept = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, touched), False, row_ids=lineage)
+        kept = _as_written(table, node, kept, lineage)
     _rewrite_files(
         ctx, node, table, kept, whole + touched,
         {"lakerules.operation": "delete", "lakerules.delete-mode": "copy-on-write"},
@@ -261,14 +264,15 @@ def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
 
 def _rewrite_files(ctx, node, table, rows, removed, summary: dict, validation: row_delta.Validation,
                    removed_deletes=()) -> None:
-    """Copy-on-write's write and commit (DELETE, UPDATE, MERGE): ``rows`` (the table's columns,
-    None: no rows) become new data files, and one snapshot adds them and removes the data files
+    """Copy-on-write's write and commit (DELETE, UPDATE, MERGE): ``rows`` (the table's columns, on
+    a v3 table then its lineage columns: _as_written; None: no rows) become new data files, and one snapshot adds them and removes the data files
     ``removed`` (PlannedFiles) and the delete files ``removed_deletes``; no delete file is
     written. The new files are deleted again if the commit fails."""
     written = []
     try:
         if rows is not None:
-            written = write.write_data_files(ctx, node.table.catalog, table, rows)
+            fields = row_lineage.write_fields(table, row_lineage.NAMES) if v3_rows.applies(table) else None
+            written = write.write_data_files(ctx, node.table.catalog, table, rows, fields=fields)
         row_delta.commit(
             table, written, [], summary,
             removed_data_files=[p.file for p in removed],
@@ -279,6 +283,14 @@ def _rewrite_files(ctx, node, table, rows, removed, summary: dict, validation: r
     except BaseException as e:
         write.discard(table, written, e)
         raise
+
+
+def _as_written(table, node, rows, lineage: bool):
+    """Copy-on-write's ``rows`` (the relation's columns, on v3 then ROW_COL and LAST_COL) as
+    _rewrite_files writes them: the table's columns (then, v3, the lineage columns)."""
+    if lineage:
+        return v3_rows.rewritten(rows, v3_rows.data_columns(table, node.relation.output))
+    return rows.select(*[J.column(a.name) for a in node.relation.output])
 
 
 def _truncate(ctx, table, snapshot):
@@ -360,9 +372,9 @@ def run_update(ctx, node):
     expr, planned, files = plan.expr, plan.scan, list(plan.read)
     if not files:
         return _affected(spark, 0)
-    if node.condition is None and not v3_rows.applies(table):
+    if node.condition is None and (node.mode == "copy-on-write" or not v3_rows.applies(table)):
         # the seed's edge case: every row changes, so the files are rewritten, no delete files
-        # (v3: the split below, which drops each file whole and writes its rows with their ids)
+        # (v3 merge-on-read: the split below, which drops each file whole and writes its rows with their ids)
         return _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything=True)
     if node.mode == "copy-on-write":
         return _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything=False)
@@ -420,11 +432,14 @@ def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything
     """Copy-on-write: the files with matched rows are rewritten, matched rows with their new
     values and the others as they were; without WHERE every file is."""
     spark = ctx.spark
+    lineage = v3_rows.applies(table)  # v3: updated rows keep their ids, kept rows their whole lineage
+    if lineage:
+        row_lineage.check(table, "UPDATE")
     progress.step(spark, "find the files to rewrite")
     scan = _partial_scan(node, table, snapshot, planned, files)
     if everything:
         touched = files
-        matched = _rows_of_all(ctx, node, scan)
+        matched = _rows_of_all(ctx, node, scan, row_ids=lineage)
         affected = None
     else:
         matched_rows = _rows_of(ctx, node, scan, True)
@@ -435,11 +450,13 @@ def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything
         if not touched:
             return _affected(spark, 0)
         scan = _partial_scan(node, table, snapshot, planned, touched)
-        matched = _rows_of(ctx, node, scan, True)
-    new_rows = J.dataframe(spark, _new_values(spark, node, J.analyzed(matched), keep_positions=False))
-    rows = new_rows
+        matched = _rows_of(ctx, node, scan, True, row_ids=lineage)
+    new_rows = J.dataframe(spark, _new_values(spark, node, J.analyzed(matched), keep_positions=lineage))
+    if lineage:
+        new_rows = v3_rows.changed(new_rows)
+    rows = _as_written(table, node, new_rows, lineage)
     if not everything:
-        rows = rows.unionByName(_rows_of(ctx, node, scan, False).drop(FILE_COL, POS_COL))
+        rows = rows.unionByName(_as_written(table, node, _rows_of(ctx, node, scan, False, row_ids=lineage), lineage))
     rows = rows.persist()
     try:
         if affected is None:
@@ -455,12 +472,13 @@ def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything
     return _affected(spark, affected)
 
 
-def _rows_of_all(ctx, node, scan: LakeScan):
-    """Every live row of the scan over a plan whose columns carry the relation's exprIds."""
+def _rows_of_all(ctx, node, scan: LakeScan, row_ids: bool = False):
+    """Every live row of the scan over a plan whose columns carry the relation's exprIds (then,
+    ``row_ids``, its lineage as _target_rows carries it), with FILE_COL and POS_COL."""
     spark = ctx.spark
-    df = scan_dataframe(ctx, scan, positions=True)
+    df = _target_rows(ctx, scan, row_ids)
     names = [a.name for a in node.relation.output]
-    plan = J.analyzed(J.select(df, [*names, FILE_COL, POS_COL]))
+    plan = J.analyzed(J.select(df, [*names, *_row_id_cols(row_ids), FILE_COL, POS_COL]))
     return J.dataframe(spark, J.rename_project(spark, plan, [a.jvm for a in node.relation.output]))
 
 

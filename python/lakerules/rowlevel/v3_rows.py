@@ -12,6 +12,8 @@ deletion vectors, and the rows they write again keep their lineage.
   retry commits it), as the spec has writers do for an updated row.
 - **Inserted rows** (MERGE's WHEN NOT MATCHED) have a null ``_row_id``: they get fresh ids from
   the new file's first_row_id, assigned when the commit lists its manifest.
+- **Kept rows** (copy-on-write: the other live rows of a rewritten file) are written with both
+  lineage columns as read, so they keep their id and last-updated sequence number.
 
 The statement reads each target row's id under ROW_COL (lakerules.scan.lineage computes it) and
 carries it beside the row's file and position to the write.
@@ -27,7 +29,7 @@ from lakerules.spark import jvm as J
 from lakerules.write import deletion_vectors, files as write
 
 ROW_COL = "__lakerules_row_id"  # a target row's _row_id as read, carried to the write
-_LAST_COL = "__lakerules_last_updated"
+LAST_COL = "__lakerules_last_updated"  # and its _last_updated_sequence_number (a copy-on-write kept row's)
 
 
 def applies(table) -> bool:
@@ -36,16 +38,23 @@ def applies(table) -> bool:
 
 
 def read_columns(scan_output, schema) -> tuple[str, ...]:
-    """The lineage columns a target read computes: ``_row_id`` (carried as ROW_COL) and those the
-    statement itself refers to (metadata attributes of its relation)."""
-    asked = {a.name for a in scan_output} | {lineage.ROW_ID}
+    """The lineage columns a target read computes: both (carried as ROW_COL and LAST_COL), unless
+    a data column hides one (such a table is refused before it writes: lakerules.scan.lineage.check)."""
     columns = {f.name for f in schema.as_struct().fields}
-    return tuple(n for n in lineage.NAMES if n in asked and n not in columns)
+    return tuple(n for n in lineage.NAMES if n not in columns)
 
 
-def with_row_id(df: DataFrame) -> DataFrame:
-    """``df`` (a target read with the ``_row_id`` lineage column) with it copied under ROW_COL."""
-    return df.withColumn(ROW_COL, F.col(J.quote(lineage.ROW_ID)))
+def with_lineage(df: DataFrame) -> DataFrame:
+    """``df`` (a target read with the lineage columns) with them copied under ROW_COL and LAST_COL."""
+    for name, carried in ((lineage.ROW_ID, ROW_COL), (lineage.LAST_UPDATED, LAST_COL)):
+        df = df.withColumn(carried, F.col(J.quote(name)) if name in df.columns else F.lit(None).cast("long"))
+    return df
+
+
+def changed(df: DataFrame) -> DataFrame:
+    """Rows (carrying ROW_COL and LAST_COL) an UPDATE or MERGE writes with new values: their
+    ``_last_updated_sequence_number`` stored null, which reads as the commit's sequence number."""
+    return df.withColumn(LAST_COL, F.lit(None).cast("long"))
 
 
 def data_columns(table, output) -> list[str]:
@@ -59,9 +68,16 @@ def write_rows(spark, catalog: str, table, rows: DataFrame, columns: list[str]) 
     """Data files of ``rows`` (the table's ``columns``, then ROW_COL: a row's id, null for a new
     row), with the lineage columns after the table's (``_last_updated_sequence_number`` null)."""
     out = rows.select(*[J.column(c) for c in columns], F.col(ROW_COL).cast("long").alias(ROW_COL),
-                      F.lit(None).cast("long").alias(_LAST_COL))
+                      F.lit(None).cast("long").alias(LAST_COL))
     return write.write_files(spark, catalog, table, out, fields=lineage.write_fields(table, lineage.NAMES),
                              cluster=True)
+
+
+def rewritten(rows: DataFrame, columns: list[str]) -> DataFrame:
+    """A copy-on-write's rows (the table's ``columns``, ROW_COL, LAST_COL) as the new files hold
+    them: the table's columns, then the lineage columns (lineage.write_fields)."""
+    return rows.select(*[J.column(c) for c in columns], F.col(ROW_COL).cast("long").alias(ROW_COL),
+                       F.col(LAST_COL).cast("long").alias(LAST_COL))
 
 
 class Removal:

@@ -23,7 +23,7 @@ from pyiceberg.table.snapshots import IsolationLevel
 from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules.spark import jvm as J
-from lakerules.iceberg import format_version, pyiceberg_edge as edge
+from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.scan import lineage, manifest_columns, manifest_job, manifests
 from lakerules.errors import LakeError
 from lakerules.plan.expressions import to_iceberg
@@ -68,9 +68,6 @@ def statement_properties(table, statement: str) -> tuple[str, str | None]:
     statement's isolation level (isolation_level) and the granularity are checked in
     either mode."""
     mode = _mode(table, statement)
-    if mode == "copy-on-write":  # v3: merge-on-read writes deletion vectors (and keeps row ids); a
-        # rewrite of whole files would have to write every kept row's lineage: not yet
-        format_version.refuse_on_v3(table, f"{statement.upper()} in copy-on-write mode (write.{statement}.mode)")
     isolation_level(table, statement)
     granularity = delete_granularity(table)
     return mode, (granularity if mode == "merge-on-read" else None)

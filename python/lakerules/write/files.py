@@ -167,10 +167,10 @@ def run_ctas(ctx, node, query_plan):
 # ---- data files ---------------------------------------------------------------------------
 
 
-def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame) -> list[DataFile]:
-    """Write df (columns in table order) as data files of the table's current spec."""
+def write_data_files(ctx, catalog_name: str, table: Table, df: DataFrame, fields=None) -> list[DataFile]:
+    """Write df (columns in table order, or those of ``fields``) as data files of the table's current spec."""
     progress.step(ctx.spark, "write data files")
-    return write_files(ctx.spark, catalog_name, table, df)
+    return write_files(ctx.spark, catalog_name, table, df, fields=fields)
 
 
 def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields=None,
