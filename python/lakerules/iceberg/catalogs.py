@@ -16,7 +16,7 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
 from lakerules.errors import LakeError, NotSupported
-from lakerules.iceberg import far_dates, format_version, metadata_cache, metadata_files, refs
+from lakerules.iceberg import far_dates, metadata_cache, metadata_files, refs
 from lakerules.iceberg.guarded import guarded, qualified, shown_property, sqlite_locks_wait  # noqa: F401 - qualified, shown_property for callers
 from lakerules.spark import jvm as J
 from lakerules.spark import shared
@@ -116,9 +116,6 @@ class Catalogs:
         as any write (a branch named or write-audit-publish's; staging under spark.wap.id is refused:
         a rewrite publishes no new data to audit); the others on the table itself, never named at a ref."""
         what = " ".join(statement.describe().split())[:80]
-        if not getattr(statement, "on_v3", True):
-            table = self.load(t.catalog, t.namespace, t.name)
-            format_version.refuse_on_v3(table, what.split(" ", 1)[0].upper())
         if statement.writes_data:
             table = self.load_for_write(t, conf)
             if refs.target_of(table).branch is None:

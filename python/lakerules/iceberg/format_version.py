@@ -5,8 +5,8 @@ the session's default for new tables), and what lakerules does not do on a versi
 Iceberg's rules: a table's format version only goes up (a downgrade is refused); setting the
 version a table has changes nothing. lakerules creates tables at versions 1, 2 and 3 and upgrades
 1 to 2 and 2 to 3 (a version 1 table goes to 2 first). On version 3 tables (lakerules.iceberg.v3)
-it writes appends with row lineage; the verbs it does not write correctly there yet are refused
-by :func:`refuse_on_v3`, never done the v2 way.
+its writes keep row lineage and write deletion vectors; the procedures it does not write correctly
+there yet are refused by :func:`refuse_on_v3`, never done the v2 way.
 """
 
 from __future__ import annotations
@@ -84,5 +84,5 @@ def refuse_on_v3(table, verb: str) -> None:
 
         raise NotSupported(f"lakerules: {verb} on {names.table_name(table)}: {names.table_name(table)} is a "
                            f"format-version 3 table, and lakerules' support of v3 does not cover {verb} yet (it "
-                           "writes appends, overwrites of whole files and merge-on-read DELETE, UPDATE and MERGE). "
-                           "Nothing was changed")
+                           "writes appends, overwrites, DELETE, UPDATE, MERGE, OPTIMIZE, RESTORE and the rewrite "
+                           "procedures there). Nothing was changed")

@@ -198,12 +198,21 @@ class RowIds:
             if m.content != ManifestContent.DATA:
                 continue
             nxt = m[_V2_MANIFEST_FILE_FIELDS] if len(m) > _V2_MANIFEST_FILE_FIELDS else None
-            for e in read_entries(self._io, m):  # v2 manifests have no first_row_id: None
-                path, count, first = e.data_file.file_path, e.data_file.record_count, first_row_id_of(e.data_file)
-                if first is None and nxt is not None:
-                    first, nxt = nxt, nxt + count
-                out[path] = first
+            out.update(inherited_first_row_ids(read_entries(self._io, m), nxt))  # v2 manifests: None
         return out
+
+
+def inherited_first_row_ids(entries: list, first: int | None) -> dict:
+    """Data file path -> first_row_id for the entries of one data manifest (in v3's layout, in
+    file order) whose first_row_id in the manifest list is ``first``: a file's own, else (a live
+    one) the next id of the manifest's range, which its rows then take; None where there is none."""
+    out, nxt = {}, first
+    for e in entries:
+        own = first_row_id_of(e.data_file)
+        if own is None and nxt is not None and e.status != ManifestEntryStatus.DELETED:
+            own, nxt = nxt, nxt + e.data_file.record_count
+        out[e.data_file.file_path] = own
+    return out
 
 
 # ---- manifest lists -----------------------------------------------------------------------------

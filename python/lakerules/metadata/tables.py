@@ -29,7 +29,7 @@ from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.types import ListType, MapType, NestedField, PrimitiveType, StructType as IStruct
 from pyspark.sql import types as T
 
-from lakerules.iceberg import names
+from lakerules.iceberg import names, v3
 from lakerules.errors import LakeError, NotSupported
 from lakerules.plan.nodes import Node
 from lakerules.spark import shared
@@ -373,7 +373,9 @@ class _FileRows:
         values = {x.field_id: data_file.partition[i] for i, x in enumerate(spec.fields)}
         return {x.name: values.get(x.field_id) for x in self.ptype.fields}
 
-    def file(self, d) -> dict:
+    def file(self, d, first_row_id: int | None = None) -> dict:
+        """``d``'s row; on a v3 table (``d`` read in v3's layout) with its first_row_id (its own,
+        else ``first_row_id``: what it inherits) and a deletion vector's fields."""
         row = {"content": int(d.content), "file_path": d.file_path, "file_format": str(d.file_format.value).upper(),
                "spec_id": d.spec_id}
         if self.partitioned:
@@ -384,11 +386,13 @@ class _FileRows:
             "null_value_counts": _pairs(d.null_value_counts), "nan_value_counts": _pairs(d.nan_value_counts),
             "lower_bounds": _pairs(d.lower_bounds), "upper_bounds": _pairs(d.upper_bounds),
             "key_metadata": d.key_metadata, "split_offsets": d.split_offsets, "equality_ids": d.equality_ids,
-            "sort_order_id": d.sort_order_id, "first_row_id": getattr(d, "first_row_id", None),
-            "referenced_data_file": getattr(d, "referenced_data_file", None),
-            "content_offset": getattr(d, "content_offset", None),
-            "content_size_in_bytes": getattr(d, "content_size_in_bytes", None),
+            "sort_order_id": d.sort_order_id, "first_row_id": None, "referenced_data_file": None,
+            "content_offset": None, "content_size_in_bytes": None,
         })
+        if self.table.format_version >= v3.VERSION:
+            own = v3.first_row_id_of(d)
+            row["first_row_id"] = own if own is not None else first_row_id
+            row["referenced_data_file"], row["content_offset"], row["content_size_in_bytes"] = v3.deletion_vector_of(d)
         return row
 
     def readable(self, d) -> dict:
@@ -457,16 +461,36 @@ def _files_of(meta: str):
         out = []
         manifests = [m for m in manifests
                      if wanted is None or (m.content == ManifestContent.DATA) == (DataFileContent.DATA in wanted)]
-        for entries in _live(table, manifests):
+        listed = _v3_entries(table, manifests, meta.startswith("all_"), sid) if table.format_version >= v3.VERSION \
+            else [(entries, {}) for entries in _live(table, manifests)]
+        for entries, ids in listed:
             for e in entries:
                 d = e.data_file
                 if wanted is not None and d.content not in wanted:
                     continue
-                row = fr.file(d)
+                row = fr.file(d, ids.get(d.file_path))
                 row["readable_metrics"] = fr.readable(d)
                 out.append(row)
         return out
     return rows
+
+
+def _v3_entries(table, manifests: list, every_snapshot: bool, sid, discard_deleted: bool = True) -> list:
+    """(entries in v3's layout, data file path -> the first_row_id it inherits) of each manifest of
+    a v3 table; the manifests' first_row_ids from the manifest list of snapshot ``sid`` (or of
+    every snapshot: the all_ tables)."""
+    firsts: dict = {}
+    snapshots = table.metadata.snapshots if every_snapshot else [_snapshot(table, sid)]
+    for s in snapshots:
+        if s is not None:
+            firsts.update(v3.manifest_first_row_ids(table.io, s.manifest_list))
+    out = []
+    for m in manifests:
+        entries = v3.read_entries(table.io, m, discard_deleted)
+        ids = v3.inherited_first_row_ids(entries, firsts.get(m.manifest_path)) \
+            if m.content == ManifestContent.DATA else {}
+        out.append((entries, ids))
+    return out
 
 
 def _entries_of(meta: str):
@@ -478,10 +502,14 @@ def _entries_of(meta: str):
             manifests = s.manifests(table.io) if s is not None else []
         fr = _FileRows(table)
         out = []
-        for m in manifests:
-            for e in m.fetch_manifest_entry(table.io, discard_deleted=False):
+        listed = _v3_entries(table, manifests, meta == "all_entries", sid, discard_deleted=False) \
+            if table.format_version >= v3.VERSION else \
+            [(m.fetch_manifest_entry(table.io, discard_deleted=False), {}) for m in manifests]
+        for entries, ids in listed:
+            for e in entries:
                 out.append({"status": int(e.status), "snapshot_id": e.snapshot_id, "sequence_number": e.sequence_number,
-                            "file_sequence_number": e.file_sequence_number, "data_file": fr.file(e.data_file),
+                            "file_sequence_number": e.file_sequence_number,
+                            "data_file": fr.file(e.data_file, ids.get(e.data_file.file_path)),
                             "readable_metrics": fr.readable(e.data_file)})
         return out
     return rows
@@ -551,10 +579,10 @@ def _position_deletes(spark, table, sid, schema: T.StructType):
                                "read deletion vectors (Iceberg v3) yet")
     fr = _FileRows(table)
     info_fields = [f("__name", _STR, False)] + [x for x in schema.fields if x.name in ("partition", "spec_id", "delete_file_path")]
-    names = status_names(spark, [d.file_path for d in files]) if files else {}
+    spark_names = status_names(spark, [d.file_path for d in files]) if files else {}
     info_rows = []
     for d in files:
-        row = [names[d.file_path]]
+        row = [spark_names[d.file_path]]
         if fr.partitioned:
             row.append(fr.partition(d))
         row += [d.spec_id, d.file_path]

@@ -59,8 +59,6 @@ class Statement:
 
     # Whether it writes data files (OPTIMIZE: on a branch when named at one, as a write).
     writes_data: ClassVar[bool] = False
-    # Whether lakerules runs it on a format-version 3 table yet (lakerules.iceberg.format_version).
-    on_v3: ClassVar[bool] = True
 
     def describe(self) -> str:
         return type(self).__name__
@@ -172,8 +170,6 @@ class Restore(Statement):
     version: int | None = None
     ref_text: str | None = None
     timestamp_text: str | None = None
-
-    on_v3: ClassVar[bool] = False  # its snapshot's manifests are rewritten: not on v3 yet
 
     def describe(self) -> str:
         if self.timestamp_text is not None:

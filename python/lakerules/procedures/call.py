@@ -68,9 +68,8 @@ def run(ctx, stmt):
 
 
 # Procedures that write what lakerules does not write correctly on format-version 3 tables yet
-# (deletion vectors, the row ids of rewritten files, manifests rewritten): refused there.
-NOT_ON_V3 = frozenset({"rewrite_manifests",
-                       "remove_missing_files", "cherrypick_snapshot", "publish_changes"})
+# (remove_missing_files: a missing Puffin file's deletion vectors): refused there.
+NOT_ON_V3 = frozenset({"remove_missing_files"})
 
 
 def _is_catalog(spark, name: str) -> bool:

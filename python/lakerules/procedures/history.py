@@ -24,7 +24,7 @@ from pyiceberg.table.snapshots import Operation, ancestors_of, latest_ancestor_b
 
 from lakerules.write import commit, history as moves
 from lakerules.spark import jvm as J
-from lakerules.iceberg import names
+from lakerules.iceberg import names, v3
 from pyiceberg.exceptions import ValidationException
 
 from lakerules.errors import ConflictError, LakeError, NotSupported
@@ -324,13 +324,14 @@ def _restore_target(table, version, ref, timestamp_us):
 
 
 def live_entries(table, snapshot) -> dict:
-    """path -> live manifest entry (data and delete files) of a snapshot."""
+    """path -> live manifest entry (data and delete files) of a snapshot, in v3's layout on a v3
+    table (a deletion vector under (path, its data file): several share a Puffin file)."""
     out = {}
     if snapshot is None:
         return out
     for manifest in snapshot.manifests(table.io):
-        for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
-            out[e.data_file.file_path] = e
+        for e in v3.entries(table.io, manifest, table.format_version):
+            out[moves.entry_key(e)] = e
     return out
 
 
@@ -339,21 +340,24 @@ def _restore(ctx, table, version, ref, timestamp_us):
     head = table.metadata.current_snapshot()
     then, now = live_entries(table, target), live_entries(table, head)
     for path in then.keys() & now.keys():
-        if then[path].sequence_number != now[path].sequence_number:
+        # (a deletion vector applies to the one data file it names, whatever its sequence number)
+        if then[path].sequence_number != now[path].sequence_number and isinstance(path, str):
             raise NotSupported(
                 f"lakerules: RESTORE of {_name(table)} to snapshot {target.snapshot_id}: file {path} is live in both "
                 f"snapshots with different data sequence numbers ({then[path].sequence_number} then, "
                 f"{now[path].sequence_number} now), so the deletes that apply to it differ; restoring it is not "
                 "supported. Nothing was changed.")
-    removed = [now[p] for p in sorted(now.keys() - then.keys())]
-    readded = [then[p] for p in sorted(then.keys() - now.keys())]
+    removed = [now[p] for p in sorted(now.keys() - then.keys(), key=str)]
+    readded = [then[p] for p in sorted(then.keys() - now.keys(), key=str)]
     data = [e.data_file for e in then.values() if e.data_file.content == DataFileContent.DATA]
     row = (sum(f.file_size_in_bytes for f in data), len(data), len(removed), len(readded),
            sum(e.data_file.file_size_in_bytes for e in removed), sum(e.data_file.file_size_in_bytes for e in readded))
     if head is not None and target.snapshot_id != head.snapshot_id and (removed or readded):
         try:
+            row_ids = v3.RowIds(table.io, target.manifest_list).all() if table.format_version >= v3.VERSION else None
             moves.restore(table, head.snapshot_id, removed, readded,
-                           {"lakerules.operation": "restore", "lakerules.restored-snapshot-id": str(target.snapshot_id)})
+                          {"lakerules.operation": "restore", "lakerules.restored-snapshot-id": str(target.snapshot_id)},
+                          row_ids)
         except moves.RestoreConflict as e:
             raise ConflictError(str(e)) from None
     return J.result_rows(ctx.spark, [row], RESTORE_RESULT)

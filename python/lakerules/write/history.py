@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pyiceberg.exceptions import ValidationException
-from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.table import Table
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Operation, Summary
 from pyiceberg.table.update import AssertRefSnapshotId, RemoveSnapshotRefUpdate, SetSnapshotRefUpdate
 from pyiceberg.typedef import EMPTY_DICT
 
-from lakerules.iceberg import names
+from lakerules.iceberg import names, v3
 from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.write.commit import snapshot_properties, snapshot_summary, transaction
 from lakerules.write.manifest_merge import Merging, manifest_writer, parent_manifests_without
@@ -60,25 +60,39 @@ class RestoreConflict(ValidationException):
     """The table's current snapshot moved while RESTORE read it; nothing was committed."""
 
 
-def restore(table: Table, from_snapshot_id: int, removed: list, readded: list, summary: dict | None = None) -> None:
+def restore(table: Table, from_snapshot_id: int, removed: list, readded: list, summary: dict | None = None,
+            row_ids: dict | None = None) -> None:
     """One overwrite snapshot on top of from_snapshot_id (main's head, as read): the live entries
     ``removed`` (of the head) are marked deleted, the entries ``readded`` (of the snapshot
     restored) are added again with their own data sequence numbers, so that every delete file
     applies to exactly the data files it applied to in the restored snapshot (Iceberg's
-    RewriteFiles keeps data sequence numbers the same way). Fails with RestoreConflict if main
-    moved meanwhile."""
+    RewriteFiles keeps data sequence numbers the same way). On a format-version 3 table (entries
+    read in v3's layout) a data file added again keeps the first_row_id it had in the snapshot
+    restored (``row_ids``: data file path -> that id, None for a file that had none), so its rows
+    keep their ids. Fails with RestoreConflict if main moved meanwhile."""
     with transaction(table) as tx:
-        with _Restore(tx, table.io, from_snapshot_id, removed, readded, snapshot_properties(summary)):
+        with _Restore(tx, table.io, from_snapshot_id, removed, readded, snapshot_properties(summary), row_ids or {}):
             pass
 
 
+def entry_key(e):
+    """A live entry's name: its file path; a deletion vector's, with the data file it references
+    (a Puffin file holds several, which a restore may keep or remove one by one)."""
+    f = e.data_file
+    return (f.file_path, v3.deletion_vector_of(f)[0]) if f.file_format == FileFormat.PUFFIN else f.file_path
+
+
 class _Restore(Merging, edge.SnapshotProducer):
-    def __init__(self, transaction, io, from_snapshot_id: int, removed: list, readded: list, snapshot_properties: dict):
+    v3_ready = True  # a data file added again keeps its first_row_id (restore), DVs keep their fields
+
+    def __init__(self, transaction, io, from_snapshot_id: int, removed: list, readded: list, snapshot_properties: dict,
+                 row_ids: dict):
         super().__init__(operation=Operation.OVERWRITE, transaction=transaction, io=io,
                          snapshot_properties=snapshot_properties)
         self._from = from_snapshot_id
-        self._removed = {e.data_file.file_path: e for e in removed}
+        self._removed = {entry_key(e): e for e in removed}
         self._readded = list(readded)
+        self._restored_ids = row_ids
 
     def validate_concurrency(self) -> None:
         """produce checks that main is still where the restore read it, on every attempt."""
@@ -112,9 +126,19 @@ class _Restore(Merging, edge.SnapshotProducer):
                         writer.add_entry(ManifestEntry.from_args(
                             status=ManifestEntryStatus.ADDED, snapshot_id=self.snapshot_id,
                             sequence_number=e.sequence_number if v2 else None, file_sequence_number=None,
-                            data_file=e.data_file))
+                            data_file=self._as_restored(e.data_file)))
             new.append(writer.to_manifest_file())
         return self.merge(new + manifests)
+
+    def _as_restored(self, f):
+        """A data file of the snapshot restored, on a v3 table with the first_row_id it had there."""
+        if self.metadata.format_version < v3.VERSION or f.content != DataFileContent.DATA:
+            return f
+        if f.file_path not in self._restored_ids:
+            raise RestoreConflict(f"lakerules: RESTORE of {names.table_name(self.table)}: the row ids of data file "
+                                  f"{f.file_path} in the snapshot restored are not known; nothing was committed")
+        first = self._restored_ids[f.file_path]
+        return v3.data_file(f, first_row_id=first) if first is not None else v3.data_file(f)
 
     def deleted_entries(self):
         return []  # written by manifests

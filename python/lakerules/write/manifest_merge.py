@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+from pyiceberg.manifest import FileFormat, ManifestContent, ManifestEntryStatus
 from pyiceberg.utils.bin_packing import ListPacker
 from py4j.protocol import Py4JError
 
@@ -180,21 +180,30 @@ class Merging(CleansUp):
                     pass
 
 
+def _named(e, gone: set) -> bool:
+    """Whether ``gone`` names entry ``e``: by its file path, or (a deletion vector, one of the
+    Puffin file's DVs) by (its file path, the data file it references)."""
+    f = e.data_file
+    if f.file_path in gone:
+        return True
+    return f.file_format == FileFormat.PUFFIN and (f.file_path, v3.deletion_vector_of(f)[0]) in gone
+
+
 def parent_manifests_without(producer, gone: set) -> tuple[list, list]:
     """The manifests of ``producer``'s parent snapshot less the live entries whose file path is in
-    ``gone``: a manifest naming none of them is kept as it is, the others are written again with
+    ``gone`` (or, a deletion vector alone, its (file path, referenced data file)): a manifest naming none of them is kept as it is, the others are written again with
     their other entries (as EXISTING, keeping snapshot ids and sequence numbers). Returns the
     manifests and the entries taken out."""
     manifests, deleted = [], []
     parent = producer.metadata.snapshot_by_id(producer.parent_snapshot_id)
     for manifest in parent.manifests(producer.io):
         entries = v3.entries(producer.io, manifest, producer.metadata.format_version)
-        if not any(e.data_file.file_path in gone for e in entries):
+        if not any(_named(e, gone) for e in entries):
             manifests.append(manifest)
             continue
         kept = []
         for e in entries:
-            (deleted if e.data_file.file_path in gone else kept).append(e)
+            (deleted if _named(e, gone) else kept).append(e)
         if kept:
             with manifest_writer(producer, manifest.content, manifest.partition_spec_id) as writer:
                 for e in kept:

@@ -286,6 +286,10 @@ def _partition_key(entry) -> tuple:
 
 
 class _RewriteManifests(edge.SnapshotProducer):
+    # v3: entries read and written in v3's layout, each data file with its first_row_id written out
+    # (the manifest list gives the new manifests fresh first_row_ids, which their files' own override)
+    v3_ready = True
+
     def __init__(self, transaction, io, spec_id: int, snapshot_properties: dict):
         super().__init__(operation=Operation.REPLACE, transaction=transaction, io=io,
                          snapshot_properties=snapshot_properties)
@@ -325,7 +329,7 @@ class _RewriteManifests(edge.SnapshotProducer):
             if not chosen or (len(chosen) == 1 and pieces == 1):
                 kept += chosen
                 continue
-            entries = sorted((e for m in chosen for e in m.fetch_manifest_entry(self.io, discard_deleted=True)),
+            entries = sorted((e for m in chosen for e in v3.entries(self.io, m, self.metadata.format_version)),
                              key=_partition_key)
             self._rewritten += len(chosen)
             self._entries += len(entries)
