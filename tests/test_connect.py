@@ -303,6 +303,38 @@ def test_a_lakerules_error_reaches_a_connect_client_as_one_line(client, lake):
     assert look(lake, "clear.t")[1] == [(1,)]
 
 
+def test_a_format_version_3_table_through_connect(client, lake):
+    """A v3 table's statements sent by a Connect client: each commits once (deletion vectors, one
+    per data file), every row keeps its _row_id, and pyiceberg reads what the client reads."""
+    client.sql("CREATE NAMESPACE lake.v3")
+    t = "lake.v3.t"
+    steps = [
+        (f"CREATE TABLE {t} (id BIGINT, k STRING) TBLPROPERTIES ('format-version'='3')", 0),
+        (f"INSERT INTO {t} SELECT id, CAST(id % 3 AS STRING) FROM range(12)", 1),
+        (f"DELETE FROM {t} WHERE id IN (1, 2)", 2),
+        (f"UPDATE {t} SET k = 'u' WHERE id = 3", 3),
+        (f"DELETE FROM {t} WHERE id = 4", 4),
+        (f"MERGE INTO {t} AS x USING (SELECT 5 AS id, 'm' AS k UNION ALL SELECT 20, 'n') AS s ON x.id = s.id "
+         "WHEN MATCHED THEN UPDATE SET k = s.k WHEN NOT MATCHED THEN INSERT *", 5),
+        (f"OPTIMIZE {t}", 6),
+    ]
+    ids = None
+    for sql, snapshots in steps:
+        client.sql(sql).collect()
+        table = lake.load_table("v3.t")
+        assert len(table.snapshots()) == snapshots, sql  # run once
+        rows = sorted((r.id, r.k) for r in client.sql(f"SELECT * FROM {t}").collect())
+        assert sorted(tuple(r.values()) for r in table.scan().to_arrow().to_pylist()) == rows, sql
+        now = {r.id: r._row_id for r in client.sql(f"SELECT _row_id, id FROM {t}").collect()}
+        if ids is not None:
+            assert {i: v for i, v in now.items() if i in ids} == {i: ids[i] for i in now if i in ids}, sql
+        ids = now
+        for task in table.scan().plan_files():  # at most one deletion vector a data file
+            assert len([d for d in task.delete_files if d.file_format.value == "PUFFIN"]) <= 1, sql
+    assert table.format_version == 3 and sorted(ids) == [0, 3, 5, 6, 7, 8, 9, 10, 11, 20]
+    assert sorted(ids.values()) == sorted(set(ids.values())) and ids[20] >= 12
+
+
 EXPLAINED = [
     "EXPLAIN DELETE FROM {t} WHERE id = 1",
     "EXPLAIN EXTENDED DELETE FROM {t} WHERE id = 1",

@@ -69,8 +69,36 @@ def lake_statements(ns: str) -> list[str]:
         # a replace is one commit on the table, from any driver (lakerules.iceberg.replace)
         f"CREATE TABLE lake.{ns}.rp AS SELECT id FROM {t} WHERE id < 3",
         f"CREATE OR REPLACE TABLE lake.{ns}.rp PARTITIONED BY (bucket(2, id)) AS SELECT id FROM {t} WHERE id >= 3",
+        # a format-version 3 table: deletion vectors, rows keeping their _row_id through UPDATE,
+        # MERGE and OPTIMIZE
+        f"CREATE TABLE {t}3 (id BIGINT, kind STRING) TBLPROPERTIES ('format-version'='3')",
+        f"INSERT INTO {t}3 VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')",
+        f"DELETE FROM {t}3 WHERE id = 2",
+        f"UPDATE {t}3 SET kind = 'u' WHERE id = 3",
+        f"""MERGE INTO {t}3 AS x USING (SELECT 4 AS id, 'm' AS kind UNION ALL SELECT 5, 'n') AS s ON x.id = s.id
+            WHEN MATCHED THEN UPDATE SET kind = s.kind WHEN NOT MATCHED THEN INSERT *""",
+        f"OPTIMIZE {t}3",
+        V3_SELECT.format(t=f"{t}3"),
         SELECT.format(t=t),
     ]
+
+
+V3_SELECT = "SELECT 'v3row', id, kind, _row_id FROM {t} ORDER BY id"
+V3_EXPECTED = [("1", "a"), ("3", "u"), ("4", "m"), ("5", "n")]
+
+
+def check_v3(spark, iceberg_catalog, ns: str, rows: list[tuple]) -> None:
+    """The v3 table's rows as the JVM driver printed them ('v3row', id, kind, _row_id), against
+    what the Python API and pyiceberg read: the same rows and row ids, the inserted row's id fresh."""
+    assert [r[1:3] for r in rows] == V3_EXPECTED
+    ids = {r[1]: int(r[3]) for r in rows}
+    ours = spark.sql(V3_SELECT.format(t=f"lake.{ns}.ev3")).collect()
+    assert {str(r[1]): r[3] for r in ours} == ids
+    assert sorted(ids[k] for k in ("1", "3", "4")) == sorted(set(ids[k] for k in ("1", "3", "4")))
+    assert max(ids[k] for k in ("1", "3", "4")) < 4 <= ids["5"]  # 1, 3, 4 kept the ids the INSERT gave them
+    t = iceberg_catalog.load_table(f"{ns}.ev3")
+    assert t.format_version == 3 and t.current_snapshot().summary.operation.value == "replace"
+    assert sorted((str(r["id"]), r["kind"]) for r in t.scan().to_arrow().to_pylist()) == V3_EXPECTED
 
 
 SELECT = "SELECT 'row', id, CAST(ts AS STRING), kind FROM {t} ORDER BY id"
@@ -211,6 +239,8 @@ def test_spark_sql_cli(spark, iceberg_catalog, drivers):
             for line in r.stdout.splitlines() if line.startswith("row\t")]
     assert rows == EXPECTED
     check_table(spark, iceberg_catalog, names["cli"])
+    check_v3(spark, iceberg_catalog, names["cli"],
+             [tuple(line.split("\t")) for line in r.stdout.splitlines() if line.startswith("v3row\t")])
 
 
 # ---- a Java application ------------------------------------------------------------------------------
@@ -340,6 +370,7 @@ def test_java_application(spark, iceberg_catalog, drivers):
     for i in range(FIXED + 2, FIXED + 2 + n):
         assert res[i].get("ok"), res[i]
     assert res[FIXED + 1 + n]["rows"] == EXPECTED
+    check_v3(spark, iceberg_catalog, ns, res[FIXED + n]["rows"])
     killed = res[FIXED + 2 + n]["error"]
     assert f"'{sys.executable} -m lakerules.jvm_driver', pid {first}) exited" in killed, killed
     assert "spark.lakerules.python" in killed
