@@ -333,6 +333,13 @@ def test_a_format_version_3_table_through_connect(client, lake):
             assert len([d for d in task.delete_files if d.file_format.value == "PUFFIN"]) <= 1, sql
     assert table.format_version == 3 and sorted(ids) == [0, 3, 5, 6, 7, 8, 9, 10, 11, 20]
     assert sorted(ids.values()) == sorted(set(ids.values())) and ids[20] >= 12
+    # the changes as a view of the client's session: updates known by _row_id
+    assert client.sql("CALL lake.system.create_changelog_view(table => 'v3.t', compute_updates => true)") \
+        .collect()[0][0] == "t_changes"
+    kinds = sorted((r.id, r._change_type) for r in client.sql("SELECT * FROM t_changes WHERE _change_ordinal > 0")
+                   .collect())
+    assert kinds == [(1, "DELETE"), (2, "DELETE"), (3, "UPDATE_AFTER"), (3, "UPDATE_BEFORE"), (4, "DELETE"),
+                     (5, "UPDATE_AFTER"), (5, "UPDATE_BEFORE"), (20, "INSERT")]
 
 
 EXPLAINED = [

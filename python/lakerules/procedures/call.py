@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from lakerules.errors import LakeError
 from lakerules.plan.nodes import TableRef
-from lakerules.procedures import history, imports, maintenance, missing_files, rewrite_data_files
+from lakerules.procedures import changelog, history, imports, maintenance, missing_files, rewrite_data_files
 from lakerules.procedures import rewrite_position_delete_files
 from lakerules.spark import jvm as J
 from lakerules.iceberg import format_version
@@ -27,6 +27,7 @@ RUNS = {
     "cherrypick_snapshot": history.cherrypick_snapshot,
     "fast_forward": history.fast_forward,
     "publish_changes": history.publish_changes,
+    "create_changelog_view": changelog.create_changelog_view,
 }
 
 

@@ -152,6 +152,15 @@ PROCEDURES: dict[str, tuple[Param, ...]] = {
         Param("table", "STRING", required=True),
         Param("wap_id", "STRING", required=True),
     ),
+    # a table's changes as a view (lakerules.procedures.changelog)
+    "create_changelog_view": (
+        Param("table", "STRING", required=True),
+        Param("changelog_view", "STRING"),
+        Param("options", "MAP<STRING, STRING>"),
+        Param("compute_updates", "BOOLEAN"),
+        Param("identifier_columns", "ARRAY<STRING>"),
+        Param("net_changes", "BOOLEAN"),
+    ),
 }
 
 # Procedures whose arguments are typed as Iceberg's are: a value whose type Spark cannot up-cast
@@ -184,6 +193,7 @@ RESULTS = {
     "cherrypick_snapshot": "source_snapshot_id long, current_snapshot_id long",
     "fast_forward": "branch_updated string, previous_ref long, updated_ref long",
     "publish_changes": "source_snapshot_id long, current_snapshot_id long",
+    "create_changelog_view": "changelog_view string",
 }
 
 
