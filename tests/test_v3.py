@@ -1094,3 +1094,51 @@ def test_metadata_tables_show_row_ids_and_deletion_vectors(spark, ns, iceberg_ca
     assert sorted(r[3] for r in entries if r[3] is not None and r[0] != 2) == sorted(d[1] for d in dvs)
     # the position_deletes table does not read DVs yet: a clear refusal, not an internal error
     refused(spark, f"SELECT * FROM {t}.position_deletes", "position_deletes", "deletion vectors")
+
+
+def test_column_defaults(spark, ns, iceberg_catalog, engines, duck):
+    """ADD COLUMN ... DEFAULT on a v3 table: the column's initial-default is what rows written
+    before read (here, in pyiceberg, and after OPTIMIZE), its write-default what an INSERT that
+    omits it writes; no parser setting changes what a default reads as."""
+    import datetime
+    import decimal
+
+    import settings_util
+
+    t = f"lake.{ns}.dflt"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t} VALUES (1)")
+    spark.sql(f"ALTER TABLE {t} ADD COLUMNS (c INT DEFAULT 2 + 3, s STRING DEFAULT 'it''s \\\\ ok', "
+              "d DATE DEFAULT DATE'2024-01-02', ts TIMESTAMP DEFAULT TIMESTAMP'2024-01-02 03:04:05', "
+              "dec DECIMAL(5,2) DEFAULT 1.25)")
+    spark.sql(f"ALTER TABLE {t} ADD COLUMN r INT NOT NULL DEFAULT 7")
+    spark.sql(f"INSERT INTO {t} (id) VALUES (2)")  # the write-defaults
+    spark.sql(f"INSERT INTO {t} (id, c, s) VALUES (3, NULL, 'x')")
+    d = (5, "it's \\ ok", datetime.date(2024, 1, 2), datetime.datetime(2024, 1, 2, 3, 4, 5), decimal.Decimal("1.25"), 7)
+    expected = [(1, *d), (2, *d), (3, None, "x", *d[2:])]
+    assert sorted(engines.lakerules(t)) == expected
+    as_pyiceberg = [tuple(v.replace(tzinfo=None) if isinstance(v, datetime.datetime) else v for v in r)
+                    for r in engines.pyiceberg(t)]
+    assert sorted(as_pyiceberg) == expected  # pyiceberg fills initial-default in from the metadata
+    assert sorted(engines.duckdb(t, "id, c, s, d, dec, r")) == [(r[0], *r[1:4], *r[5:]) for r in expected]  # DuckDB too
+    fields = {f["name"]: f for f in _metadata(iceberg_catalog, t)["schemas"][-1]["fields"]}
+    assert (fields["c"]["initial-default"], fields["c"]["write-default"]) == (5, 5)
+    assert (fields["s"]["initial-default"], fields["d"]["initial-default"]) == ("it's \\ ok", "2024-01-02")
+    assert fields["ts"]["initial-default"].startswith("2024-01-02T03:04:05") and fields["r"]["required"] is True
+    with settings_util.settings(spark, {"spark.sql.parser.escapedStringLiterals": "true", "spark.sql.ansi.enabled": "false",
+                                        "spark.sql.session.timeZone": "America/New_York"}):
+        assert sorted(r[:3] for r in engines.lakerules(t)) == [r[:3] for r in expected]
+    assert spark.sql(f"SELECT count(c), max(c), min(r) FROM {t}").collect()[0] == (2, 5, 7)
+    assert [r[0] for r in spark.sql(f"SELECT id FROM {t} WHERE c = 5 ORDER BY id").collect()] == [1, 2]
+    spark.sql(f"OPTIMIZE {t}")  # the defaults are written into the new file
+    assert sorted(engines.lakerules(t)) == expected
+
+    refused(spark, f"ALTER TABLE {t} ADD COLUMN b BINARY DEFAULT X'00'", "binary", "Nothing was changed")
+    spark.sql(f"ALTER TABLE {t} ADD COLUMN st STRUCT<x: INT>")
+    refused(spark, f"ALTER TABLE {t} ADD COLUMN st.y INT DEFAULT 1", "top-level columns only")
+    refused(spark, f"ALTER TABLE {t} ALTER COLUMN c SET DEFAULT 9", "not supported")
+    spark.sql(f"CREATE TABLE {t}_v2 (id BIGINT)")
+    refused(spark, f"ALTER TABLE {t}_v2 ADD COLUMN c INT DEFAULT 5", "format version 3", "Nothing was changed")
+    refused(spark, f"CREATE TABLE {t}_var (v VARIANT) TBLPROPERTIES ('format-version'='3')", "variant",
+            "not supported by lakerules yet")
+    assert spark.table(f"{t}_v2").columns == ["id"]

@@ -11,6 +11,7 @@ from typing import Any
 from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
+from pyiceberg import types as it
 from pyiceberg.table.update import SetLocationUpdate
 
 from lakerules.errors import CatalogError, LakeError, NotSupported, UnreadableFile
@@ -331,6 +332,38 @@ def _alter(table: Table, changes: list[dict], check_folders) -> None:
             tx.remove_properties(*removes)
 
 
+def _default(table: Table, path: tuple, field_type, c: dict):
+    """ADD COLUMN ... DEFAULT's value for Iceberg (format version 3: the new column's
+    initial-default, which rows written before read, and its write-default), from the text the
+    shim made of the value Spark folded the expression to; None for DEFAULT NULL."""
+    shown = ".".join(path)
+    if table.format_version < 3:
+        raise NotSupported(f"lakerules: ADD COLUMN {shown} ... DEFAULT on {names.table_name(table)}: column default "
+                           f"values need Iceberg format version 3 (the table has {table.format_version}; upgrade it "
+                           "with SET TBLPROPERTIES ('format-version'='3')). Nothing was changed")
+    if len(path) > 1:
+        raise NotSupported(f"lakerules: ADD COLUMN {shown} ... DEFAULT: lakerules gives defaults to top-level "
+                           "columns only (Spark has no nested defaults). Nothing was changed")
+    if c.get("default_unsupported"):
+        raise NotSupported(f"lakerules: ADD COLUMN {shown} ... DEFAULT: a default of type {c['default_unsupported']} "
+                           "is not supported (Iceberg's defaults are of primitive types). Nothing was changed")
+    text = c.get("default")
+    if text is None:
+        return None
+    match field_type:
+        case it.BooleanType():
+            return text == "true"
+        case it.IntegerType() | it.LongType():
+            return int(text)
+        case it.FloatType() | it.DoubleType():
+            return float(text)
+        case it.BinaryType() | it.FixedType():
+            raise NotSupported(f"lakerules: ADD COLUMN {shown} ... DEFAULT: a binary column's default is not "
+                               "supported yet (Spark's Parquet reader cannot fill it into older files). Nothing "
+                               "was changed")
+    return text  # dates, times, decimals, strings: pyiceberg reads their single-value JSON text
+
+
 def _column_change(us, table: Table, c: dict) -> None:
     path = tuple(c["path"])
     op = c["op"]
@@ -338,11 +371,12 @@ def _column_change(us, table: Table, c: dict) -> None:
         from pyspark.sql.types import _parse_datatype_json_string
 
         field_type = schemas.spark_type_to_iceberg(_parse_datatype_json_string(c["type"]))
-        if not c["nullable"]:
+        default = _default(table, path, field_type, c) if c.get("has_default") else None
+        if not c["nullable"] and default is None:
             raise LakeError(
                 f"lakerules: cannot add required column {'.'.join(path)}: existing rows have no value for it"
             )
-        us.add_column(path, field_type, doc=c.get("comment"))
+        us.add_column(path, field_type, doc=c.get("comment"), required=not c["nullable"], default_value=default)
         _move(us, path, c)
     elif op == "rename_column":
         us.rename_column(path, c["new_name"])

@@ -88,6 +88,9 @@ def _to_iceberg(dt: st.DataType, ids) -> it.IcebergType:
             return it.StringType()
         case st.BinaryType():
             return it.BinaryType()
+    if dt.simpleString() == "variant":  # Spark 4's VARIANT: Iceberg v3's variant, not written by lakerules yet
+        raise NotSupported("lakerules: Spark type variant (Iceberg format version 3's variant) is not supported by "
+                           "lakerules yet; store the value as a string (to_json) instead")
     raise NotSupported(f"lakerules: Spark type {dt.simpleString()} has no Iceberg equivalent")
 
 
@@ -95,9 +98,88 @@ def _to_iceberg(dt: st.DataType, ids) -> it.IcebergType:
 
 
 def iceberg_to_spark(schema: Schema | it.StructType, with_ids: bool = False) -> st.StructType:
-    """The Spark schema of an Iceberg schema; with_ids adds parquet.field.id metadata."""
+    """The Spark schema of an Iceberg schema; with_ids adds parquet.field.id metadata. A top-level
+    column's default values (format version 3) become Spark's column default metadata:
+    ``initial-default`` its EXISTS_DEFAULT (what Spark's Parquet reader gives the rows of a file
+    without the column) and ``write-default`` its CURRENT_DEFAULT (what an INSERT that omits the
+    column writes). A default of a nested field is refused: Spark has no nested defaults."""
     struct = schema.as_struct() if isinstance(schema, Schema) else schema
-    return _to_spark(struct, with_ids)
+    out = _to_spark(struct, with_ids)
+    for f in struct.fields:
+        _no_nested_defaults(f.field_type, f.name)
+    if not any(f.initial_default is not None or f.write_default is not None for f in struct.fields):
+        return out
+    fields = []
+    for f, sf in zip(struct.fields, out.fields):
+        meta = dict(sf.metadata)
+        nullable = sf.nullable
+        if f.initial_default is not None:
+            meta[EXISTS_DEFAULT] = default_sql(f.field_type, f.initial_default)
+            # a read schema (with_ids): Spark's Parquet reader refuses a file without a required
+            # column before it fills the default in, so the read declares it optional
+            nullable = nullable or with_ids
+        if f.write_default is not None:
+            meta[CURRENT_DEFAULT] = default_sql(f.field_type, f.write_default)
+        fields.append(st.StructField(sf.name, sf.dataType, nullable, meta))
+    return st.StructType(fields)
+
+
+EXISTS_DEFAULT, CURRENT_DEFAULT = "EXISTS_DEFAULT", "CURRENT_DEFAULT"  # Spark's column default metadata
+
+
+def _has_offset(text: str) -> bool:
+    return text.endswith("Z") or (len(text) > 6 and text[-6] in "+-" and text[-3] == ":")
+
+
+def _no_nested_defaults(t: it.IcebergType, path: str) -> None:
+    if isinstance(t, it.StructType):
+        for f in t.fields:
+            if f.initial_default is not None or f.write_default is not None:
+                raise NotSupported(f"lakerules: field {path}.{f.name} has a default value; lakerules reads and writes "
+                                   "defaults of top-level columns only (Spark has no nested defaults)")
+            _no_nested_defaults(f.field_type, f"{path}.{f.name}")
+    elif isinstance(t, it.ListType):
+        _no_nested_defaults(t.element_type, f"{path}.element")
+    elif isinstance(t, it.MapType):
+        _no_nested_defaults(t.key_type, f"{path}.key")
+        _no_nested_defaults(t.value_type, f"{path}.value")
+
+
+def default_sql(t: it.IcebergType, value) -> str:
+    """Spark SQL that evaluates to ``value`` (an Iceberg default of type ``t``) as the column's
+    Spark type: its canonical text as a hex literal cast to a string, then to the type, so that no
+    parser setting (escapes, ANSI mode, the session time zone) changes what it reads as.
+
+    >>> default_sql(it.StringType(), "it's")
+    "CAST(CAST(X'69742773' AS STRING) AS STRING)"
+    >>> default_sql(it.IntegerType(), 5)
+    "CAST(CAST(X'35' AS STRING) AS INT)"
+    """
+    import datetime
+    import decimal
+    import math
+
+    if isinstance(t, (it.BinaryType, it.FixedType)):
+        raise NotSupported(f"lakerules: a {t} column with a default value is not supported yet (Spark's Parquet "
+                           "reader cannot fill a binary default into files written before the column)")
+    if isinstance(t, it.BooleanType):
+        text = "true" if value else "false"
+    elif isinstance(t, (it.FloatType, it.DoubleType)) and isinstance(value, float) and not math.isfinite(value):
+        text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    elif isinstance(value, decimal.Decimal):
+        text = format(value, "f")
+    elif isinstance(value, datetime.datetime):
+        if isinstance(t, it.TimestamptzType) and value.tzinfo is None:  # an instant, in UTC
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        text = value.isoformat(sep=" ")
+    elif isinstance(value, datetime.date):
+        text = value.isoformat()
+    else:
+        text = str(value)
+    if isinstance(t, it.TimestamptzType) and isinstance(value, str) and not _has_offset(value):
+        text = value + "+00:00"
+    hexed = text.encode("utf-8").hex().upper()
+    return f"CAST(CAST(X'{hexed}' AS STRING) AS {_to_spark(t, False).simpleString().upper()})"
 
 
 def field_ids(field: it.NestedField) -> set[int]:

@@ -384,6 +384,14 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
           .put("comment", a.comment());
       o.set("path", strings(a.fieldNames()));
       position(o, a.position());
+      if (a.defaultValue() != null) {  // ADD COLUMN ... DEFAULT: the value Spark folded it to
+        Literal<?> value = a.defaultValue().getValue();
+        String text = defaultText(value.value(), value.dataType());
+        o.put("has_default", true).put("default", text);
+        if (text == null && value.value() != null) {
+          o.put("default_unsupported", value.dataType().simpleString());
+        }
+      }
     } else if (c instanceof TableChange.RenameColumn) {
       TableChange.RenameColumn r = (TableChange.RenameColumn) c;
       o.put("op", "rename_column").put("new_name", r.newName());
@@ -414,6 +422,42 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
           .put("class", c.getClass().getSimpleName());
     }
     return o;
+  }
+
+  /**
+   * A column default's value (Spark's internal representation) as the text of Iceberg's
+   * single-value JSON for its type: numbers and booleans as written, dates and timestamps in ISO
+   * form (a timestamp with time zone in UTC with its offset), decimals plain, binaries in hex;
+   * null for NULL and for a type whose default Iceberg cannot hold.
+   */
+  static String defaultText(Object v, org.apache.spark.sql.types.DataType t) {
+    if (v == null) {
+      return null;
+    }
+    if (t instanceof org.apache.spark.sql.types.DateType) {
+      return java.time.LocalDate.ofEpochDay(((Number) v).longValue()).toString();
+    }
+    if (t instanceof org.apache.spark.sql.types.TimestampType || t instanceof org.apache.spark.sql.types.TimestampNTZType) {
+      long us = ((Number) v).longValue();
+      java.time.LocalDateTime utc = java.time.LocalDateTime.ofEpochSecond(
+          Math.floorDiv(us, 1_000_000L), (int) Math.floorMod(us, 1_000_000L) * 1000, java.time.ZoneOffset.UTC);
+      String text = utc.format(java.time.format.DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSSSS"));
+      return t instanceof org.apache.spark.sql.types.TimestampType ? text + "+00:00" : text;
+    }
+    if (v instanceof org.apache.spark.sql.types.Decimal) {
+      return ((org.apache.spark.sql.types.Decimal) v).toJavaBigDecimal().toPlainString();
+    }
+    if (v instanceof byte[]) {
+      StringBuilder hex = new StringBuilder();
+      for (byte b : (byte[]) v) {
+        hex.append(String.format("%02x", b));
+      }
+      return hex.toString();
+    }
+    if (v instanceof Number || v instanceof Boolean || v instanceof org.apache.spark.unsafe.types.UTF8String) {
+      return v.toString();
+    }
+    return null;
   }
 
   private static void position(ObjectNode o, TableChange.ColumnPosition p) {
