@@ -5,6 +5,7 @@
     .venv/bin/python bench/run.py --only scale --files 2000 --big-files 10000 --inserts 200 --runs 2 --no-record
     .venv/bin/python bench/run.py --only metadata --reuse
     .venv/bin/python bench/run.py --only cdc --cdc-rows 200000 --cdc-batches 10 --stream-batches 100 --runs 3
+    .venv/bin/python bench/run.py --only v3 --cdc-rows 1000000 --cdc-batches 30 --rows 10000000 --runs 3
 
 Every result is a ratio (or difference) of two contenders measured side by side in the same
 run, in turns; absolute times are only this machine's at that moment. Each module gets its own
@@ -37,6 +38,7 @@ import scale  # noqa: E402
 import scan  # noqa: E402
 import skipping  # noqa: E402
 import update  # noqa: E402
+import v3  # noqa: E402
 from common import Report, load, machine, session  # noqa: E402
 
 MODULES = {
@@ -52,6 +54,7 @@ MODULES = {
     "metadata": ("Answers from metadata", metadata),
     "procedures": ("Maintenance procedures on the statements' engine", procedures),
     "cdc": ("Streaming: CDC upserts and small files", cdc),
+    "v3": ("Iceberg format version 3 next to version 2", v3),
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = "# Benchmark results\n\nRatios are measured side by side in one run; absolute times are this machine's.\n"
@@ -79,6 +82,7 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--stream-batches", type=int, default=1000,
                    help="cdc: micro-batches of the streaming append (10 rows each; default 1,000)")
     p.add_argument("--cdc-steps", default="", help="cdc: comma-separated steps (changes, appends; default both)")
+    p.add_argument("--v3-steps", default="", help="v3: comma-separated steps (cdc, delete; default both)")
     p.add_argument("--only", default=",".join(MODULES), help=f"comma-separated modules (default {','.join(MODULES)})")
     p.add_argument("--no-record", action="store_true", help="print only; leave RESULTS.md alone")
     args = p.parse_args(argv)

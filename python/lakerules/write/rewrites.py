@@ -201,6 +201,7 @@ class _RewriteFiles(Merging, edge.SnapshotProducer):
                 f"dropped them): {sorted(set(self._dropped_deletes) - live)[:5]}"
             )
         self._dropped_deletes = {p: f for p, f in self._dropped_deletes.items() if p in live}
+        self._gone = deleted  # the entries this commit removes, as its summary counts them
         new = []
         by_spec = defaultdict(list)
         for f in self._added_deletes or ():
@@ -243,9 +244,13 @@ class _RewriteFiles(Merging, edge.SnapshotProducer):
 
     def summary(self, snapshot_properties=EMPTY_DICT) -> Summary:
         # pyiceberg keeps totals for append/overwrite/delete only: count as an overwrite, then say replace
+        # the entries removed (a Puffin file's DVs share its path: each counts)
+        gone = getattr(self, "_gone", None)
+        removed = [e.data_file for e in gone] if gone is not None else [*self._removed.values(),
+                                                                         *self._dropped_deletes.values()]
         totals = snapshot_summary(self.metadata, Operation.OVERWRITE, self.parent_snapshot_id,
                                   snapshot_properties, added=[*self.added_data_files, *(self._added_deletes or ())],
-                                  removed=[*self._removed.values(), *self._dropped_deletes.values()])
+                                  removed=removed)
         properties = {k: v for k, v in totals.model_dump().items() if k != "operation"}
         return Summary(operation=Operation.REPLACE, **properties)
 

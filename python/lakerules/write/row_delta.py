@@ -144,6 +144,8 @@ class _RowDelta(Merging, edge.OverwriteFiles):
         return out
 
     def _removed_entries(self, content: ManifestContent) -> list:
+        """The parent's live entries of ``content`` this commit removes, marked deleted: a delete
+        file's every entry (a Puffin file's DVs all go with it; those that stay are listed again)."""
         out = []
         for manifest in self._parent_manifests():
             if manifest.content != content:
@@ -188,9 +190,12 @@ class _RowDelta(Merging, edge.OverwriteFiles):
         return self.merge(data + new_deletes + carried_deletes)
 
     def summary(self, snapshot_properties=EMPTY_DICT):
+        # the delete entries really removed (not the files named: a Puffin file's DVs share its
+        # path, and its siblings that stay are counted again among the added)
+        removed_deletes = [e.data_file for e in self._removed_entries(ManifestContent.DELETES)]
         return snapshot_summary(self.metadata, self.operation, self.parent_snapshot_id, snapshot_properties,
                                 added=[*self.added_data_files, *self._added_delete_files],
-                                removed=[*self.deleted_data_files, *self._removed_delete_files])
+                                removed=[*self.deleted_data_files, *removed_deletes])
 
     def validate_concurrency(self) -> None:
         window = self.commit_window
