@@ -153,6 +153,8 @@ def run(ctx, table, values: dict):
     spark = ctx.spark
     s = settings(table, values.get("options"))
     ref = TableRef(table.catalog.name, tuple(table.name()[:-1]), table.name()[-1])
+    if table.format_version >= 3:
+        _v3_options(ref, values.get("options"))
     predicate = _partition_predicate(ctx, table, ref, values.get("where"), f"CALL system.{PROCEDURE}")
     snapshot = table.current_snapshot()
     if snapshot is None:
@@ -173,7 +175,7 @@ def run(ctx, table, values: dict):
         return J.result_rows(spark, [(0, 0, 0, 0)], RESULTS[PROCEDURE])
     scan = plan_scan(table, snapshot.snapshot_id)
     if table.format_version >= 3:
-        return _to_deletion_vectors(ctx, table, ref, snapshot, deletes, scan, values.get("options"))
+        return _to_deletion_vectors(ctx, table, ref, snapshot, deletes, scan)
     applies: dict[str, set[str]] = defaultdict(set)  # delete file -> the live data files it applies to
     for p in scan.files:
         for d in p.position_deletes:
@@ -239,17 +241,21 @@ _SIZE_OPTIONS = ("target-file-size-bytes", "min-file-size-bytes", "max-file-size
                  "max-file-group-size-bytes")
 
 
-def _to_deletion_vectors(ctx, table, ref, snapshot, deletes: list, scan, options):
-    """A v3 table: the position delete files ``deletes`` turned into deletion vectors of the data
-    files they apply to (see the module's text)."""
-    from lakerules.procedures.maintenance import RESULTS
-
-    spark = ctx.spark
+def _v3_options(ref, options) -> None:
+    """On a v3 table the size options do not apply: refused."""
     given = [k for k in (options or {}) if k is not None and k.strip().lower() in _SIZE_OPTIONS]
     if given:
         raise NotSupported(f"lakerules: CALL system.{PROCEDURE} on {ref}: option {given[0]!r} does not apply to a "
                            "format-version 3 table, where every position delete file of the selected partitions is "
                            "turned into deletion vectors; nothing was changed")
+
+
+def _to_deletion_vectors(ctx, table, ref, snapshot, deletes: list, scan):
+    """A v3 table: the position delete files ``deletes`` turned into deletion vectors of the data
+    files they apply to (see the module's text)."""
+    from lakerules.procedures.maintenance import RESULTS
+
+    spark = ctx.spark
     paths = {d.file_path for d in deletes}
     touched = [p for p in scan.files if read_dvs.kind(p) == read_dvs.POSITION_FILES
                and any(d.file_path in paths for d in p.position_deletes)]
