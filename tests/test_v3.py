@@ -1100,8 +1100,14 @@ def test_metadata_tables_show_row_ids_and_deletion_vectors(spark, ns, iceberg_ca
     live = {r[1]: r[2] for r in entries if r[0] != 2 and r[3] is None}
     assert live == ids
     assert sorted(r[3] for r in entries if r[3] is not None and r[0] != 2) == sorted(d[1] for d in dvs)
-    # the position_deletes table does not read DVs yet: a clear refusal, not an internal error
-    refused(spark, f"SELECT * FROM {t}.position_deletes", "position_deletes", "deletion vectors")
+    # the position_deletes table lists each position a DV deletes, with its data file and the Puffin file
+    files = _file_rows(spark, t)
+    shown = sorted((r["file_path"], r["pos"], r["delete_file_path"], r["row"])
+                   for r in spark.sql(f"SELECT * FROM {t}.position_deletes").collect())
+    by_dv = {d[1]: d[0] for d in dvs}  # data file -> its Puffin file
+    expected = sorted((path, files[path].index(i), by_dv[path], None) for path in by_dv for i in (1, 2, 11)
+                      if i in files[path])
+    assert shown == expected and len(shown) == 3
 
 
 def test_column_defaults(spark, ns, iceberg_catalog, engines, duck):

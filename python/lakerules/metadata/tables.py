@@ -24,12 +24,13 @@ from typing import Any
 
 import pyarrow as pa
 from pyiceberg.conversions import from_bytes
-from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent
+from pyiceberg.manifest import DataFileContent, ManifestContent
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.types import ListType, MapType, NestedField, PrimitiveType, StructType as IStruct
 from pyspark.sql import types as T
 
 from lakerules.iceberg import names, v3
+from lakerules.metadata import position_deletes
 from lakerules.errors import LakeError, NotSupported
 from lakerules.plan.nodes import Node
 from lakerules.spark import shared
@@ -242,7 +243,13 @@ def dataframe(spark, table, meta: str, snapshot_id: int | None = None):
     """The metadata table as a DataFrame."""
     schema = spark_schema(table, meta)
     if meta == "position_deletes":
-        return _position_deletes(spark, table, snapshot_id, schema)
+        s = _snapshot(table, snapshot_id)
+        files = []
+        if s is not None:
+            deletes = [m for m in s.manifests(table.io) if m.content == ManifestContent.DELETES]
+            files = [e.data_file for entries in _live(table, deletes) for e in entries
+                     if e.data_file.content == DataFileContent.POSITION_DELETES]
+        return position_deletes.rows(spark, table, s, files, _FileRows(table), schema)
     from pyspark.sql.pandas.types import to_arrow_schema
 
     rows = ROWS[meta](table, snapshot_id)
@@ -558,39 +565,3 @@ ROWS = {
     "manifests": _manifests, "all_manifests": _all_manifests, "partitions": _partitions,
     **{m: _files_of(m) for m in _CONTENTS}, "entries": _entries_of("entries"), "all_entries": _entries_of("all_entries"),
 }
-
-
-def _position_deletes(spark, table, sid, schema: T.StructType):
-    """The rows of the snapshot's position delete files, read by Spark; each with its delete
-    file's partition, spec id and path (a small LocalRelation joined on Spark's file name)."""
-    from pyspark.sql import functions as F
-
-    from lakerules.spark import jvm as J
-    from lakerules.scan.read import FILE_COL, POSITION_DELETE_SCHEMA, read_files, status_names
-
-    s = _snapshot(table, sid)
-    files = []
-    if s is not None:
-        deletes = [m for m in s.manifests(table.io) if m.content == ManifestContent.DELETES]
-        files += [e.data_file for entries in _live(table, deletes) for e in entries
-                  if e.data_file.content == DataFileContent.POSITION_DELETES]
-        if any(d.file_format == FileFormat.PUFFIN for d in files):
-            raise NotSupported(f"lakerules: the position_deletes metadata table of {names.table_name(table)} does not "
-                               "read deletion vectors (Iceberg v3) yet")
-    fr = _FileRows(table)
-    info_fields = [f("__name", _STR, False)] + [x for x in schema.fields if x.name in ("partition", "spec_id", "delete_file_path")]
-    spark_names = status_names(spark, [d.file_path for d in files]) if files else {}
-    info_rows = []
-    for d in files:
-        row = [spark_names[d.file_path]]
-        if fr.partitioned:
-            row.append(fr.partition(d))
-        row += [d.spec_id, d.file_path]
-        info_rows.append(tuple(row))
-    info = J.local_frame(spark, info_rows, T.StructType(info_fields))
-    rows = read_files(spark, POSITION_DELETE_SCHEMA, files, with_positions=True)
-    joined = rows.join(F.broadcast(info), rows[FILE_COL] == info["__name"])
-    row_type = schema["row"].dataType
-    cols = [F.col("file_path"), F.col("pos"), F.lit(None).cast(row_type).alias("row")]
-    cols += [J.column(x.name) for x in info_fields[1:]]
-    return joined.select(*cols)
