@@ -196,7 +196,7 @@ def test_add_files_and_metadata_changes_keep_v3(spark, ns, iceberg_catalog, engi
     engines.assert_same(t, expected=[(1, "a", None), (2, "b", 2)])
 
 
-def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, iceberg_catalog):
+def test_a_commit_v3_cannot_hold_is_refused_and_changes_nothing(spark, ns, iceberg_catalog):
     from lakerules.errors import NotSupported
     from lakerules.write import row_delta
 
@@ -206,10 +206,6 @@ def test_what_v3_does_not_cover_yet_is_refused_and_changes_nothing(spark, ns, ic
     spark.sql(f"CREATE TABLE lake.{ns}.src (id BIGINT, p INT)")
     spark.sql(f"INSERT INTO lake.{ns}.src VALUES (1, 1), (3, 3)")
     before = iceberg_catalog.load_table(f"{ns}.r3").metadata_location
-    message = refused(spark, f"CALL lake.system.remove_missing_files(table => '{ns}.r3')", "remove_missing_files", t,
-                      "format-version 3", "Nothing was changed")
-    assert len(message.strip().splitlines()) == 1, message
-    assert iceberg_catalog.load_table(f"{ns}.r3").metadata_location == before
     # the fail-safe under the verbs: a commit adding a position delete file (not a DV) is refused on v3
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 
@@ -1156,3 +1152,25 @@ def test_column_defaults(spark, ns, iceberg_catalog, engines, duck):
     refused(spark, f"CREATE TABLE {t}_var (v VARIANT) TBLPROPERTIES ('format-version'='3')", "variant",
             "not supported by lakerules yet")
     assert spark.table(f"{t}_v2").columns == ["id"]
+
+
+def test_remove_missing_files_on_v3(spark, ns, iceberg_catalog, engines, duck):
+    t, ident = f"lake.{ns}.miss", f"{ns}.miss"
+    call = f"CALL lake.system.remove_missing_files(table => '{ident}')"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT) TBLPROPERTIES ('format-version'='3')")
+    for first in (0, 10, 20):
+        spark.createDataFrame([(i,) for i in range(first, first + 5)], "id BIGINT").coalesce(1).writeTo(t).append()
+    spark.sql(f"DELETE FROM {t} WHERE id IN (1, 11, 21)")  # one Puffin file: a DV for each data file
+    files = _file_rows(spark, t)
+    path_of = {i: p for p, ids in files.items() for i in ids}
+    (puffin,) = {d["file_path"] for d in _dv_entries(duck, _metadata(iceberg_catalog, t))}
+    Path(path_of[0].removeprefix("file://")).unlink()  # a data file gone: its rows go, the Puffin file stays
+    rows = spark.sql(call).collect()
+    assert [(r[0], r[1], r[2]) for r in rows] == [(path_of[0], "data", "missing")]
+    assert sorted(engines.lakerules(t)) == [(i,) for i in (10, 12, 13, 14, 20, 22, 23, 24)] == sorted(engines.pyiceberg(t))
+    Path(puffin.removeprefix("file://")).unlink()  # the Puffin file gone: the rows its DVs deleted come back
+    rows = spark.sql(call).collect()
+    assert [(r[0], r[1], r[2]) for r in rows] == [(puffin, "position deletes", "missing")]
+    assert sorted(engines.lakerules(t)) == [(i,) for i in (*range(10, 15), *range(20, 25))] == \
+        sorted(engines.pyiceberg(t))
+    assert _dv_entries(duck, _metadata(iceberg_catalog, t)) == []

@@ -13,7 +13,9 @@ whose files no longer exist (data files, and delete files: rows a missing delete
 back), with ``include_damaged`` also those whose size differs from the size the table recorded or
 that do not start and end as a Parquet file does (truncated or overwritten), and the delete files
 that then apply to no live data file. It returns one row per removed file; with ``dry_run`` it
-lists them and changes nothing. The rows of a removed data file are lost: restore the file
+lists them and changes nothing. On a format-version 3 table a missing Puffin file takes all its
+deletion vectors with it (their rows come back); a DV in a Puffin file that also holds DVs of
+live data files stays when its own data file is removed (it applies to nothing then). The rows of a removed data file are lost: restore the file
 instead when there is a copy.
 """
 
@@ -112,8 +114,10 @@ def remove_missing_files(ctx, table, args: dict):
     if snapshot is None:
         return J.result_rows(ctx.spark, [], RESULT)
     entries = live_entries(table, snapshot)
-    problems = _problems(table, [e.data_file for e in entries.values()], damaged_too)
-    gone = [entries[p].data_file for p in sorted(problems)]
+    # one file a path (a Puffin file holds the deletion vectors of several data files: all go)
+    by_path = {e.data_file.file_path: e.data_file for e in entries.values()}
+    problems = _problems(table, list(by_path.values()), damaged_too)
+    gone = [by_path[p] for p in sorted(problems)]
     gone_data = [f for f in gone if f.content == DataFileContent.DATA]
     gone_deletes = [f for f in gone if f.content != DataFileContent.DATA]
     rows = [(f.file_path, _CONTENT[f.content], problems[f.file_path]) for f in gone]
