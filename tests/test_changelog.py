@@ -131,3 +131,40 @@ def test_changelog_view_errors(spark, ns, iceberg_catalog):
     spark.sql(call + ", changelog_view => 'twice', identifier_columns => array('id'))").collect()
     with pytest.raises(Exception, match="several rows of one snapshot have the same identifier columns"):
         spark.sql("SELECT * FROM twice").collect()
+
+
+def test_a_stream_of_changes(spark, ns, iceberg_catalog, tmp_path):
+    """readStream with streaming-changelog=true: the changes create_changelog_view lists, snapshot
+    by snapshot, a restarted query going on from its checkpoint; updates paired by _row_id (v3)."""
+    t, ident = f"lake.{ns}.cls", f"{ns}.cls"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) TBLPROPERTIES ('format-version'='3')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    spark.sql(f"UPDATE {t} SET v = 'B' WHERE id = 2")
+    spark.sql(f"DELETE FROM {t} WHERE id = 3")
+    seen: list = []
+
+    def run() -> None:
+        q = (spark.readStream.format("iceberg").option("streaming-changelog", "true").load(t).writeStream
+             .foreachBatch(lambda df, _: seen.extend(tuple(r) for r in df.collect()))
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+        q.awaitTermination()
+
+    def view() -> list:
+        spark.sql(f"CALL lake.system.create_changelog_view(table => '{ident}', changelog_view => 'cls_all', "
+                  "compute_updates => true)").collect()
+        return sorted(tuple(r[:3]) + (r[4],) for r in spark.sql("SELECT * FROM cls_all").collect())
+
+    run()
+    assert sorted(r[:3] + (r[4],) for r in seen) == view()
+    assert {r[2] for r in seen} == {"INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"}
+    n = len(seen)
+    spark.sql(f"OPTIMIZE {t}")  # no change: nothing streams
+    spark.sql(f"MERGE INTO {t} x USING (SELECT 1 AS id, 'A' AS v UNION ALL SELECT 4, 'd') s ON x.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+    run()  # the restarted query reads only the new snapshots' changes
+    assert sorted(r[:3] for r in seen[n:]) == [(1, "A", "UPDATE_AFTER"), (1, "a", "UPDATE_BEFORE"), (4, "d", "INSERT")]
+    assert sorted(r[:3] + (r[4],) for r in seen) == view()
+    with pytest.raises(Exception, match="does not apply with streaming-changelog"):
+        spark.readStream.format("iceberg").option("streaming-changelog", "true") \
+            .option("streaming-max-files-per-micro-batch", "1").load(t).writeStream.format("noop") \
+            .option("checkpointLocation", str(tmp_path / "ck2")).trigger(availableNow=True).start().awaitTermination()

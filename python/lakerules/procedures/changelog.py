@@ -287,3 +287,24 @@ def _updates(df: DataFrame, keys: list[str], shown_keys: list[str]) -> DataFrame
                    F.when(F.col(CHANGE_TYPE) == DELETE, F.lit(UPDATE_BEFORE)).otherwise(F.lit(UPDATE_AFTER)))
              .otherwise(F.col(CHANGE_TYPE)))
     return df.withColumn(CHANGE_TYPE, kind)
+
+
+def stream_changes(ctx, table, snapshots: list) -> DataFrame:
+    """The changes of ``snapshots`` ((ordinal, snapshot) pairs) as a stream's micro-batch reads them
+    (lakerules.streaming.source, streaming-changelog): the view's columns; carry-overs removed;
+    updates paired by the table's identifier fields, else on a v3 table by row id."""
+    columns = [f.name for f in table.schema().as_struct().fields]
+    shown = names.table_name(table)
+    _check_columns("streaming-changelog", shown, table, columns)
+    row_ids = table.format_version >= v3.VERSION and lineage.ROW_ID not in columns
+    schema = table.schema()
+    keys = [schema.find_column_name(i) for i in schema.identifier_field_ids] or ([_ROW_ID] if row_ids else [])
+    ref = TableRef(table.catalog.name, tuple(table.name()[:-1]), table.name()[-1])
+    plans: dict = {}
+    parts = [p for ordinal, s in snapshots if (p := _changes(ctx, table, ref, ordinal, s, plans, columns, row_ids))
+             is not None]
+    df = reduce(DataFrame.unionByName, parts) if parts else _empty(ctx, table, columns, row_ids)
+    df = _without_carryovers(df, [*columns, *([_ROW_ID] if row_ids else [])])
+    if keys:
+        df = _updates(df, keys, keys if keys != [_ROW_ID] else ["_row_id"])
+    return df.select(*[J.column(c) for c in columns], CHANGE_TYPE, ORDINAL, COMMIT)

@@ -23,6 +23,12 @@ Options (Iceberg's names):
   (``overwrite``: UPDATE, MERGE, INSERT OVERWRITE) stops the stream with an error, unless
   ``streaming-skip-delete-snapshots`` / ``streaming-skip-overwrite-snapshots`` is true: then it
   is skipped (rows it adds are not streamed).
+- ``streaming-changelog`` (lakerules'): the stream is the table's changes, snapshot by snapshot,
+  as ``create_changelog_view`` lists them (lakerules.procedures.changelog): the table's columns,
+  then ``_change_type``, ``_change_ordinal`` (the snapshot's place in the table's current history)
+  and ``_commit_snapshot_id``; deletes and overwrites included, carry-overs removed, updates paired
+  (UPDATE_BEFORE / UPDATE_AFTER) by the table's identifier fields, else on a v3 table by
+  ``_row_id``. An offset's position is then 0 or 1 (the snapshot's changes read or not).
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ MAX_FILES = "streaming-max-files-per-micro-batch"
 MAX_ROWS = "streaming-max-rows-per-micro-batch"
 SKIP_DELETE = "streaming-skip-delete-snapshots"
 SKIP_OVERWRITE = "streaming-skip-overwrite-snapshots"
-OPTIONS = (FROM_TIMESTAMP, START_SNAPSHOT, MAX_FILES, MAX_ROWS, SKIP_DELETE, SKIP_OVERWRITE)
+CHANGELOG = "streaming-changelog"  # lakerules': the table's changes, as create_changelog_view lists them
+OPTIONS = (FROM_TIMESTAMP, START_SNAPSHOT, MAX_FILES, MAX_ROWS, SKIP_DELETE, SKIP_OVERWRITE, CHANGELOG)
 # set by Spark itself: the table's name
 SPARK_OPTIONS = ("path",)
 
@@ -58,6 +65,11 @@ def check_options(name: str, options: dict) -> dict:
                            f"the options lakerules honors are {list(OPTIONS)}")
     if FROM_TIMESTAMP in options and START_SNAPSHOT in options:
         raise LakeError(f"lakerules: streaming {name}: give {FROM_TIMESTAMP} or {START_SNAPSHOT}, not both")
+    if _flag(name, options, CHANGELOG):
+        given = [k for k in (MAX_FILES, MAX_ROWS, SKIP_DELETE, SKIP_OVERWRITE) if k in options]
+        if given:
+            raise NotSupported(f"lakerules: streaming {name}: option {given[0]} does not apply with {CHANGELOG}=true "
+                               "(each micro-batch is the changes of whole snapshots, deletes and overwrites included)")
     return options
 
 
@@ -106,6 +118,15 @@ def added_files(table, snapshot) -> list:
     return files
 
 
+def _units(table, snapshot, options: dict) -> list:
+    """What an offset's position counts in a snapshot: the data files an append added; with
+    streaming-changelog, the snapshot itself (its changes are one unit), but for a "replace"."""
+    operation = snapshot.summary.operation.value if snapshot.summary is not None else "append"
+    if str(options.get(CHANGELOG, "")).strip().lower() == "true":
+        return [] if operation == "replace" else [snapshot]
+    return added_files(table, snapshot) if operation == "append" else []
+
+
 def _offset(snapshot_id: int, position: int) -> str:
     return json.dumps({"version": 1, "snapshot_id": snapshot_id, "position": position, "scan_all_files": False})
 
@@ -125,14 +146,14 @@ def _start(name: str, table, snapshots: list, options: dict) -> tuple[int, int] 
         sid = _int(name, options, START_SNAPSHOT)
         for i, s in enumerate(snapshots):
             if s.snapshot_id == sid:
-                return i, len(added_files(table, s))
+                return i, len(_units(table, s, options))
         raise LakeError(f"lakerules: streaming {name}: snapshot {sid} ({START_SNAPSHOT}) is not in the table's current history")
     if FROM_TIMESTAMP in options:
         ts = _int(name, options, FROM_TIMESTAMP)
         for i, s in enumerate(snapshots):
             if s.timestamp_ms >= ts:
                 return i, 0
-        return (len(snapshots) - 1, len(added_files(table, snapshots[-1]))) if snapshots else None
+        return (len(snapshots) - 1, len(_units(table, snapshots[-1], options))) if snapshots else None
     return (0, 0) if snapshots else None
 
 
@@ -156,8 +177,8 @@ def _files_between(name: str, table, snapshots: list, start, end, options: dict,
     while index < len(snapshots):
         snapshot = snapshots[index]
         operation = snapshot.summary.operation.value if snapshot.summary is not None else "append"
-        files = added_files(table, snapshot) if operation == "append" else []
-        if operation in ("delete", "overwrite") and position == 0:
+        files = _units(table, snapshot, options)
+        if operation in ("delete", "overwrite") and position == 0 and not _flag(name, options, CHANGELOG):
             skip = skip_delete if operation == "delete" else skip_overwrite
             if not skip:
                 option = SKIP_DELETE if operation == "delete" else SKIP_OVERWRITE
@@ -172,7 +193,7 @@ def _files_between(name: str, table, snapshots: list, start, end, options: dict,
                     (max_rows is not None and taken and rows + f.record_count > max_rows):
                 return taken, (index, position)
             taken.append(f)
-            rows += f.record_count
+            rows += getattr(f, "record_count", 0)  # a data file's; a snapshot (streaming-changelog) counts none
             position += 1
         reached = (index, position)
         if end is not None and index >= end[0]:
@@ -212,6 +233,11 @@ def batch(ctx, args: dict):
         _locate(name, table, snapshots, args["start"])
     end = _locate(name, table, snapshots, args["end"])
     files, _ = _files_between(name, table, snapshots, start, end, options, limits=False)
+    if _flag(name, options, CHANGELOG):
+        from lakerules.procedures import changelog
+
+        ordinals = {s.snapshot_id: i for i, s in enumerate(snapshots)}
+        return J.analyzed(changelog.stream_changes(ctx, table, [(ordinals[s.snapshot_id], s) for s in files]))
     df = scan.read_files(ctx.spark, table.schema(), files)
     return J.analyzed(df)
 

@@ -38,7 +38,7 @@ public final class LakeSource implements SupportsCatalogOptions, DataSourceRegis
   public scala.Tuple2<String, StructType> sourceSchema(SQLContext sqlContext, scala.Option<StructType> schema,
       String providerName, scala.collection.immutable.Map<String, String> parameters) {
     CaseInsensitiveStringMap options = new CaseInsensitiveStringMap(CollectionConverters.asJava(parameters));
-    return new scala.Tuple2<>(shortName(), getTable(options).schema());
+    return new scala.Tuple2<>(shortName(), LakeStreamSource.streamSchema(getTable(options).schema(), options));
   }
 
   @Override
@@ -56,7 +56,7 @@ public final class LakeSource implements SupportsCatalogOptions, DataSourceRegis
     ident[ident.length - 1] = t.tableName();
     return new LakeStreamSource((org.apache.spark.sql.classic.SparkSession) sqlContext.sparkSession(),
         t.catalogName(), ident, CollectionConverters.asJava(parameters),
-        schema.isDefined() ? schema.get() : t.schema());
+        schema.isDefined() ? schema.get() : LakeStreamSource.streamSchema(t.schema(), options));
   }
 
   /** The v1 view of a lake table Spark uses to stream it (readStream.table): provider iceberg,

@@ -43,6 +43,25 @@ final class LakeStreamSource implements Source, SupportsTriggerAvailableNow {
     this.schema = schema;
   }
 
+  /**
+   * The stream's columns: the table's; with the option streaming-changelog=true, then the change
+   * columns lakerules.procedures.changelog adds (_change_type, _change_ordinal, _commit_snapshot_id).
+   */
+  static StructType streamSchema(StructType table, Map<String, String> options) {
+    String changelog = null;
+    for (Map.Entry<String, String> e : options.entrySet()) {
+      if (e.getKey().equalsIgnoreCase("streaming-changelog")) {
+        changelog = e.getValue();
+      }
+    }
+    if (changelog == null || !changelog.trim().equalsIgnoreCase("true")) {
+      return table;
+    }
+    return table.add("_change_type", org.apache.spark.sql.types.DataTypes.StringType, true)
+        .add("_change_ordinal", org.apache.spark.sql.types.DataTypes.IntegerType, true)
+        .add("_commit_snapshot_id", org.apache.spark.sql.types.DataTypes.LongType, true);
+  }
+
   private ObjectNode args() {
     ObjectNode a = LakeCatalog.JSON.createObjectNode();
     a.put("catalog", catalog);
@@ -112,7 +131,9 @@ final class LakeStreamSource implements Source, SupportsTriggerAvailableNow {
       LocalRelation r = (LocalRelation) plan;
       streaming = r.copy(r.output(), r.data(), true, r.stream());
     } else {
-      throw new IllegalStateException("lakerules: a stream's batch is a " + plan.getClass().getName());
+      // a changelog batch (joins, windows): its rows as a stream's RDD, as Spark's own sources make them
+      org.apache.spark.sql.classic.Dataset<Row> rows = org.apache.spark.sql.classic.Dataset.ofRows(session, plan);
+      return session.internalCreateDataFrame(rows.queryExecution().toRdd(), schema, true);
     }
     return org.apache.spark.sql.classic.Dataset.ofRows(session, streaming);
   }
