@@ -1146,7 +1146,16 @@ def test_column_defaults(spark, ns, iceberg_catalog, engines, duck):
     refused(spark, f"ALTER TABLE {t} ADD COLUMN b BINARY DEFAULT X'00'", "binary", "Nothing was changed")
     spark.sql(f"ALTER TABLE {t} ADD COLUMN st STRUCT<x: INT>")
     refused(spark, f"ALTER TABLE {t} ADD COLUMN st.y INT DEFAULT 1", "top-level columns only")
-    refused(spark, f"ALTER TABLE {t} ALTER COLUMN c SET DEFAULT 9", "not supported")
+    # a new write-default: later INSERTs write it; rows written before keep reading the initial-default
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN c SET DEFAULT 4 + 5")
+    spark.sql(f"INSERT INTO {t} (id) VALUES (4)")
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN c DROP DEFAULT")
+    spark.sql(f"INSERT INTO {t} (id) VALUES (5)")
+    assert [tuple(r) for r in spark.sql(f"SELECT id, c FROM {t} ORDER BY id").collect()] == \
+        [(1, 5), (2, 5), (3, None), (4, 9), (5, None)]
+    fields = {f["name"]: f for f in _metadata(iceberg_catalog, t)["schemas"][-1]["fields"]}
+    assert fields["c"]["initial-default"] == 5 and "write-default" not in fields["c"]
+    refused(spark, f"ALTER TABLE {t} ALTER COLUMN r DROP DEFAULT", "required", "Nothing was changed")
     spark.sql(f"CREATE TABLE {t}_v2 (id BIGINT)")
     refused(spark, f"ALTER TABLE {t}_v2 ADD COLUMN c INT DEFAULT 5", "format version 3", "Nothing was changed")
     refused(spark, f"CREATE TABLE {t}_var (v VARIANT) TBLPROPERTIES ('format-version'='3')", "variant",

@@ -332,20 +332,25 @@ def _alter(table: Table, changes: list[dict], check_folders) -> None:
             tx.remove_properties(*removes)
 
 
-def _default(table: Table, path: tuple, field_type, c: dict):
-    """ADD COLUMN ... DEFAULT's value for Iceberg (format version 3: the new column's
-    initial-default, which rows written before read, and its write-default), from the text the
-    shim made of the value Spark folded the expression to; None for DEFAULT NULL."""
+def _default(table: Table, path: tuple, field_type, c: dict, verb: str = "ADD COLUMN {} ... DEFAULT"):
+    """A column default's value for Iceberg (format version 3: ADD COLUMN's sets the new column's
+    initial-default, which rows written before read, and its write-default; ALTER COLUMN ... SET
+    DEFAULT's the write-default), from the text the shim made of the value Spark folded the
+    expression to; None for DEFAULT NULL."""
     shown = ".".join(path)
+    verb = verb.format(shown)
     if table.format_version < 3:
-        raise NotSupported(f"lakerules: ADD COLUMN {shown} ... DEFAULT on {names.table_name(table)}: column default "
+        raise NotSupported(f"lakerules: {verb} on {names.table_name(table)}: column default "
                            f"values need Iceberg format version 3 (the table has {table.format_version}; upgrade it "
                            "with SET TBLPROPERTIES ('format-version'='3')). Nothing was changed")
     if len(path) > 1:
-        raise NotSupported(f"lakerules: ADD COLUMN {shown} ... DEFAULT: lakerules gives defaults to top-level "
+        raise NotSupported(f"lakerules: {verb}: lakerules gives defaults to top-level "
                            "columns only (Spark has no nested defaults). Nothing was changed")
+    if c.get("default_sql") is not None:
+        raise NotSupported(f"lakerules: {verb}: the default {c['default_sql']!r} is not a constant Spark could fold; "
+                           "give a constant. Nothing was changed")
     if c.get("default_unsupported"):
-        raise NotSupported(f"lakerules: ADD COLUMN {shown} ... DEFAULT: a default of type {c['default_unsupported']} "
+        raise NotSupported(f"lakerules: {verb}: a default of type {c['default_unsupported']} "
                            "is not supported (Iceberg's defaults are of primitive types). Nothing was changed")
     text = c.get("default")
     if text is None:
@@ -358,7 +363,7 @@ def _default(table: Table, path: tuple, field_type, c: dict):
         case it.FloatType() | it.DoubleType():
             return float(text)
         case it.BinaryType() | it.FixedType():
-            raise NotSupported(f"lakerules: ADD COLUMN {shown} ... DEFAULT: a binary column's default is not "
+            raise NotSupported(f"lakerules: {verb}: a binary column's default is not "
                                "supported yet (Spark's Parquet reader cannot fill it into older files). Nothing "
                                "was changed")
     return text  # dates, times, decimals, strings: pyiceberg reads their single-value JSON text
@@ -378,6 +383,18 @@ def _column_change(us, table: Table, c: dict) -> None:
             )
         us.add_column(path, field_type, doc=c.get("comment"), required=not c["nullable"], default_value=default)
         _move(us, path, c)
+    elif op == "update_column_default":
+        field = table.schema().find_field(".".join(path))
+        value = None  # DROP DEFAULT (or DEFAULT NULL): an INSERT that omits the column writes null
+        if c.get("has_default") or c.get("default_sql") is not None:
+            value = _default(table, path, field.field_type, c, "ALTER COLUMN {} SET DEFAULT")
+        if value is None and field.write_default is None:
+            return  # no default to drop (a v1 or v2 table has none)
+        if value is None and field.required:
+            raise LakeError(f"lakerules: ALTER COLUMN {'.'.join(path)} DROP DEFAULT on {names.table_name(table)}: the "
+                            "column is required (NOT NULL): an INSERT that omits it would have no value. Nothing was "
+                            "changed")
+        us.set_default_value(path, value)
     elif op == "rename_column":
         us.rename_column(path, c["new_name"])
     elif op == "delete_column":

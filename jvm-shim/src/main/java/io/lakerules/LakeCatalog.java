@@ -412,6 +412,22 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
       TableChange.UpdateColumnComment u = (TableChange.UpdateColumnComment) c;
       o.put("op", "update_column_comment").put("comment", u.newComment());
       o.set("path", strings(u.fieldNames()));
+    } else if (c instanceof TableChange.UpdateColumnDefaultValue) {
+      // ALTER COLUMN ... SET DEFAULT (the constant Spark folded it to) / DROP DEFAULT
+      TableChange.UpdateColumnDefaultValue u = (TableChange.UpdateColumnDefaultValue) c;
+      o.put("op", "update_column_default");
+      o.set("path", strings(u.fieldNames()));
+      org.apache.spark.sql.connector.catalog.DefaultValue d = u.newCurrentDefault();
+      if (d != null && d.getExpression() instanceof Literal) {
+        Literal<?> value = (Literal<?>) d.getExpression();
+        String text = defaultText(value.value(), value.dataType());
+        o.put("has_default", true).put("default", text);
+        if (text == null && value.value() != null) {
+          o.put("default_unsupported", value.dataType().simpleString());
+        }
+      } else if (d != null) {
+        o.put("default_sql", d.getSql());
+      }
     } else if (c instanceof TableChange.UpdateColumnPosition) {
       TableChange.UpdateColumnPosition u = (TableChange.UpdateColumnPosition) c;
       o.put("op", "update_column_position");
