@@ -80,6 +80,8 @@ def test_changelog_view_against_the_snapshots_rows(spark, ns, iceberg_catalog, v
     assert _view(spark, "by id") == expected
     assert {r[2] for r in expected} == {"UPDATE_BEFORE", "UPDATE_AFTER", "DELETE", "INSERT"}
 
+    if version == "2":
+        return  # the range options and net changes do not depend on the format version: checked on v3
     # net changes over the whole history: the rows live now, inserted
     spark.sql(f"CALL lake.system.create_changelog_view(table => '{ident}', changelog_view => 'net', "
               "net_changes => true)").collect()
