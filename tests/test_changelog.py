@@ -129,6 +129,11 @@ def test_changelog_view_errors(spark, ns, iceberg_catalog):
     refused(spark, call + ", options => map('end-snapshot-id', '12'))", "has no snapshot 12")
     refused(spark, call + ", net_changes => true, compute_updates => true)", "cannot be combined")
     refused(spark, call + ", identifier_columns => array('nope'))", "identifier column 'nope'")
+    # an empty range: an empty view with the view's columns
+    current = iceberg_catalog.load_table(ident).metadata.current_snapshot_id
+    spark.sql(call + f", changelog_view => 'none', options => map('start-snapshot-id', '{current}'))").collect()
+    assert spark.table("none").columns == ["id", "v", "_change_type", "_change_ordinal", "_commit_snapshot_id"]
+    assert spark.table("none").collect() == []
     # two rows of one identity in a snapshot: an error when the view is read, as Iceberg's
     spark.sql(call + ", changelog_view => 'twice', identifier_columns => array('id'))").collect()
     with pytest.raises(Exception, match="several rows of one snapshot have the same identifier columns"):

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from functools import reduce
 
+from pyiceberg.table.snapshots import ancestors_of
 from pyspark.sql import DataFrame, Window, functions as F
 from pyspark.sql import types as T
 
@@ -74,24 +75,29 @@ def create_changelog_view(ctx, table, args: dict):
     row_ids = table.format_version >= v3.VERSION and lineage.ROW_ID not in columns
     keys = _identity(where, shown, table, identifiers, columns, row_ids) if compute_updates else []
     snapshots = _range(where, table, args.get("options") or {})
-    ref = TableRef(table.catalog.name, tuple(table.name()[:-1]), table.name()[-1])
     progress.step(ctx.spark, f"changes of {len(snapshots)} snapshots of {shown}")
-    plans: dict = {}
-    parts = [p for i, s in enumerate(snapshots)
-             if (p := _changes(ctx, table, ref, i, s, plans, columns, row_ids)) is not None]
-    carried = [*columns, *([_ROW_ID] if row_ids else [])]
-    if parts:
-        df = reduce(DataFrame.unionByName, parts)
-    else:
-        df = _empty(ctx, table, columns, row_ids)
-    df = _net(df, carried) if net else _without_carryovers(df, carried)
-    if compute_updates:
-        df = _updates(df, keys, identifiers or ["_row_id"])
-    out = df.select(*[J.column(c) for c in columns], CHANGE_TYPE, ORDINAL, COMMIT)
+    out = _changelog(ctx, table, list(enumerate(snapshots)), columns, row_ids, keys, net)
     out.createOrReplaceTempView(J.quote(view))
     from lakerules.procedures.maintenance import RESULTS
 
     return J.result_rows(ctx.spark, [(view,)], RESULTS[PROCEDURE])
+
+
+def _changelog(ctx, table, snapshots: list, columns: list[str], row_ids: bool, keys: list[str],
+               net: bool = False) -> DataFrame:
+    """The changes of ``snapshots`` ((ordinal, snapshot) pairs) with the view's columns:
+    carry-overs removed (or, ``net``, netted over them all), DELETE and INSERT pairs of one
+    identity (``keys``; none: no pairing) as updates."""
+    ref = TableRef(table.catalog.name, tuple(table.name()[:-1]), table.name()[-1])
+    plans: dict = {}
+    parts = [p for ordinal, s in snapshots
+             if (p := _changes(ctx, table, ref, ordinal, s, plans, columns, row_ids)) is not None]
+    df = reduce(DataFrame.unionByName, parts) if parts else _empty(ctx, table, row_ids, changes=True)
+    carried = [*columns, *([_ROW_ID] if row_ids else [])]
+    df = _net(df, carried) if net else _without_carryovers(df, carried)
+    if keys:
+        df = _updates(df, keys, ["_row_id" if k == _ROW_ID else k for k in keys])
+    return df.select(*[J.column(c) for c in columns], CHANGE_TYPE, ORDINAL, COMMIT)
 
 
 def _check_columns(where: str, shown: str, table, columns: list[str]) -> None:
@@ -165,12 +171,7 @@ def _range(where: str, table, options: dict) -> list:
     elif "end-timestamp" in given:
         log = [e for e in metadata.snapshot_log if e.timestamp_ms <= given["end-timestamp"]]
         head = metadata.snapshot_by_id(log[-1].snapshot_id) if log else None
-    chain = []
-    s = head
-    while s is not None:
-        chain.append(s)
-        s = metadata.snapshot_by_id(s.parent_snapshot_id) if s.parent_snapshot_id is not None else None
-    chain.reverse()  # oldest first
+    chain = list(reversed(list(ancestors_of(head, metadata)))) if head is not None else []  # oldest first
     if "start-snapshot-id" in given:
         start = snapshot(given["start-snapshot-id"])
         ids = [c.snapshot_id for c in chain]
@@ -220,23 +221,23 @@ def _changes(ctx, table, ref, ordinal: int, snapshot, plans: dict, columns: list
 def _rows(ctx, table, ref, snapshot_id, files: list, row_ids: bool) -> DataFrame:
     """The live rows of ``files`` in the snapshot, with their file and position (and v3: _ROW_ID)."""
     if snapshot_id is None or not files:
-        return _empty(ctx, table, [f.name for f in table.schema().as_struct().fields], row_ids, positions=True)
+        return _empty(ctx, table, row_ids)
     scan = LakeScan(table=ref, snapshot_id=snapshot_id, output=(), iceberg=table, schema=table.schema(),
                     plan=ScanPlan(files=tuple(files), total_data_files=len(files)))
     df = scan_dataframe(ctx, scan, positions=True, lineage=(lineage.ROW_ID,) if row_ids else ())
     return df.withColumnRenamed(lineage.ROW_ID, _ROW_ID) if row_ids else df
 
 
-def _empty(ctx, table, columns: list[str], row_ids: bool, positions: bool = False) -> DataFrame:
-    """No rows, with the columns a change has (or, ``positions``, a read has)."""
+def _empty(ctx, table, row_ids: bool, changes: bool = False) -> DataFrame:
+    """No rows, with the columns a read has (the table's, then on v3 _ROW_ID, then the row's file
+    and position), then with ``changes`` those a change adds."""
     from lakerules.iceberg import schema as schemas
 
     fields = [T.StructField(f.name, schemas.iceberg_type_to_spark(f.field_type)) for f in table.schema().as_struct().fields]
     if row_ids:
         fields.append(T.StructField(_ROW_ID, T.LongType()))
-    if positions:
-        fields += [T.StructField(FILE_COL, T.StringType()), T.StructField(POS_COL, T.LongType())]
-    else:
+    fields += [T.StructField(FILE_COL, T.StringType()), T.StructField(POS_COL, T.LongType())]
+    if changes:
         fields += [T.StructField(CHANGE_TYPE, T.StringType()), T.StructField(ORDINAL, T.IntegerType()),
                    T.StructField(COMMIT, T.LongType())]
     return J.local_frame(ctx.spark, [], T.StructType(fields))
@@ -299,12 +300,4 @@ def stream_changes(ctx, table, snapshots: list) -> DataFrame:
     row_ids = table.format_version >= v3.VERSION and lineage.ROW_ID not in columns
     schema = table.schema()
     keys = [schema.find_column_name(i) for i in schema.identifier_field_ids] or ([_ROW_ID] if row_ids else [])
-    ref = TableRef(table.catalog.name, tuple(table.name()[:-1]), table.name()[-1])
-    plans: dict = {}
-    parts = [p for ordinal, s in snapshots if (p := _changes(ctx, table, ref, ordinal, s, plans, columns, row_ids))
-             is not None]
-    df = reduce(DataFrame.unionByName, parts) if parts else _empty(ctx, table, columns, row_ids)
-    df = _without_carryovers(df, [*columns, *([_ROW_ID] if row_ids else [])])
-    if keys:
-        df = _updates(df, keys, keys if keys != [_ROW_ID] else ["_row_id"])
-    return df.select(*[J.column(c) for c in columns], CHANGE_TYPE, ORDINAL, COMMIT)
+    return _changelog(ctx, table, snapshots, columns, row_ids, keys)
