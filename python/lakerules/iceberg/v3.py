@@ -95,6 +95,12 @@ def first_row_id_of(df: DataFile) -> int | None:
     return df[_V2_DATA_FILE_FIELDS] if len(df) > _V2_DATA_FILE_FIELDS else None
 
 
+def dv_target(df: DataFile) -> str | None:
+    """The data file a deletion vector (a Puffin file's entry, read in v3's layout) applies to;
+    None for any other delete or data file."""
+    return deletion_vector_of(df)[0] if df.file_format == FileFormat.PUFFIN else None
+
+
 def deletion_vector_of(df: DataFile) -> tuple[str | None, int | None, int | None]:
     """(referenced_data_file, content_offset, content_size_in_bytes) of a delete file in v3's layout."""
     if len(df) <= _V2_DATA_FILE_FIELDS:

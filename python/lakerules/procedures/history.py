@@ -22,7 +22,7 @@ from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Operation, ancestors_of, latest_ancestor_before_timestamp
 
-from lakerules.write import commit, history as moves
+from lakerules.write import commit, history as moves, manifest_merge
 from lakerules.spark import jvm as J
 from lakerules.iceberg import names, v3
 from pyiceberg.exceptions import ValidationException
@@ -331,7 +331,7 @@ def live_entries(table, snapshot) -> dict:
         return out
     for manifest in snapshot.manifests(table.io):
         for e in v3.entries(table.io, manifest, table.format_version):
-            out[moves.entry_key(e)] = e
+            out[manifest_merge.entry_key(e)] = e
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pyiceberg.exceptions import ValidationException
-from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent, ManifestEntry, ManifestEntryStatus
+from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.table import Table
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Operation, Summary
@@ -18,7 +18,7 @@ from pyiceberg.typedef import EMPTY_DICT
 from lakerules.iceberg import names, v3
 from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.write.commit import snapshot_properties, snapshot_summary, transaction
-from lakerules.write.manifest_merge import Merging, manifest_writer, parent_manifests_without
+from lakerules.write.manifest_merge import Merging, entry_key, manifest_writer, parent_manifests_without
 
 
 def move_branch(table: Table, branch: str, snapshot_id: int) -> None:
@@ -73,13 +73,6 @@ def restore(table: Table, from_snapshot_id: int, removed: list, readded: list, s
     with transaction(table) as tx:
         with _Restore(tx, table.io, from_snapshot_id, removed, readded, snapshot_properties(summary), row_ids or {}):
             pass
-
-
-def entry_key(e):
-    """A live entry's name: its file path; a deletion vector's, with the data file it references
-    (a Puffin file holds several, which a restore may keep or remove one by one)."""
-    f = e.data_file
-    return (f.file_path, v3.deletion_vector_of(f)[0]) if f.file_format == FileFormat.PUFFIN else f.file_path
 
 
 class _Restore(Merging, edge.SnapshotProducer):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from pyiceberg.manifest import FileFormat, ManifestContent, ManifestEntryStatus
+from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 from pyiceberg.utils.bin_packing import ListPacker
 from py4j.protocol import Py4JError
 
@@ -180,13 +180,17 @@ class Merging(CleansUp):
                     pass
 
 
+def entry_key(e):
+    """A live entry's name: its file path; a deletion vector's, with the data file it references
+    (a Puffin file holds several, which a commit may keep or remove one by one)."""
+    target = v3.dv_target(e.data_file)
+    return e.data_file.file_path if target is None else (e.data_file.file_path, target)
+
+
 def _named(e, gone: set) -> bool:
-    """Whether ``gone`` names entry ``e``: by its file path, or (a deletion vector, one of the
-    Puffin file's DVs) by (its file path, the data file it references)."""
-    f = e.data_file
-    if f.file_path in gone:
-        return True
-    return f.file_format == FileFormat.PUFFIN and (f.file_path, v3.deletion_vector_of(f)[0]) in gone
+    """Whether ``gone`` names entry ``e``: by its file path, or by its entry_key (a deletion
+    vector alone of its Puffin file's)."""
+    return e.data_file.file_path in gone or entry_key(e) in gone
 
 
 def parent_manifests_without(producer, gone: set) -> tuple[list, list]:

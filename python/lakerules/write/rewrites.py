@@ -102,8 +102,7 @@ class _RewriteFiles(Merging, edge.SnapshotProducer):
         # a rewrite of delete files (rewrite_deletes): these added, every candidate removed
         self._added_deletes = list(added_deletes) if added_deletes is not None else None
         # the data files it adds deletion vectors for: another DV for one of them must not land meanwhile
-        self._dv_targets = {v3.deletion_vector_of(f)[0] for f in self._added_deletes or ()
-                            if f.file_format == FileFormat.PUFFIN}
+        self._dv_targets = {v3.dv_target(f) for f in self._added_deletes or ()} - {None}
 
     @property
     def v3_ready(self) -> bool:
@@ -153,11 +152,10 @@ class _RewriteFiles(Merging, edge.SnapshotProducer):
                         f"snapshot {snapshot.snapshot_id} ({operation}) committed meanwhile removed data file "
                         f"{f.file_path}, which this rewrite replaces"
                     )
-                if (entry.status == ManifestEntryStatus.ADDED and f.file_format == FileFormat.PUFFIN
-                        and v3.deletion_vector_of(f)[0] in self._dv_targets):
+                if entry.status == ManifestEntryStatus.ADDED and v3.dv_target(f) in self._dv_targets:
                     raise RewriteConflict(
                         f"snapshot {snapshot.snapshot_id} ({operation}) committed meanwhile a deletion vector for data "
-                        f"file {v3.deletion_vector_of(f)[0]}, for which this rewrite writes one"
+                        f"file {v3.dv_target(f)}, for which this rewrite writes one"
                     )
                 if entry.status == ManifestEntryStatus.ADDED and f.content == DataFileContent.POSITION_DELETES:
                     hit = next((d for d in self._removed.values() if position_delete_may_apply(f, d)), None)

@@ -318,7 +318,7 @@ def position_delete_may_apply(delete_file, data_file) -> bool:
     a deletion vector (read in v3's layout) applies to the one data file it names."""
     if delete_file.spec_id != data_file.spec_id or tuple(delete_file.partition or ()) != tuple(data_file.partition or ()):
         return False
-    referenced = v3.deletion_vector_of(delete_file)[0] if delete_file.file_format == FileFormat.PUFFIN else None
+    referenced = v3.dv_target(delete_file)
     if referenced is not None:
         return referenced == data_file.file_path
     lower = (delete_file.lower_bounds or {}).get(_PATH_FIELD_ID)
