@@ -471,8 +471,7 @@ def _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched, sum
     snapshot, less the updated and deleted positions, by an anti-join), the updated rows with
     their new values and the inserted rows; one snapshot removes the touched files."""
     row_ids = v3_rows.applies(table)  # v3: updated rows keep their ids, kept rows their whole lineage
-    if row_ids:
-        lineage.check(table, "MERGE")
+    lineage.check(table, "MERGE")
     new_rows = rows.where(F.col(OP_COL).isin(UPDATE, INSERT))
     new_rows = _as_written(table, node, v3_rows.changed(new_rows) if row_ids else new_rows, row_ids)
     if touched:

@@ -243,8 +243,7 @@ def _delete_groups(planned_files, by_file: bool) -> tuple[list, list[int]]:
 def _copy_on_write(ctx, node, table, snapshot, expr, whole, touched):
     kept = None
     lineage = v3_rows.applies(table)  # v3: the kept rows keep their lineage
-    if lineage:
-        row_lineage.check(table, "DELETE")
+    row_lineage.check(table, "DELETE")
     if touched:
         planned = ScanPlan(files=tuple(touched))
         kept = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, touched), False, row_ids=lineage)
@@ -386,8 +385,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
     position; the delete part and the new rows are written from it and committed together."""
     spark = ctx.spark
     lineage = v3_rows.applies(table)  # v3: deletion vectors, and the rows written again keep their ids
-    if lineage:
-        row_lineage.check(table, "UPDATE")
+    row_lineage.check(table, "UPDATE")
     progress.step(spark, "read matching rows with their new values")
     matched_plan = J.analyzed(_rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, files), True,
                                        row_ids=lineage))
@@ -433,8 +431,7 @@ def _update_rewrite(ctx, node, table, snapshot, expr, planned, files, everything
     values and the others as they were; without WHERE every file is."""
     spark = ctx.spark
     lineage = v3_rows.applies(table)  # v3: updated rows keep their ids, kept rows their whole lineage
-    if lineage:
-        row_lineage.check(table, "UPDATE")
+    row_lineage.check(table, "UPDATE")
     progress.step(spark, "find the files to rewrite")
     scan = _partial_scan(node, table, snapshot, planned, files)
     if everything:

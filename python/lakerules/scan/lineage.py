@@ -64,7 +64,10 @@ def kept(table) -> tuple[str, ...]:
 
 def check(table, verb: str) -> None:
     """A v3 table with a column named like a lineage column cannot have rows written with their
-    lineage (the file would hold two columns of that name): refused, naming the column."""
+    lineage (the file would hold two columns of that name): refused, naming the column. A table
+    before v3 carries no lineage: any column name is fine there."""
+    if table.format_version < v3.VERSION:
+        return
     taken = [f.name for f in table.schema().as_struct().fields if f.name in NAMES]
     if taken:
         from lakerules.errors import NotSupported
