@@ -118,11 +118,11 @@ def added_files(table, snapshot) -> list:
     return files
 
 
-def _units(table, snapshot, options: dict) -> list:
+def _units(name: str, table, snapshot, options: dict) -> list:
     """What an offset's position counts in a snapshot: the data files an append added; with
     streaming-changelog, the snapshot itself (its changes are one unit), but for a "replace"."""
     operation = snapshot.summary.operation.value if snapshot.summary is not None else "append"
-    if str(options.get(CHANGELOG, "")).strip().lower() == "true":
+    if _flag(name, options, CHANGELOG):
         return [] if operation == "replace" else [snapshot]
     return added_files(table, snapshot) if operation == "append" else []
 
@@ -146,14 +146,14 @@ def _start(name: str, table, snapshots: list, options: dict) -> tuple[int, int] 
         sid = _int(name, options, START_SNAPSHOT)
         for i, s in enumerate(snapshots):
             if s.snapshot_id == sid:
-                return i, len(_units(table, s, options))
+                return i, len(_units(name, table, s, options))
         raise LakeError(f"lakerules: streaming {name}: snapshot {sid} ({START_SNAPSHOT}) is not in the table's current history")
     if FROM_TIMESTAMP in options:
         ts = _int(name, options, FROM_TIMESTAMP)
         for i, s in enumerate(snapshots):
             if s.timestamp_ms >= ts:
                 return i, 0
-        return (len(snapshots) - 1, len(_units(table, snapshots[-1], options))) if snapshots else None
+        return (len(snapshots) - 1, len(_units(name, table, snapshots[-1], options))) if snapshots else None
     return (0, 0) if snapshots else None
 
 
@@ -177,7 +177,7 @@ def _files_between(name: str, table, snapshots: list, start, end, options: dict,
     while index < len(snapshots):
         snapshot = snapshots[index]
         operation = snapshot.summary.operation.value if snapshot.summary is not None else "append"
-        files = _units(table, snapshot, options)
+        files = _units(name, table, snapshot, options)
         if operation in ("delete", "overwrite") and position == 0 and not _flag(name, options, CHANGELOG):
             skip = skip_delete if operation == "delete" else skip_overwrite
             if not skip:

@@ -385,12 +385,7 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
       o.set("path", strings(a.fieldNames()));
       position(o, a.position());
       if (a.defaultValue() != null) {  // ADD COLUMN ... DEFAULT: the value Spark folded it to
-        Literal<?> value = a.defaultValue().getValue();
-        String text = defaultText(value.value(), value.dataType());
-        o.put("has_default", true).put("default", text);
-        if (text == null && value.value() != null) {
-          o.put("default_unsupported", value.dataType().simpleString());
-        }
+        putDefault(o, a.defaultValue().getValue());
       }
     } else if (c instanceof TableChange.RenameColumn) {
       TableChange.RenameColumn r = (TableChange.RenameColumn) c;
@@ -419,12 +414,7 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
       o.set("path", strings(u.fieldNames()));
       org.apache.spark.sql.connector.catalog.DefaultValue d = u.newCurrentDefault();
       if (d != null && d.getExpression() instanceof Literal) {
-        Literal<?> value = (Literal<?>) d.getExpression();
-        String text = defaultText(value.value(), value.dataType());
-        o.put("has_default", true).put("default", text);
-        if (text == null && value.value() != null) {
-          o.put("default_unsupported", value.dataType().simpleString());
-        }
+        putDefault(o, (Literal<?>) d.getExpression());
       } else if (d != null) {
         o.put("default_sql", d.getSql());
       }
@@ -438,6 +428,15 @@ public final class LakeCatalog implements StagingTableCatalog, SupportsNamespace
           .put("class", c.getClass().getSimpleName());
     }
     return o;
+  }
+
+  /** A column default's value into a table change's JSON: its text, or the type Iceberg cannot hold. */
+  private static void putDefault(ObjectNode o, Literal<?> value) {
+    String text = defaultText(value.value(), value.dataType());
+    o.put("has_default", true).put("default", text);
+    if (text == null && value.value() != null) {
+      o.put("default_unsupported", value.dataType().simpleString());
+    }
   }
 
   /**
