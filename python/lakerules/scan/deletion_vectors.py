@@ -9,10 +9,11 @@ for it: the spec has a writer merge them into the DV.
 
 Planning (lakerules.scan.planning) indexes a snapshot's DVs by data file (:func:`index`, the delete
 manifests read with v3's schema, which pyiceberg's reader drops) and gives a file with one
-``position_deletes == (dv,)``. The scan (lakerules.scan.read) reads such files with their row
-positions and drops the deleted ones in the JVM: the DVs are read and decoded once on the driver
-(io.lakerules.functions.DeletionVectors) and broadcast as a PositionDeleteSet, whose per-row test
-walks a file's sorted positions as its rows go by (no Python per row).
+``position_deletes == (dv,)``. The scan (lakerules.scan.read) drops the deleted rows inside
+Spark's Parquet reader: the DVs are read and decoded once on the driver
+(io.lakerules.functions.DeletionVectors) and broadcast as a PositionDeleteSet, whose sorted
+positions a file's reader walks batch by batch (io.lakerules.PositionDeletesParquetFormat; no
+Python per row, no position column in the query's plan).
 """
 
 from __future__ import annotations
@@ -92,10 +93,10 @@ def for_data_file(dvs: dict, data_file: DataFile, sequence_number: int) -> DataF
     return hit[0] if hit is not None and hit[1] >= sequence_number else None
 
 
-def apply(spark, data_plan, file_attr, pos_attr, files: list, names: dict):
-    """Filter(the row is not deleted) over ``data_plan`` (the JVM plan of ``files``' rows with
-    Spark's name of their file and their position, attributes ``file_attr`` and ``pos_attr``);
-    ``names``: data file path -> Spark's name of it."""
+def delete_set(spark, files: list, names: dict):
+    """The JVM PositionDeleteSet of the planned ``files``' deletion vectors, by Spark's name of
+    their data files (``names``: data file path -> that name): each DV read and decoded once on
+    the driver, broadcast, and cached for the application (the DVs of a file never change)."""
     dvs = sorted((names[p.file.file_path], *_location(p.position_deletes[0])) for p in files)
     key = (spark.sparkContext.applicationId, tuple(dvs))
     with _lock:
@@ -109,7 +110,15 @@ def apply(spark, data_plan, file_attr, pos_attr, files: list, names: dict):
             while len(_sets) > _SETS:
                 _, evicted = _sets.popitem(last=False)
                 evicted.release()
-    return deleted.filterLive(data_plan, file_attr, pos_attr)
+    return deleted
+
+
+def apply(spark, data_plan, file_attr, pos_attr, files: list, names: dict):
+    """Filter(the row is not deleted) over ``data_plan`` (the JVM plan of ``files``' rows with
+    Spark's name of their file and their position, attributes ``file_attr`` and ``pos_attr``);
+    ``names``: data file path -> Spark's name of it. Scans drop the rows in the reader instead
+    (delete_set); the position_deletes metadata table keeps the positions this filter drops."""
+    return delete_set(spark, files, names).filterLive(data_plan, file_attr, pos_attr)
 
 
 def _location(dv: DataFile) -> tuple[str, int, int]:

@@ -73,12 +73,14 @@ def _listing(files) -> str:
 
 
 def read_files(spark, schema: Schema, files: list, with_positions: bool = False, *,
-               row_groups: str | None = None) -> DataFrame:
+               row_groups: str | None = None, deletes=None) -> DataFrame:
     """A DataFrame reading Parquet data files with an Iceberg schema (columns by field id);
     with_positions adds each row's file, as Spark names it (see status_names), its row index
     and the file's length. ``files`` are DataFiles (their lengths come from the manifests). They reach Spark in one call as an io.lakerules.LakeFileIndex: no listing, no status
     call and no Spark job per file. ``row_groups`` (late materialization) restricts the read to
-    the row groups it lists (io.lakerules.RowGroupParquetFormat)."""
+    the row groups it lists (io.lakerules.RowGroupParquetFormat). ``deletes``, a JVM
+    PositionDeleteSet (by Spark's names of the files): the rows it deletes are dropped inside the
+    reader, batch by batch (io.lakerules.PositionDeletesParquetFormat)."""
     read_schema = iceberg_to_spark(schema, with_ids=True)
     if not files:
         df = J.local_frame(spark, [], read_schema)
@@ -98,7 +100,7 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
     # sequential ids compress below the 10 MiB broadcast threshold
     rows = sum(f.record_count for f in files)
     estimate = min(rows * max(jschema.defaultSize(), 1), (1 << 63) - 1)
-    plan = J.file_index_read(spark, _listing(files), jschema, fmt, options, estimate)
+    plan = J.file_index_read(spark, _listing(files), jschema, fmt, options, estimate, deletes)
     df = J.dataframe(spark, plan)
     if with_positions:
         df = df.select(
@@ -168,15 +170,14 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[
         return J.select(df.select("*", *[F.lit(None).cast("long").alias(n) for n in lineage]), out)
     parts = []
     for (_, deletes), files in sorted(groups.items()):
-        with_deletes = deletes != deletion_vectors.NONE
-        df = read_files(spark, schema, [p.file for p in files], with_deletes or positions or joined)
-        if deletes == deletion_vectors.DELETION_VECTOR:
-            df = _apply_deletion_vectors(ctx, df, files)
-        elif with_deletes:
-            df = _apply_position_deletes(ctx, df, files)
+        deleted = _delete_set(ctx, files, deletes)  # dropped in the reader
+        by_join = deletes != deletion_vectors.NONE and deleted is None
+        df = read_files(spark, schema, [p.file for p in files], by_join or positions or joined, deletes=deleted)
+        if by_join:
+            df = _position_anti_join(ctx, df, files)
         if joined:
             df = J.select(df, columns + ([] if positions else [FILE_COL]))
-        elif with_deletes or positions:  # a plain read has the columns already, in order
+        elif by_join or positions:  # a plain read has the columns already, in order
             df = J.select(df, columns)
         if files[0].equality_deletes and not joined:
             df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
@@ -218,38 +219,34 @@ def aliased_plan(ctx, scan: LakeScan, df: DataFrame, extra: list[str] = ()):
 # ---- position deletes ----------------------------------------------------------------------------
 
 
-def _apply_position_deletes(ctx, data: DataFrame, files: list) -> DataFrame:
-    """The data rows no applicable position delete removes. The data rows carry Spark's own name
-    of their file (free: a per-file constant) and their row index; the delete rows' paths, in
-    whatever URI form their writer used, are normalized and mapped to those names through the
-    (delete file, data file) pairs planning allowed (sequence numbers, partitions).
+def _delete_set(ctx, files: list, kind: int):
+    """The JVM PositionDeleteSet of the planned ``files``' position deletes, which their reader
+    drops (io.lakerules.PositionDeletesParquetFormat), or None: no deletes, or too many to
+    broadcast (then _position_anti_join). The data files are named as Spark's reader names them;
+    the delete rows' paths, in whatever URI form their writer used, are normalized and mapped to
+    those names through the (delete file, data file) pairs planning allowed (sequence numbers,
+    partitions).
 
-    Up to spark.lakerules.read.positionDeleteBroadcastRows delete rows, the deleted positions of
-    each data file are collected once (cached per set of delete files), broadcast as sorted
-    arrays, and applied by a per-row filter in the JVM (io.lakerules.functions.PositionDeleteSet)
-    that walks a file's positions as its rows go by, as Iceberg's readers do with a position
-    bitmap. Past that, an anti-join on (file, position)."""
+    Deletion vectors (v3) are read and decoded once on the driver (lakerules.scan.deletion_vectors).
+    Up to spark.lakerules.read.positionDeleteBroadcastRows delete rows of position delete files,
+    the deleted positions of each data file are collected once (cached per set of delete files)
+    and broadcast as sorted arrays, which the reader walks as a file's rows go by, as Iceberg's
+    readers do with a position bitmap."""
     spark = ctx.spark
+    if kind == deletion_vectors.NONE:
+        return None
+    if kind == deletion_vectors.DELETION_VECTOR:
+        names = status_names(spark, sorted({p.file.file_path for p in files}))
+        return deletion_vectors.delete_set(spark, files, names)
     by_path = {d.file_path: d for p in files for d in p.position_deletes}
     delete_files = [by_path[k] for k in sorted(by_path)]
+    if sum(f.record_count for f in delete_files) > settings.count(
+            POS_BROADCAST_KEY, ctx.conf(POS_BROADCAST_KEY, None), POS_BROADCAST_DEFAULT, "rows"):
+        return None
     names = status_names(spark, sorted({p.file.file_path for p in files} | set(by_path)))
-    rows = sum(f.record_count for f in delete_files)
-    if rows <= settings.count(POS_BROADCAST_KEY, ctx.conf(POS_BROADCAST_KEY, None), POS_BROADCAST_DEFAULT, "rows"):
-        pairs = sorted({(names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path])
-                        for p in files for d in p.position_deletes})
-        deleted = _position_set(ctx, pairs, delete_files, names)
-        plan = J.analyzed(data)
-        output = {a.name(): a for a in J.from_seq(plan.output())}
-        return J.dataframe(spark, deleted.filterLive(plan, output[FILE_COL], output[POS_COL]))
-    return _position_anti_join(spark, data, files, delete_files, names)
-
-
-def _apply_deletion_vectors(ctx, data: DataFrame, files: list) -> DataFrame:
-    """The data rows the files' deletion vectors (Iceberg v3) keep: lakerules.scan.deletion_vectors."""
-    plan = J.analyzed(data)
-    output = {a.name(): a for a in J.from_seq(plan.output())}
-    names = status_names(ctx.spark, sorted({p.file.file_path for p in files}))
-    return J.dataframe(ctx.spark, deletion_vectors.apply(ctx.spark, plan, output[FILE_COL], output[POS_COL], files, names))
+    pairs = sorted({(names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path])
+                    for p in files for d in p.position_deletes})
+    return _position_set(ctx, pairs, delete_files, names)
 
 
 _position_sets: OrderedDict = OrderedDict()  # (application, pairs) -> JVM PositionDeleteSet
@@ -294,10 +291,14 @@ def _position_set(ctx, pairs: list[tuple[str, str, str]], delete_files: list, na
     return deleted
 
 
-def _position_anti_join(spark, data: DataFrame, files: list, delete_files: list, names: dict) -> DataFrame:
+def _position_anti_join(ctx, data: DataFrame, files: list) -> DataFrame:
     """Anti-join on (file, position), for delete sets too large to broadcast. Where the data
     files' lengths tell them apart, the join key is one long instead of (path, position):
     length * M + position, with M above every file's record count, so no row hashes a path."""
+    spark = ctx.spark
+    by_path = {d.file_path: d for p in files for d in p.position_deletes}
+    delete_files = [by_path[k] for k in sorted(by_path)]
+    names = status_names(spark, sorted({p.file.file_path for p in files} | set(by_path)))
     width = max(p.file.record_count for p in files) + 1
     # _metadata.file_size is the length the manifest gave the file index (LakeFileIndex)
     sizes = {p.file.file_path: p.file.file_size_in_bytes for p in files}

@@ -35,6 +35,7 @@ import scala.collection.immutable.Seq;
  */
 public class LakeFileIndex implements FileIndex {
   private static final long BLOCK_SIZE = 128L * 1024 * 1024;
+  private static final String DELETES_OPTION = "lakerules.positiondeletes";
 
   private final FileStatus[] files;
   private final long size;
@@ -105,14 +106,29 @@ public class LakeFileIndex implements FileIndex {
    */
   public static LogicalPlan read(SparkSession session, String listing, StructType schema, String format,
       String options, long estimatedBytes) throws java.io.IOException {
+    return read(session, listing, schema, format, options, estimatedBytes, null);
+  }
+
+  /**
+   * {@link #read}, the rows {@code deletes} deletes dropped inside the reader
+   * (io.lakerules.PositionDeletesParquetFormat, which reads the row groups format's spans too).
+   */
+  public static LogicalPlan read(SparkSession session, String listing, StructType schema, String format,
+      String options, long estimatedBytes, io.lakerules.functions.PositionDeleteSet deletes) throws java.io.IOException {
     Configuration conf = session.sessionState().newHadoopConf();
     LakeFileIndex index = of(listing, conf);
     index.estimate = estimatedBytes;
-    FileFormat fileFormat = SharedNames.ROW_GROUPS_FORMAT.equals(format) ? new RowGroupParquetFormat() : new ParquetFileFormat();
+    FileFormat fileFormat = deletes != null ? new PositionDeletesParquetFormat(deletes)
+        : SharedNames.ROW_GROUPS_FORMAT.equals(format) ? new RowGroupParquetFormat() : new ParquetFileFormat();
     scala.collection.immutable.Map<String, String> opts = new scala.collection.immutable.HashMap<>();
     String[] kv = split(options);
     for (int i = 0; i + 1 < kv.length; i += 2) {
       opts = opts.updated(kv[i], kv[i + 1]);
+    }
+    if (deletes != null) {
+      // ParquetFileFormat equals any ParquetFileFormat: the option tells a relation of the same
+      // files without these deletes (e.g. another snapshot's) from this one
+      opts = opts.updated(DELETES_OPTION, Long.toString(deletes.id()));
     }
     HadoopFsRelation relation = new HadoopFsRelation(index, new StructType(), schema, scala.Option.empty(),
         fileFormat, opts, session);

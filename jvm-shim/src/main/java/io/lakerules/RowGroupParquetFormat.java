@@ -161,6 +161,7 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
         }
         long[] wanted = rows.get(next);
         current = read.apply(parts.get(next++));
+        RowIndexes.install(current);
         if (wanted != null) {
           PageRanges.narrow(current, wanted);
         }

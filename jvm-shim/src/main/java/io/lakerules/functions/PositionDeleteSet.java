@@ -30,9 +30,12 @@ import org.apache.spark.unsafe.types.UTF8String;
 public final class PositionDeleteSet implements Serializable {
   private static final long serialVersionUID = 1L;
 
+  private static final java.util.concurrent.atomic.AtomicLong IDS = new java.util.concurrent.atomic.AtomicLong();
+
   private final Broadcast<HashMap<String, long[]>> positions;
   private final long rows;
   private final int files;
+  private final long id = IDS.incrementAndGet();  // unique in this driver
 
   private transient Map<String, long[]> byFile;
   private transient UTF8String file;  // a private copy of the current file's name
@@ -208,6 +211,17 @@ public final class PositionDeleteSet implements Serializable {
     return new Filter(live, data);
   }
 
+  /**
+   * The deleted positions of the data file Spark names {@code fileName} (as _metadata.file_path
+   * shows it), sorted, or null: what io.lakerules.PositionDeletesParquetFormat's reader drops.
+   */
+  public long[] positionsOf(String fileName) {
+    if (byFile == null) {
+      byFile = positions.value();
+    }
+    return byFile.get(fileName);
+  }
+
   /** Whether the row at position pos of the file Spark names fileName is not deleted. */
   public boolean isLive(UTF8String fileName, long pos) {
     if (fileName == null) {
@@ -251,6 +265,11 @@ public final class PositionDeleteSet implements Serializable {
       }
     }
     return lo;
+  }
+
+  /** A number no other set of this driver has. */
+  public long id() {
+    return id;
   }
 
   public long rows() {

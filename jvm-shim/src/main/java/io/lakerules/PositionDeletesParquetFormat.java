@@ -1,0 +1,298 @@
+package io.lakerules;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.lakerules.functions.PositionDeleteSet;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import scala.Function1;
+import scala.collection.Iterator;
+import scala.collection.immutable.Map;
+import scala.collection.immutable.Seq;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * Spark's Parquet reader (with RowGroupParquetFormat's row-group spans) that drops the rows a
+ * {@link PositionDeleteSet} deletes (Iceberg's deletion vectors, position delete files) inside the
+ * reader, batch by batch: no position column, Filter or per-row call reaches the query's plan.
+ *
+ * <p>The reader is asked for Spark's row index column as well (the column the file source fills
+ * for {@code _metadata.row_index}; counted by io.lakerules.RowIndexes); each batch's positions are
+ * walked against the file's sorted deleted positions once. A batch none of whose rows is deleted
+ * goes on as it is (without the index column when the query did not ask for it); in one with
+ * deleted rows the kept rows are moved to the front of the reader's own vectors
+ * (io.lakerules.KeptRows); a batch whose rows are all deleted is skipped. Rows (Spark's row-based
+ * reader) are tested one by one and projected without the index column.
+ */
+public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
+  private static final String INDEX = ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME();
+
+  private final PositionDeleteSet deletes;
+
+  public PositionDeletesParquetFormat(PositionDeleteSet deletes) {
+    this.deletes = deletes;
+  }
+
+  static int indexOf(StructType schema) {
+    StructField[] fields = schema.fields();
+    for (int i = 0; i < fields.length; i++) {
+      if (fields[i].name().equals(INDEX) && fields[i].dataType() == DataTypes.LongType) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  private static StructType withIndex(StructType schema) {
+    return indexOf(schema) >= 0 ? schema : schema.add(INDEX, DataTypes.LongType, true);
+  }
+
+  /** Batches when Spark's reader gives them for these columns and the index, and KeptRows can move
+   * every column's rows; otherwise rows. */
+  @Override
+  public boolean supportBatch(SparkSession session, StructType schema) {
+    return KeptRows.movable(schema) && super.supportBatch(session, withIndex(schema));
+  }
+
+  @Override
+  public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
+      SparkSession session, StructType dataSchema, StructType partitionSchema, StructType requiredSchema,
+      Seq<Filter> filters, Map<String, String> options, Configuration hadoopConf) {
+    int asked = indexOf(requiredSchema);
+    StructType read = withIndex(requiredSchema);
+    Function1<PartitionedFile, Iterator<InternalRow>> reader = super.buildReaderWithPartitionValues(
+        session, dataSchema, partitionSchema, read, filters, options, hadoopConf);
+    StructType rows = new StructType(concat(read.fields(), partitionSchema.fields()));
+    return new LiveRows(reader, deletes, asked >= 0 ? asked : requiredSchema.length(), asked < 0, rows);
+  }
+
+  private static StructField[] concat(StructField[] a, StructField[] b) {
+    StructField[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
+  @Override
+  public boolean equals(Object other) {
+    return other instanceof PositionDeletesParquetFormat o && o.deletes == deletes;
+  }
+
+  @Override
+  public int hashCode() {
+    return System.identityHashCode(deletes);
+  }
+
+  @Override
+  public String toString() {
+    return "Parquet (" + deletes + ")";
+  }
+
+  /** The reader of a split: the base reader's batches or rows less the deleted rows. */
+  static final class LiveRows extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>>
+      implements Serializable {
+    private final Function1<PartitionedFile, Iterator<InternalRow>> reader;
+    private final PositionDeleteSet deletes;
+    private final int index;      // the row index column's ordinal in the reader's rows
+    private final boolean drop;   // whether the query did not ask for it
+    private final StructType rows;  // the reader's rows: required columns, the index, partition values
+
+    LiveRows(Function1<PartitionedFile, Iterator<InternalRow>> reader, PositionDeleteSet deletes, int index,
+             boolean drop, StructType rows) {
+      this.reader = reader;
+      this.deletes = deletes;
+      this.index = index;
+      this.drop = drop;
+      this.rows = rows;
+    }
+
+    @Override
+    public Iterator<InternalRow> apply(PartitionedFile file) {
+      long[] deleted = deletes.positionsOf(file.filePath().urlEncoded());
+      Iterator<InternalRow> in = reader.apply(file);
+      RowIndexes.install(in);  // row indexes counted, not walked through boxed longs
+      if (deleted == null && !drop) {
+        return in;
+      }
+      @SuppressWarnings("unchecked")
+      Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new Live(in, deleted, index, drop, rows);
+      return out;
+    }
+  }
+
+  /**
+   * One split's batches (or rows) with the deleted rows left out. Elements are Objects: the
+   * vectorized reader hands out ColumnarBatches through its Iterator[InternalRow].
+   */
+  static final class Live extends scala.collection.AbstractIterator<Object> {
+    private final Iterator<?> in;
+    private final long[] deleted;  // sorted; null: none in this file
+    private final int index;
+    private final boolean drop;
+    private final StructType rows;
+    private Object next;
+
+    // batches: the last base batch, the batch of its columns that go on (all of them unless drop)
+    private ColumnarBatch base;
+    private ColumnarBatch plain;
+    private int[] keep = new int[0];  // a batch's kept rows
+
+    // rows
+    private UnsafeProjection project;
+    private int cursor;
+    private long last = Long.MIN_VALUE;
+
+    Live(Iterator<?> in, long[] deleted, int index, boolean drop, StructType rows) {
+      this.in = in;
+      this.deleted = deleted;
+      this.index = index;
+      this.drop = drop;
+      this.rows = rows;
+    }
+
+    @Override
+    public boolean hasNext() {
+      while (next == null && in.hasNext()) {
+        Object element = in.next();
+        next = element instanceof ColumnarBatch b ? batch(b) : row((InternalRow) element);
+      }
+      return next != null;
+    }
+
+    @Override
+    public Object next() {
+      if (!hasNext()) {
+        throw new java.util.NoSuchElementException();
+      }
+      Object out = next;
+      next = null;
+      return out;
+    }
+
+    /** The batch's kept rows, or null when none is kept. */
+    private ColumnarBatch batch(ColumnarBatch b) {
+      if (b != base) {
+        views(b);
+      }
+      int n = b.numRows();
+      if (deleted == null || n == 0) {
+        plain.setNumRows(n);
+        return plain;
+      }
+      ColumnVector positions = b.column(index);
+      int c = lowerBound(deleted, positions.getLong(0));
+      if (c >= deleted.length || deleted[c] > positions.getLong(n - 1)) {
+        plain.setNumRows(n);
+        return plain;
+      }
+      if (keep.length < n) {
+        keep = new int[Math.max(n, 2 * keep.length)];
+      }
+      int k = 0;
+      int from = -1;  // the first row that moves
+      long previous = Long.MIN_VALUE;
+      for (int i = 0; i < n; i++) {
+        long p = positions.getLong(i);
+        if (p < previous) {  // positions ascend within a split; never assume it
+          c = lowerBound(deleted, p);
+        }
+        previous = p;
+        while (c < deleted.length && deleted[c] < p) {
+          c++;
+        }
+        if (c >= deleted.length || deleted[c] != p) {
+          if (from < 0 && k != i) {
+            from = k;
+          }
+          keep[k++] = i;
+        }
+      }
+      if (k == 0) {
+        return null;
+      }
+      if (from >= 0) {
+        for (int col = 0; col < plain.numCols(); col++) {
+          if (plain.column(col) instanceof WritableColumnVector v) {  // not the constant ones
+            KeptRows.compact(v, keep, from, k);
+          }
+        }
+      }
+      plain.setNumRows(k);
+      return plain;
+    }
+
+    private void views(ColumnarBatch b) {
+      base = b;
+      if (!drop) {
+        plain = b;
+        return;
+      }
+      ColumnVector[] kept = new ColumnVector[b.numCols() - 1];
+      for (int i = 0, j = 0; i < b.numCols(); i++) {
+        if (i != index) {
+          kept[j++] = b.column(i);
+        }
+      }
+      plain = new ColumnarBatch(kept);
+    }
+
+    /** The row, without the index column unless asked for, or null when it is deleted. */
+    private InternalRow row(InternalRow r) {
+      if (deleted != null) {
+        long p = r.getLong(index);
+        if (p < last) {
+          cursor = lowerBound(deleted, p);
+        }
+        last = p;
+        while (cursor < deleted.length && deleted[cursor] < p) {
+          cursor++;
+        }
+        if (cursor < deleted.length && deleted[cursor] == p) {
+          return null;
+        }
+      }
+      if (!drop) {
+        return r;
+      }
+      if (project == null) {
+        List<Expression> out = new ArrayList<>();
+        StructField[] fields = rows.fields();
+        for (int i = 0; i < fields.length; i++) {
+          if (i != index) {
+            out.add(new BoundReference(i, fields[i].dataType(), fields[i].nullable()));
+          }
+        }
+        project = UnsafeProjection.create(scala.jdk.javaapi.CollectionConverters.asScala(out).toList());
+      }
+      return project.apply(r);
+    }
+  }
+
+  static int lowerBound(long[] a, long v) {
+    int lo = 0;
+    int hi = a.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (a[mid] < v) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+}
