@@ -149,8 +149,8 @@ def _jobs(spark, run) -> int:
 
 @pytest.mark.parametrize("path", ["filter", "filter-by-a-job", "join"])
 def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path):
-    """Up to positionDeleteBroadcastRows delete rows, a per-row filter walks each file's sorted
-    positions; past it, an anti-join: on one long key (length * M + position) where data files
+    """Up to positionDeleteBroadcastRows delete rows, the reader drops them, walking each file's
+    sorted positions; past it, an anti-join: on one long key (length * M + position) where data files
     are told apart by length, else on (path, position). Either way exactly the listed rows go,
     and a position past a file's last row deletes nothing (nor a row of another file). The
     filter's positions are read on the driver while the delete files hold at most
@@ -195,8 +195,10 @@ def test_position_deletes_by_filter_or_by_join(spark, ns, iceberg_catalog, path)
         if path == "join":
             assert "__lakerules_key" not in plan_text(f"SELECT id FROM {table}")
             assert "__lakerules_key" in plan_text(big)
-        else:
-            assert "position deletes: 6 rows in 2 data files" in plan_text(big)
+        else:  # dropped in the reader (io.lakerules.PositionDeletesParquetFormat): no Filter, no position column
+            physical = spark.sql(big)._jdf.queryExecution().executedPlan().toString()
+            assert "Format: Parquet (position deletes: 6 rows in 2 data files)" in physical, physical
+            assert "_metadata" not in physical and "_metadata" not in plan_text(big)
 
 
 def test_a_bad_position_delete_driver_size_is_refused(spark, ns):

@@ -19,7 +19,6 @@ import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.StructType;
 import scala.collection.immutable.Seq;
 
@@ -99,8 +98,8 @@ public class LakeFileIndex implements FileIndex {
 
   /**
    * The plan that reads a listing's files as Parquet with the given (field-id carrying) schema,
-   * through ParquetFileFormat or, with format "rowgroups", RowGroupParquetFormat; options are
-   * "key NUL value" pairs of the same string form. {@code estimatedBytes}, when not negative, is
+   * through RowGroupParquetFormat (Spark's Parquet reader, restricted to the row groups its option
+   * lists when the caller, format "rowgroups", gives one); options are "key NUL value" pairs of the same string form. {@code estimatedBytes}, when not negative, is
    * the size Spark's planner sees (sizeInBytes) instead of the files' lengths: the caller's
    * estimate of the rows in memory, as Iceberg's scans report rows times the schema's width.
    */
@@ -118,8 +117,8 @@ public class LakeFileIndex implements FileIndex {
     Configuration conf = session.sessionState().newHadoopConf();
     LakeFileIndex index = of(listing, conf);
     index.estimate = estimatedBytes;
-    FileFormat fileFormat = deletes != null ? new PositionDeletesParquetFormat(deletes)
-        : SharedNames.ROW_GROUPS_FORMAT.equals(format) ? new RowGroupParquetFormat() : new ParquetFileFormat();
+    // RowGroupParquetFormat reads whole files too (without its option), row indexes counted
+    FileFormat fileFormat = deletes != null ? new PositionDeletesParquetFormat(deletes) : new RowGroupParquetFormat();
     scala.collection.immutable.Map<String, String> opts = new scala.collection.immutable.HashMap<>();
     String[] kv = split(options);
     for (int i = 0; i + 1 < kv.length; i += 2) {

@@ -31,6 +31,10 @@ import scala.runtime.AbstractFunction1;
  * group to read ({@code a-b;c;...}, as io.lakerules.PageRanges writes them): then only those rows
  * are read, and of each column only the pages holding them (PageRanges.narrow), when the file has
  * offset indexes and Spark's vectorized reader reads it; otherwise the whole row group.
+ *
+ * <p>Without the option it is Spark's reader of whole files; either way the row indexes a read asks
+ * for ({@code _metadata.row_index}) are counted by io.lakerules.RowIndexes, not walked through boxed
+ * longs. io.lakerules.LakeFileIndex reads every lake file through it.
  */
 public class RowGroupParquetFormat extends ParquetFileFormat {
   public static final String OPTION = SharedNames.ROW_GROUPS_OPTION;  // lower case: Spark lower-cases option names
@@ -44,8 +48,8 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
       spec = options.get("lakerules.rowGroups");
     }
     if (spec.isEmpty()) {
-      return super.buildReaderWithPartitionValues(
-          session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf);
+      return new Counted(super.buildReaderWithPartitionValues(
+          session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf));
     }
     // The spans say which rows to read: a pushed filter would only cost work (its dictionary
     // checks read dictionary pages) and keep PageRanges from narrowing the read to those rows.
@@ -96,6 +100,22 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
     }
   }
 
+  /** Spark's reader of whole files, its row indexes (when asked for) counted by io.lakerules.RowIndexes. */
+  static final class Counted extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
+    private final Function1<PartitionedFile, Iterator<InternalRow>> read;
+
+    Counted(Function1<PartitionedFile, Iterator<InternalRow>> read) {
+      this.read = read;
+    }
+
+    @Override
+    public Iterator<InternalRow> apply(PartitionedFile file) {
+      Iterator<InternalRow> in = read.apply(file);
+      RowIndexes.install(in);
+      return in;
+    }
+  }
+
   static final class RowGroupReader extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>>
       implements Serializable {
     private final Function1<PartitionedFile, Iterator<InternalRow>> read;
@@ -110,7 +130,9 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
     public Iterator<InternalRow> apply(PartitionedFile file) {
       Spans listed = spans.get(file.toPath().toString());
       if (listed == null) {
-        return read.apply(file);
+        Iterator<InternalRow> in = read.apply(file);
+        RowIndexes.install(in);
+        return in;
       }
       long[] bounds = listed.bounds;
       long from = file.start();
