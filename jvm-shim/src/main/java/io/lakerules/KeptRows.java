@@ -59,10 +59,6 @@ final class KeptRows {
         || t instanceof CalendarIntervalType || t instanceof NullType;
   }
 
-  static boolean movable(StructType schema) {
-    return movable((DataType) schema);
-  }
-
   /** Rows {@code keep[from..k)} of {@code v} moved to rows {@code from..k}. */
   static void compact(WritableColumnVector v, int[] keep, int from, int k) {
     if (v.isAllNull()) {

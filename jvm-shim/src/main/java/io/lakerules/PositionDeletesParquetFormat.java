@@ -123,13 +123,13 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
     @Override
     public Iterator<InternalRow> apply(PartitionedFile file) {
       long[] deleted = deletes.positionsOf(file.filePath().urlEncoded());
-      Iterator<InternalRow> in = reader.apply(file);
-      RowIndexes.install(in);  // row indexes counted, not walked through boxed longs
+      Iterator<InternalRow> in = reader.apply(file);  // row indexes counted (RowGroupParquetFormat)
       if (deleted == null && !drop) {
         return in;
       }
       @SuppressWarnings("unchecked")
-      Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new Live(in, deleted, index, drop, rows);
+      Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>)
+          new Live(this, in, deleted == null ? null : new PositionDeleteSet.Cursor(deleted));
       return out;
     }
   }
@@ -139,11 +139,9 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
    * vectorized reader hands out ColumnarBatches through its Iterator[InternalRow].
    */
   static final class Live extends scala.collection.AbstractIterator<Object> {
+    private final LiveRows of;  // the index column's ordinal, whether to drop it, the rows' schema
     private final Iterator<?> in;
-    private final long[] deleted;  // sorted; null: none in this file
-    private final int index;
-    private final boolean drop;
-    private final StructType rows;
+    private final PositionDeleteSet.Cursor deleted;  // this file's; null: none
     private Object next;
 
     // batches: the last base batch, the batch of its columns that go on (all of them unless drop)
@@ -151,17 +149,12 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
     private ColumnarBatch plain;
     private int[] keep = new int[0];  // a batch's kept rows
 
-    // rows
-    private UnsafeProjection project;
-    private int cursor;
-    private long last = Long.MIN_VALUE;
+    private UnsafeProjection project;  // rows without the index column
 
-    Live(Iterator<?> in, long[] deleted, int index, boolean drop, StructType rows) {
+    Live(LiveRows of, Iterator<?> in, PositionDeleteSet.Cursor deleted) {
+      this.of = of;
       this.in = in;
       this.deleted = deleted;
-      this.index = index;
-      this.drop = drop;
-      this.rows = rows;
     }
 
     @Override
@@ -189,13 +182,8 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
         views(b);
       }
       int n = b.numRows();
-      if (deleted == null || n == 0) {
-        plain.setNumRows(n);
-        return plain;
-      }
-      ColumnVector positions = b.column(index);
-      int c = lowerBound(deleted, positions.getLong(0));
-      if (c >= deleted.length || deleted[c] > positions.getLong(n - 1)) {
+      ColumnVector positions = n == 0 ? null : b.column(of.index);
+      if (deleted == null || n == 0 || !deleted.anyIn(positions.getLong(0), positions.getLong(n - 1))) {
         plain.setNumRows(n);
         return plain;
       }
@@ -204,17 +192,8 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
       }
       int k = 0;
       int from = -1;  // the first row that moves
-      long previous = Long.MIN_VALUE;
       for (int i = 0; i < n; i++) {
-        long p = positions.getLong(i);
-        if (p < previous) {  // positions ascend within a split; never assume it
-          c = lowerBound(deleted, p);
-        }
-        previous = p;
-        while (c < deleted.length && deleted[c] < p) {
-          c++;
-        }
-        if (c >= deleted.length || deleted[c] != p) {
+        if (!deleted.deleted(positions.getLong(i))) {
           if (from < 0 && k != i) {
             from = k;
           }
@@ -237,13 +216,13 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
 
     private void views(ColumnarBatch b) {
       base = b;
-      if (!drop) {
+      if (!of.drop) {
         plain = b;
         return;
       }
       ColumnVector[] kept = new ColumnVector[b.numCols() - 1];
       for (int i = 0, j = 0; i < b.numCols(); i++) {
-        if (i != index) {
+        if (i != of.index) {
           kept[j++] = b.column(i);
         }
       }
@@ -252,27 +231,17 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
 
     /** The row, without the index column unless asked for, or null when it is deleted. */
     private InternalRow row(InternalRow r) {
-      if (deleted != null) {
-        long p = r.getLong(index);
-        if (p < last) {
-          cursor = lowerBound(deleted, p);
-        }
-        last = p;
-        while (cursor < deleted.length && deleted[cursor] < p) {
-          cursor++;
-        }
-        if (cursor < deleted.length && deleted[cursor] == p) {
-          return null;
-        }
+      if (deleted != null && deleted.deleted(r.getLong(of.index))) {
+        return null;
       }
-      if (!drop) {
+      if (!of.drop) {
         return r;
       }
       if (project == null) {
         List<Expression> out = new ArrayList<>();
-        StructField[] fields = rows.fields();
+        StructField[] fields = of.rows.fields();
         for (int i = 0; i < fields.length; i++) {
-          if (i != index) {
+          if (i != of.index) {
             out.add(new BoundReference(i, fields[i].dataType(), fields[i].nullable()));
           }
         }
@@ -280,19 +249,5 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
       }
       return project.apply(r);
     }
-  }
-
-  static int lowerBound(long[] a, long v) {
-    int lo = 0;
-    int hi = a.length;
-    while (lo < hi) {
-      int mid = (lo + hi) >>> 1;
-      if (a[mid] < v) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
   }
 }

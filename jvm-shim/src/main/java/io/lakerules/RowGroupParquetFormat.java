@@ -56,7 +56,7 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
     Seq<Filter> none = scala.collection.immutable.List$.MODULE$.<Filter>empty();
     Function1<PartitionedFile, Iterator<InternalRow>> read = super.buildReaderWithPartitionValues(
         session, dataSchema, partitionSchema, requiredSchema, none, options, hadoopConf);
-    return new RowGroupReader(read, parse(spec.get()));
+    return new RowGroupReader(new Counted(read), parse(spec.get()));
   }
 
   /** A file's spans: (start, end) pairs, and per span its rows' (first, last) pairs or null. */
@@ -100,7 +100,8 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
     }
   }
 
-  /** Spark's reader of whole files, its row indexes (when asked for) counted by io.lakerules.RowIndexes. */
+  /** Spark's reader of a split (or of a row group's span), its row indexes (when asked for) counted
+   * by io.lakerules.RowIndexes. */
   static final class Counted extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
     private final Function1<PartitionedFile, Iterator<InternalRow>> read;
 
@@ -130,9 +131,7 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
     public Iterator<InternalRow> apply(PartitionedFile file) {
       Spans listed = spans.get(file.toPath().toString());
       if (listed == null) {
-        Iterator<InternalRow> in = read.apply(file);
-        RowIndexes.install(in);
-        return in;
+        return read.apply(file);
       }
       long[] bounds = listed.bounds;
       long from = file.start();
@@ -183,7 +182,6 @@ public class RowGroupParquetFormat extends ParquetFileFormat {
         }
         long[] wanted = rows.get(next);
         current = read.apply(parts.get(next++));
-        RowIndexes.install(current);
         if (wanted != null) {
           PageRanges.narrow(current, wanted);
         }

@@ -40,9 +40,7 @@ public final class PositionDeleteSet implements Serializable {
   private transient Map<String, long[]> byFile;
   private transient UTF8String file;  // a private copy of the current file's name
   private transient UTF8String seen;  // the object the caller passed for it
-  private transient long[] current;   // its deleted positions, sorted; null: none
-  private transient int cursor;       // first index of current whose position is >= the last row's
-  private transient long last;        // the last row's position
+  private transient Cursor current;   // a walk through its deleted positions; null: none
 
   private PositionDeleteSet(Broadcast<HashMap<String, long[]>> positions, long rows, int files) {
     this.positions = positions;
@@ -232,39 +230,64 @@ public final class PositionDeleteSet implements Serializable {
     // object is compared by its bytes with a private copy (the caller's may point into a reused
     // buffer).
     if (fileName != seen && (file == null || !file.equals(fileName))) {
-      if (byFile == null) {
-        byFile = positions.value();
-      }
       file = fileName.clone();
-      current = byFile.get(file.toString());
-      last = Long.MIN_VALUE;
-      cursor = current == null ? 0 : lowerBound(current, pos);
-    } else if (current != null) {
-      if (pos < last) {
-        cursor = lowerBound(current, pos);
-      } else {
-        while (cursor < current.length && current[cursor] < pos) {
-          cursor++;
-        }
-      }
+      long[] deleted = positionsOf(file.toString());
+      current = deleted == null ? null : new Cursor(deleted);
     }
     seen = fileName;
-    last = pos;
-    return current == null || cursor >= current.length || current[cursor] != pos;
+    return current == null || !current.deleted(pos);
   }
 
-  private static int lowerBound(long[] a, long v) {
-    int lo = 0;
-    int hi = a.length;
-    while (lo < hi) {
-      int mid = (lo + hi) >>> 1;
-      if (a[mid] < v) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
+  /**
+   * A walk through one file's deleted positions (sorted) as its rows go by: rows come in position
+   * order, so a row costs a step or two of the walk; a position behind the last one (or the first
+   * one, which may be anywhere in the file) is found by binary search.
+   */
+  public static final class Cursor {
+    private final long[] sorted;
+    private int at;                      // first index whose position is >= the last one asked
+    private long last = Long.MIN_VALUE;  // the last position asked; MIN_VALUE: none yet
+
+    public Cursor(long[] sorted) {
+      this.sorted = sorted;
     }
-    return lo;
+
+    /** Whether position p is deleted. */
+    public boolean deleted(long p) {
+      seek(p);
+      return at < sorted.length && sorted[at] == p;
+    }
+
+    /** Whether a position in [from, to] is deleted. */
+    public boolean anyIn(long from, long to) {
+      seek(from);
+      return at < sorted.length && sorted[at] <= to;
+    }
+
+    private void seek(long p) {
+      if (p < last || last == Long.MIN_VALUE) {
+        at = lowerBound(sorted, p);
+      } else {
+        while (at < sorted.length && sorted[at] < p) {
+          at++;
+        }
+      }
+      last = p;
+    }
+
+    private static int lowerBound(long[] a, long v) {
+      int lo = 0;
+      int hi = a.length;
+      while (lo < hi) {
+        int mid = (lo + hi) >>> 1;
+        if (a[mid] < v) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      return lo;
+    }
   }
 
   /** A number no other set of this driver has. */
