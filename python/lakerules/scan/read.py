@@ -93,14 +93,13 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
             )
         return df
     jschema = J.data_type(spark, read_schema.json())
-    fmt, options = ((shared.ROW_GROUPS_FORMAT, J.nul_joined([shared.ROW_GROUPS_OPTION, row_groups])) if row_groups is not None
-                    else ("parquet", ""))
+    options = J.nul_joined([shared.ROW_GROUPS_OPTION, row_groups]) if row_groups is not None else ""
     # what Spark's planner sees (a join's broadcast side): the rows in memory, as Iceberg's scans
     # report them (rows x the schema's default width), not the files' compressed bytes: 10M
     # sequential ids compress below the 10 MiB broadcast threshold
     rows = sum(f.record_count for f in files)
     estimate = min(rows * max(jschema.defaultSize(), 1), (1 << 63) - 1)
-    plan = J.file_index_read(spark, _listing(files), jschema, fmt, options, estimate, deletes)
+    plan = J.file_index_read(spark, _listing(files), jschema, options, estimate, deletes)
     df = J.dataframe(spark, plan)
     if with_positions:
         df = df.select(
@@ -238,15 +237,21 @@ def _delete_set(ctx, files: list, kind: int):
     if kind == deletion_vectors.DELETION_VECTOR:
         names = status_names(spark, sorted({p.file.file_path for p in files}))
         return deletion_vectors.delete_set(spark, files, names)
-    by_path = {d.file_path: d for p in files for d in p.position_deletes}
-    delete_files = [by_path[k] for k in sorted(by_path)]
+    delete_files, names = _position_delete_files(spark, files)
     if sum(f.record_count for f in delete_files) > settings.count(
             POS_BROADCAST_KEY, ctx.conf(POS_BROADCAST_KEY, None), POS_BROADCAST_DEFAULT, "rows"):
         return None
-    names = status_names(spark, sorted({p.file.file_path for p in files} | set(by_path)))
     pairs = sorted({(names[d.file_path], normal_path(p.file.file_path), names[p.file.file_path])
                     for p in files for d in p.position_deletes})
     return _position_set(ctx, pairs, delete_files, names)
+
+
+def _position_delete_files(spark, files: list) -> tuple[list, dict]:
+    """The planned ``files``' position delete files, by path, and Spark's names of those and of
+    the data files (status_names)."""
+    by_path = {d.file_path: d for p in files for d in p.position_deletes}
+    names = status_names(spark, sorted({p.file.file_path for p in files} | set(by_path)))
+    return [by_path[k] for k in sorted(by_path)], names
 
 
 _position_sets: OrderedDict = OrderedDict()  # (application, pairs) -> JVM PositionDeleteSet
@@ -296,9 +301,7 @@ def _position_anti_join(ctx, data: DataFrame, files: list) -> DataFrame:
     files' lengths tell them apart, the join key is one long instead of (path, position):
     length * M + position, with M above every file's record count, so no row hashes a path."""
     spark = ctx.spark
-    by_path = {d.file_path: d for p in files for d in p.position_deletes}
-    delete_files = [by_path[k] for k in sorted(by_path)]
-    names = status_names(spark, sorted({p.file.file_path for p in files} | set(by_path)))
+    delete_files, names = _position_delete_files(spark, files)
     width = max(p.file.record_count for p in files) + 1
     # _metadata.file_size is the length the manifest gave the file index (LakeFileIndex)
     sizes = {p.file.file_path: p.file.file_size_in_bytes for p in files}

@@ -527,11 +527,10 @@ def data_type(spark: SparkSession, json_text: str):
     return spark._jsparkSession.parseDataType(json_text)
 
 
-def file_index_read(spark: SparkSession, listing: str, jschema, fmt: str, options: str, estimate: int, deletes=None):
+def file_index_read(spark: SparkSession, listing: str, jschema, options: str, estimate: int, deletes=None):
     """io.lakerules.LakeFileIndex.read: the plan reading the listed files (no listing, no status
     calls); with ``deletes`` (a JVM PositionDeleteSet), less the rows it deletes, dropped in the reader."""
-    return jclass(spark, "io.lakerules.LakeFileIndex").read(spark._jsparkSession, listing, jschema, fmt, options, estimate,
-                                                           deletes)
+    return jclass(spark, "io.lakerules.LakeFileIndex").read(spark._jsparkSession, listing, jschema, options, estimate, deletes)
 
 
 def file_names(spark: SparkSession, joined_paths: str) -> str:

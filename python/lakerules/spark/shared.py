@@ -20,7 +20,6 @@ PYTHON_START_TIMEOUT_SETTING = "spark.lakerules.python.startTimeout"  # how long
 
 # ---- options of the shim's file formats (lower case: Spark lower-cases option names) -------------
 NESTED_IDS_OPTION = "lakerules.nestedids"  # NestedIdParquetFormat: the list and map ids to write
-ROW_GROUPS_FORMAT = "rowgroups"  # LakeFileIndex.read's format: read through RowGroupParquetFormat
 ROW_GROUPS_OPTION = "lakerules.rowgroups"  # RowGroupParquetFormat: the row groups (and rows) to read
 
 # ---- LakeTable properties that mark a metadata table (the shim carries them, Python reads them) --

@@ -99,21 +99,22 @@ public class LakeFileIndex implements FileIndex {
   /**
    * The plan that reads a listing's files as Parquet with the given (field-id carrying) schema,
    * through RowGroupParquetFormat (Spark's Parquet reader, restricted to the row groups its option
-   * lists when the caller, format "rowgroups", gives one); options are "key NUL value" pairs of the same string form. {@code estimatedBytes}, when not negative, is
+   * lists when the caller gives one); options are "key NUL value" pairs of the same string form.
+   * {@code estimatedBytes}, when not negative, is
    * the size Spark's planner sees (sizeInBytes) instead of the files' lengths: the caller's
    * estimate of the rows in memory, as Iceberg's scans report rows times the schema's width.
    */
-  public static LogicalPlan read(SparkSession session, String listing, StructType schema, String format,
-      String options, long estimatedBytes) throws java.io.IOException {
-    return read(session, listing, schema, format, options, estimatedBytes, null);
+  public static LogicalPlan read(SparkSession session, String listing, StructType schema, String options,
+      long estimatedBytes) throws java.io.IOException {
+    return read(session, listing, schema, options, estimatedBytes, null);
   }
 
   /**
    * {@link #read}, the rows {@code deletes} deletes dropped inside the reader
    * (io.lakerules.PositionDeletesParquetFormat, which reads the row groups format's spans too).
    */
-  public static LogicalPlan read(SparkSession session, String listing, StructType schema, String format,
-      String options, long estimatedBytes, io.lakerules.functions.PositionDeleteSet deletes) throws java.io.IOException {
+  public static LogicalPlan read(SparkSession session, String listing, StructType schema, String options,
+      long estimatedBytes, io.lakerules.functions.PositionDeleteSet deletes) throws java.io.IOException {
     Configuration conf = session.sessionState().newHadoopConf();
     LakeFileIndex index = of(listing, conf);
     index.estimate = estimatedBytes;

@@ -20,7 +20,6 @@ final class SharedNames {
   static final String PYTHON_SETTING = get("PYTHON_SETTING");
   static final String PYTHON_START_TIMEOUT_SETTING = get("PYTHON_START_TIMEOUT_SETTING");
   static final String NESTED_IDS_OPTION = get("NESTED_IDS_OPTION");
-  static final String ROW_GROUPS_FORMAT = get("ROW_GROUPS_FORMAT");
   static final String ROW_GROUPS_OPTION = get("ROW_GROUPS_OPTION");
 
   private SharedNames() {}
