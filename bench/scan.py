@@ -80,6 +80,7 @@ def position_deletes(spark, runs, report):
         # the deleted positions are collected and broadcast again, as in a new process
         with lakerules.scan.read._cache_lock:
             lakerules.scan.read._position_sets.clear()
+        lakerules.spark.delete_sets.clear_delete_file_cache(spark)
         return _agg(spark, "lake.bench.pos")
 
     t = side_by_side(runs, deletes=lambda: _agg(spark, "lake.bench.pos"), none=lambda: _agg(spark, "lake.bench.t"),

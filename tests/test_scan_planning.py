@@ -211,6 +211,44 @@ def test_a_bad_position_delete_driver_size_is_refused(spark, ns):
             spark.sql(f"SELECT * FROM {table}").collect()
 
 
+def test_position_delete_files_are_decoded_once(spark, ns, iceberg_catalog):
+    """A table that gains a delete file a statement (a CDC stream's MERGE batches) decodes only the
+    new one at its next read: each delete file's positions are cached on the driver, whether it
+    was read there or by a Spark job."""
+    from lakerules.scan import read
+    from lakerules.spark import delete_sets
+
+    table, name = f"lake.{ns}.decoded", f"{ns}.decoded"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT)")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id FROM range(100)")
+
+    def delete_files():
+        t = iceberg_catalog.load_table(name)
+        found = {d.file_path: d for task in t.scan().plan_files() for d in task.delete_files}
+        return [(d.file_path, d.file_size_in_bytes) for d in found.values()]
+
+    def forget_sets():
+        with read._cache_lock:
+            read._position_sets.clear()
+
+    spark.sql(f"DELETE FROM {table} WHERE id = 1")
+    assert delete_sets.uncached_delete_files(spark, delete_files()) == [True]
+    assert spark.table(table).count() == 99
+    first = delete_files()
+    assert delete_sets.uncached_delete_files(spark, first) == [False]  # read on the driver, kept
+    with settings(spark, {"spark.lakerules.read.positionDeleteDriverRows": "0"}):
+        spark.sql(f"DELETE FROM {table} WHERE id IN (2, 50)")
+        both = delete_files()
+        assert sorted(delete_sets.uncached_delete_files(spark, both)) == [False, True]
+        forget_sets()
+        assert _jobs(spark, lambda: spark.table(table).count()) > 1  # the new file decoded by a job
+        assert delete_sets.uncached_delete_files(spark, both) == [False, False]
+        forget_sets()
+        got = []
+        assert _jobs(spark, lambda: got.extend(r.id for r in spark.table(table).collect())) == 1  # none decoded
+        assert sorted(got) == [i for i in range(100) if i not in (1, 2, 50)]
+
+
 # ---- equality deletes (seed 000: every example table is a case) --------------------------------
 
 

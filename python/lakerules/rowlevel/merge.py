@@ -133,7 +133,9 @@ class _Keys:
         """The first key's distinct non-NULL values in the source, sorted (a small source)."""
         progress.step(self.spark, "read the source's keys")
         column = "__lakerules_k0"
-        return sorted(r[0] for r in self.frame.where(F.col(column).isNotNull()).select(column).distinct().collect())
+        # through Arrow: a pickled Row per key costs ~0.1 s per 10,000 keys
+        keys = self.frame.where(F.col(column).isNotNull()).select(column).distinct().toArrow()
+        return sorted(keys.column(0).to_pylist())
 
 
 def _within_bounds(spark, table, snapshot, expr, files: list, bounds: list, keys=None) -> list:

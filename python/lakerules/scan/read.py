@@ -261,33 +261,31 @@ _POSITION_SET_ROWS = 20_000_000  # cached delete rows at most (8 bytes each on t
 def _position_set(ctx, pairs: list[tuple[str, str, str]], delete_files: list, names: dict):
     """The JVM PositionDeleteSet of (delete file name, data file path, data file name) pairs:
     the rows of those delete files (DataFiles, named in the pairs; ``names``: each file's name)
-    that point at those data files, by data file name. Delete files never change, so a set is
-    built once per process and application. Delete files of at most
-    spark.lakerules.read.positionDeleteDriverRows rows in all are read on the driver by the JVM
-    (PositionDeleteSet.readOnDriver): no Spark job, whose scheduling costs more than reading a
-    few small files (measured: 100,000 rows in 10 files read on the driver took ~0.6 s more than
-    the job on 2 cores); larger ones by a Spark job."""
+    that point at those data files, by data file name. A set is built once per process and
+    application, from each delete file's rows decoded once per driver (delete files never
+    change: a table that gains a few delete files a commit decodes only those). The delete
+    files not yet decoded, if they hold at most spark.lakerules.read.positionDeleteDriverRows
+    rows in all, are read on the driver by the JVM (PositionDeleteSet.readOnDriver): no Spark
+    job, whose scheduling costs more than reading a few small files (measured: 100,000 rows in
+    10 files read on the driver took ~0.6 s more than the job on 2 cores); more by a Spark job."""
     spark = ctx.spark
     key = (spark.sparkContext.applicationId, tuple(pairs))
     with _cache_lock:
         if key in _position_sets:
             _position_sets.move_to_end(key)
             return _position_sets[key]
+    files = [(d.file_path, d.file_size_in_bytes) for d in delete_files]
+    missing = [d for d, gone in zip(delete_files, delete_sets.uncached_delete_files(spark, files)) if gone]
     on_driver = settings.count(POS_DRIVER_KEY, ctx.conf(POS_DRIVER_KEY, None), POS_DRIVER_DEFAULT, "rows")
-    if sum(d.record_count for d in delete_files) <= on_driver:
-        index = {names[d.file_path]: i for i, d in enumerate(delete_files)}
-        deleted = delete_sets.position_delete_set_on_driver(
-            spark, [d.file_path for d in delete_files], [(index[d], path, name) for d, path, name in pairs])
-    else:
-        allowed = J.local_frame(spark, pairs, StructType.fromDDL("d_file STRING, d_path STRING, d_name STRING"))
-        deletes = read_files(spark, POSITION_DELETE_SCHEMA, delete_files, with_positions=True)
-        rows = (
-            deletes.select(F.col(FILE_COL).alias("d_file"), normal_path_col(F.col("file_path")).alias("d_path"),
-                           F.col("pos").alias("d_pos"))
-            .join(F.broadcast(allowed), ["d_file", "d_path"])
-            .select("d_name", "d_pos")
-        )
-        deleted = delete_sets.position_delete_set(spark, J.analyzed(rows))
+    if missing and sum(d.record_count for d in missing) > on_driver:
+        keys = J.local_frame(spark, [(names[d.file_path], d.file_path, str(d.file_size_in_bytes)) for d in missing],
+                             StructType.fromDDL("d_file STRING, d_key STRING, d_len STRING"))
+        deletes = read_files(spark, POSITION_DELETE_SCHEMA, missing, with_positions=True)
+        rows = (deletes.select(F.col(FILE_COL).alias("d_file"), "file_path", "pos")
+                .join(F.broadcast(keys), "d_file").select("d_key", "d_len", "file_path", "pos"))
+        delete_sets.cache_delete_files(spark, J.analyzed(rows))
+    index = {names[d.file_path]: i for i, d in enumerate(delete_files)}
+    deleted = delete_sets.position_delete_set_on_driver(spark, files, [(index[d], path, name) for d, path, name in pairs])
     with _cache_lock:
         _position_sets[key] = deleted
         while len(_position_sets) > 1 and sum(s.rows() for s in _position_sets.values()) > _POSITION_SET_ROWS:

@@ -1,6 +1,7 @@
 """The JVM delete sets scans apply per row (the shim's io.lakerules.functions.PositionDeleteSet
-and EqualityDeleteSet): built from a plan's rows by a Spark job, or, for small position delete
-files, read on the driver."""
+and EqualityDeleteSet): position delete files decoded once per driver (read there when small,
+by a Spark job otherwise) and cached per file; equality delete sets built from a plan's rows by
+a Spark job."""
 
 from __future__ import annotations
 
@@ -10,17 +11,35 @@ from lakerules.spark.jclasses import jclass
 from lakerules.spark.jvm import nul_joined
 
 
-def position_delete_set(spark: SparkSession, plan):
-    """io.lakerules.functions.PositionDeleteSet of the (file name, position) rows of ``plan``."""
-    return jclass(spark, "io.lakerules.functions.PositionDeleteSet").collect(spark._jsparkSession, plan)
-
-
-def position_delete_set_on_driver(spark: SparkSession, delete_paths: list[str], pairs: list[tuple[int, str, str]]):
-    """io.lakerules.functions.PositionDeleteSet of small delete files read on the driver: the
-    rows of ``delete_paths`` that point, through a (delete file index, data file path, data file
-    name) pair of ``pairs``, at a data file."""
+def position_delete_set_on_driver(spark: SparkSession, delete_files: list[tuple[str, int]],
+                                  pairs: list[tuple[int, str, str]]):
+    """io.lakerules.functions.PositionDeleteSet of delete files (path, length) with no Spark job:
+    each file's rows from the driver's cache of decoded delete files, or read on the driver (and
+    cached). A delete row counts only through a (delete file index, data file path, data file
+    name) pair of ``pairs``."""
     return jclass(spark, "io.lakerules.functions.PositionDeleteSet").readOnDriver(
-        spark._jsparkSession, nul_joined(delete_paths), nul_joined(str(x) for t in pairs for x in t))
+        spark._jsparkSession, nul_joined(p for p, _ in delete_files), nul_joined(str(n) for _, n in delete_files),
+        nul_joined(str(x) for t in pairs for x in t))
+
+
+def uncached_delete_files(spark: SparkSession, delete_files: list[tuple[str, int]]) -> list[bool]:
+    """Per delete file (path, length): whether the driver's cache of decoded delete files lacks it."""
+    if not delete_files:
+        return []
+    flags = jclass(spark, "io.lakerules.functions.PositionDeleteSet").uncached(
+        nul_joined(p for p, _ in delete_files), nul_joined(str(n) for _, n in delete_files))
+    return [c == "1" for c in flags]
+
+
+def cache_delete_files(spark: SparkSession, plan) -> None:
+    """Decodes, by a Spark job, the (delete file path, its length, data file path, position) rows
+    of ``plan`` into the driver's cache of decoded delete files."""
+    jclass(spark, "io.lakerules.functions.PositionDeleteSet").cacheFiles(spark._jsparkSession, plan)
+
+
+def clear_delete_file_cache(spark: SparkSession) -> None:
+    """Forgets every decoded delete file (benchmarks measuring a first read)."""
+    jclass(spark, "io.lakerules.functions.PositionDeleteSet").clearFileCache()
 
 
 def equality_delete_set(spark: SparkSession, plan, scopes: int):

@@ -49,16 +49,11 @@ public final class PositionDeleteSet implements Serializable {
   }
 
   /**
-   * Runs {@code rows}, a plan of (data file name STRING, position BIGINT) rows, and broadcasts the
-   * positions of each data file, sorted. Each task groups its own rows into one array per data
-   * file (delete files are sorted by file, so that is one hash lookup per run of a file), and only
-   * those arrays come back to the driver: one stage, no shuffle, 8 bytes a deleted row.
+   * The positions of each name of {@code rows}, a plan of (name STRING, position BIGINT) rows,
+   * sorted. Each task groups its own rows into one array per name (delete rows are sorted by
+   * file, so that is one hash lookup per run of a name), and only those arrays come back to the
+   * driver: one stage, no shuffle, 8 bytes a row.
    */
-  public static PositionDeleteSet collect(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows) {
-    return of(session, positionsByName(session, rows));
-  }
-
-  /** The positions of each name of {@code rows} (name STRING, position BIGINT), sorted. */
   static HashMap<String, long[]> positionsByName(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows) {
     org.apache.spark.sql.classic.Dataset<?> ds = org.apache.spark.sql.classic.Dataset.ofRows(session, rows);
     org.apache.spark.rdd.RDD<InternalRow> rdd = ds.queryExecution().executedPlan().execute();
@@ -71,22 +66,11 @@ public final class PositionDeleteSet implements Serializable {
       }
     }
     HashMap<String, long[]> merged = new HashMap<>();
-    long total = 0;
     for (Map.Entry<String, java.util.List<long[]>> e : byName.entrySet()) {
-      long[] all = e.getValue().get(0);
-      if (e.getValue().size() > 1) {
-        int n = 0;
-        for (long[] p : e.getValue()) {
-          n += p.length;
-        }
-        all = new long[n];
-        int at = 0;
-        for (long[] p : e.getValue()) {
-          System.arraycopy(p, 0, all, at, p.length);
-          at += p.length;
-        }
+      long[] all = sortedUnion(e.getValue());
+      if (e.getValue().size() == 1) {
+        Arrays.sort(all);  // one task's array: in the order its rows came
       }
-      Arrays.sort(all);
       merged.put(e.getKey(), all);
     }
     return merged;
@@ -96,15 +80,17 @@ public final class PositionDeleteSet implements Serializable {
 
   /**
    * The set of the position delete files {@code deleteFiles} (NUL-separated paths, as their
-   * manifest gives them) read here on the driver, with no Spark job: for delete files so small
-   * that a job's scheduling costs more than reading them. {@code pairs}: NUL-separated triples
-   * (index into deleteFiles, a data file's path in lakerules.scan.read.normal_path's form, that
-   * data file's name as its rows carry it); a delete row counts only through such a pair, as
+   * manifest gives them; {@code sizes}: their lengths, NUL-separated) with no Spark job: each
+   * file's rows come from {@link DeleteFileRows}, the driver's cache of decoded delete files,
+   * or are read here on the driver (then cached). {@code pairs}: NUL-separated triples (index
+   * into deleteFiles, a data file's path in lakerules.scan.read.normal_path's form, that data
+   * file's name as its rows carry it); a delete row counts only through such a pair, as
    * {@link #collect}'s join of the same rows does.
    */
   public static PositionDeleteSet readOnDriver(org.apache.spark.sql.classic.SparkSession session, String deleteFiles,
-                                               String pairs) {
+                                               String sizes, String pairs) {
     String[] files = deleteFiles.split("\0", -1);
+    String[] lengths = sizes.split("\0", -1);
     String[] t = pairs.isEmpty() ? new String[0] : pairs.split("\0", -1);
     java.util.List<Map<String, String>> allowed = new java.util.ArrayList<>();
     for (int i = 0; i < files.length; i++) {
@@ -113,41 +99,166 @@ public final class PositionDeleteSet implements Serializable {
     for (int i = 0; i + 2 < t.length; i += 3) {
       allowed.get(Integer.parseInt(t[i])).put(t[i + 1], t[i + 2]);
     }
-    org.apache.hadoop.conf.Configuration conf = session.sessionState().newHadoopConf();
-    Map<String, Positions> byName = new HashMap<>();
+    org.apache.hadoop.conf.Configuration conf = null;
+    Map<String, java.util.List<long[]>> byName = new HashMap<>();
     for (int i = 0; i < files.length; i++) {
       Map<String, String> names = allowed.get(i);
       if (names.isEmpty()) {
         continue;
       }
-      try (org.apache.parquet.hadoop.ParquetReader<org.apache.parquet.example.data.Group> reader =
-               org.apache.parquet.hadoop.ParquetReader.builder(new org.apache.parquet.hadoop.example.GroupReadSupport(),
-                   new org.apache.hadoop.fs.Path(files[i])).withConf(conf).build()) {
-        String path = null;  // the current run's data file path (delete files are sorted by it)
-        Positions run = null;
-        for (org.apache.parquet.example.data.Group g = reader.read(); g != null; g = reader.read()) {
-          String next = g.getString("file_path", 0);
-          if (!next.equals(path)) {
-            path = next;
-            String name = names.get(LOCAL.matcher(next).replaceFirst("/"));
-            run = name == null ? null : byName.computeIfAbsent(name, k -> new Positions());
-          }
-          if (run != null) {
-            run.add(g.getLong("pos", 0));
-          }
+      String key = DeleteFileRows.key(files[i], lengths[i]);
+      Map<String, long[]> rows = DeleteFileRows.get(key);
+      if (rows == null) {
+        if (conf == null) {
+          conf = session.sessionState().newHadoopConf();
         }
-      } catch (java.io.IOException | RuntimeException e) {
-        throw new java.io.UncheckedIOException("lakerules: cannot read position delete file " + files[i] + ": "
-            + e.getMessage(), e instanceof java.io.IOException ? (java.io.IOException) e : new java.io.IOException(e));
+        rows = readFile(conf, files[i]);
+        DeleteFileRows.put(key, rows);
+      }
+      for (Map.Entry<String, String> pair : names.entrySet()) {
+        long[] positions = rows.get(pair.getKey());
+        if (positions != null) {
+          byName.computeIfAbsent(pair.getValue(), k -> new java.util.ArrayList<>()).add(positions);
+        }
       }
     }
     HashMap<String, long[]> merged = new HashMap<>();
-    for (Map.Entry<String, Positions> e : byName.entrySet()) {
-      long[] all = Arrays.copyOf(e.getValue().values, e.getValue().size);
-      Arrays.sort(all);
-      merged.put(e.getKey(), all);
+    for (Map.Entry<String, java.util.List<long[]>> e : byName.entrySet()) {
+      merged.put(e.getKey(), sortedUnion(e.getValue()));
     }
     return of(session, merged);
+  }
+
+  /**
+   * Which of {@code deleteFiles} (NUL-separated paths; {@code sizes} their lengths) the driver's
+   * cache of decoded delete files lacks: one character per file, '1' missing, '0' cached.
+   */
+  public static String uncached(String deleteFiles, String sizes) {
+    String[] files = deleteFiles.split("\0", -1);
+    String[] lengths = sizes.split("\0", -1);
+    StringBuilder out = new StringBuilder(files.length);
+    for (int i = 0; i < files.length; i++) {
+      out.append(DeleteFileRows.get(DeleteFileRows.key(files[i], lengths[i])) == null ? '1' : '0');
+    }
+    return out.toString();
+  }
+
+  /**
+   * Runs {@code rows}, a plan of (delete file path STRING, its length STRING, data file path
+   * STRING, position BIGINT) rows (delete files too large to read on the driver), and caches
+   * each delete file's positions per data file, as {@link #readOnDriver} then finds them: one
+   * stage, each task grouping its own rows.
+   */
+  public static void cacheFiles(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows) {
+    org.apache.spark.sql.classic.Dataset<?> ds = org.apache.spark.sql.classic.Dataset.ofRows(session, rows);
+    org.apache.spark.rdd.RDD<InternalRow> rdd = ds.queryExecution().executedPlan().execute();
+    java.util.List<HashMap<String, HashMap<String, long[]>>> parts =
+        rdd.toJavaRDD().mapPartitions(PositionDeleteSet::groupFiles).collect();
+    Map<String, Map<String, java.util.List<long[]>>> byFile = new HashMap<>();
+    for (HashMap<String, HashMap<String, long[]>> part : parts) {
+      for (Map.Entry<String, HashMap<String, long[]>> f : part.entrySet()) {
+        Map<String, java.util.List<long[]>> into = byFile.computeIfAbsent(f.getKey(), k -> new HashMap<>());
+        for (Map.Entry<String, long[]> e : f.getValue().entrySet()) {
+          into.computeIfAbsent(e.getKey(), k -> new java.util.ArrayList<>()).add(e.getValue());
+        }
+      }
+    }
+    for (Map.Entry<String, Map<String, java.util.List<long[]>>> f : byFile.entrySet()) {
+      HashMap<String, long[]> merged = new HashMap<>();
+      for (Map.Entry<String, java.util.List<long[]>> e : f.getValue().entrySet()) {
+        merged.put(e.getKey(), sortedUnion(e.getValue()));
+      }
+      DeleteFileRows.put(f.getKey(), merged);
+    }
+  }
+
+  /** Forgets every cached delete file (benchmarks measuring a first read). */
+  public static void clearFileCache() {
+    DeleteFileRows.clear();
+  }
+
+  /** One delete file's rows: data file path (normal form) -> its deleted positions, sorted. */
+  private static Map<String, long[]> readFile(org.apache.hadoop.conf.Configuration conf, String file) {
+    Map<String, Positions> byPath = new HashMap<>();
+    try (org.apache.parquet.hadoop.ParquetReader<org.apache.parquet.example.data.Group> reader =
+             org.apache.parquet.hadoop.ParquetReader.builder(new org.apache.parquet.hadoop.example.GroupReadSupport(),
+                 new org.apache.hadoop.fs.Path(file)).withConf(conf).build()) {
+      String path = null;  // the current run's data file path (delete files are sorted by it)
+      Positions run = null;
+      for (org.apache.parquet.example.data.Group g = reader.read(); g != null; g = reader.read()) {
+        String next = g.getString("file_path", 0);
+        if (!next.equals(path)) {
+          path = next;
+          run = byPath.computeIfAbsent(LOCAL.matcher(next).replaceFirst("/"), k -> new Positions());
+        }
+        run.add(g.getLong("pos", 0));
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      throw new java.io.UncheckedIOException("lakerules: cannot read position delete file " + file + ": "
+          + e.getMessage(), e instanceof java.io.IOException ? (java.io.IOException) e : new java.io.IOException(e));
+    }
+    HashMap<String, long[]> out = new HashMap<>();
+    for (Map.Entry<String, Positions> e : byPath.entrySet()) {
+      long[] all = Arrays.copyOf(e.getValue().values, e.getValue().size);
+      Arrays.sort(all);
+      out.put(e.getKey(), all);
+    }
+    return out;
+  }
+
+  /** The arrays' values in one sorted array (a single array is returned as it is: never written). */
+  private static long[] sortedUnion(java.util.List<long[]> arrays) {
+    if (arrays.size() == 1) {
+      return arrays.get(0);
+    }
+    int n = 0;
+    for (long[] p : arrays) {
+      n += p.length;
+    }
+    long[] all = new long[n];
+    int at = 0;
+    for (long[] p : arrays) {
+      System.arraycopy(p, 0, all, at, p.length);
+      at += p.length;
+    }
+    Arrays.sort(all);
+    return all;
+  }
+
+  /** One task's (delete file key, data file path, position) rows per delete file and data file path. */
+  private static java.util.Iterator<HashMap<String, HashMap<String, long[]>>> groupFiles(
+      java.util.Iterator<InternalRow> rows) {
+    Map<String, Map<String, Positions>> byFile = new HashMap<>();
+    UTF8String file = null;  // the current run's delete file key and data file path (private copies)
+    UTF8String path = null;
+    Positions run = null;
+    while (rows.hasNext()) {
+      InternalRow r = rows.next();
+      if (r.isNullAt(0) || r.isNullAt(1) || r.isNullAt(2) || r.isNullAt(3)) {
+        continue;
+      }
+      UTF8String f = r.getUTF8String(0);
+      UTF8String p = r.getUTF8String(2);
+      if (file == null || !file.equals(f) || !path.equals(p)) {
+        file = f.clone();
+        path = p.clone();
+        String key = DeleteFileRows.key(file.toString(), r.getUTF8String(1).toString());
+        run = byFile.computeIfAbsent(key, k -> new HashMap<>())
+            .computeIfAbsent(LOCAL.matcher(path.toString()).replaceFirst("/"), k -> new Positions());
+      }
+      run.add(r.getLong(3));
+    }
+    HashMap<String, HashMap<String, long[]>> out = new HashMap<>();
+    for (Map.Entry<String, Map<String, Positions>> f : byFile.entrySet()) {
+      HashMap<String, long[]> paths = new HashMap<>();
+      for (Map.Entry<String, Positions> e : f.getValue().entrySet()) {
+        long[] all = Arrays.copyOf(e.getValue().values, e.getValue().size);
+        Arrays.sort(all);
+        paths.put(e.getKey(), all);
+      }
+      out.put(f.getKey(), paths);
+    }
+    return java.util.Collections.singletonList(out).iterator();
   }
 
   /** The set of {@code byName} (data file name -> its deleted positions, sorted), broadcast. */
