@@ -109,14 +109,33 @@ FIXTURES = [
     # one file is judged as many are: by the first pass, when the scan is lowered
     ("SELECT * FROM {one} WHERE k = 0", {MIN_BYTES_KEY: "0"},
      (True, ("k",), ("id", "k", "a", "b"), "filter columns k: 1 of 4 columns read, <share> of <size>")),
+    # dense by the manifests' bounds (two files, k 0..999 and id 0..19,999 in each): read plainly, no first pass
+    ("SELECT * FROM {big} WHERE k < 500 AND id <> 3", {MIN_BYTES_KEY: "0"},
+     (False, ("id", "k"), ("id", "k", "a", "b"), "filter columns id, k: 2 of 4 columns read, <share> of <size>; the "
+      "manifests' bounds estimate 19,999 of 40,000 rows (<share>) match, auto reads plainly from 5,000 rows and "
+      "<share> (no first pass)")),
+    # 20 rows estimated; an equality on a floating column has no estimate: the first pass decides
+    ("SELECT * FROM {big} WHERE k = 7", {MIN_BYTES_KEY: "0"},
+     (True, ("k",), ("id", "k", "a", "b"), "filter columns k: 1 of 4 columns read, <share> of <size>")),
+    ("SELECT * FROM {big} WHERE k < 500 AND b = 3.0", {MIN_BYTES_KEY: "0"},
+     (True, ("k", "b"), ("id", "k", "a", "b"), "filter columns k, b: 2 of 4 columns read, <share> of <size>")),
 ]
+
+_BIG = 20_000
+BIG = pa.table({
+    "id": pa.array(range(_BIG), pa.int64()),
+    "k": pa.array([i % 1000 for i in range(_BIG)], pa.int32()),
+    "a": [hashlib.sha512(str(i).encode()).hexdigest() for i in range(_BIG)],
+    "b": [float(i) for i in range(_BIG)],
+})
 
 
 @pytest.fixture(scope="module")
 def tables(lake):
     lake.table("w", DATA, appends=5)
     lake.table("one", DATA)
-    return {"w": lake.name("w"), "one": lake.name("one")}
+    lake.table("big", BIG, appends=2)
+    return {"w": lake.name("w"), "one": lake.name("one"), "big": lake.name("big")}
 
 
 def _scanned(spark, lake, sql):

@@ -42,6 +42,11 @@ other column to read late). ``auto`` splits only when, from what is known before
 - the columns read late are at least ``spark.lakerules.read.lateMaterialization.minBytes``
   (default 64 MiB, again from the manifests' column sizes): below that, the extra Spark jobs of
   the first pass and of phase one cost about what the split could save;
+- the filter is not dense by the manifests' bounds (lakerules.scan.selectivity: each file's
+  rows taken as spread evenly between its bounds): an estimate of at least 5,000 matching
+  rows and 0.1% of the rows (most pages would hold a match, even at 1,000 rows a page) reads
+  plainly with no first pass; a filter without an estimate (a string equality, a function of a
+  column) goes on to the first pass;
 - at run time, the first pass is phase one itself, over every file, stopped after 1,000
   matches (a tenth of ``maxRows`` if less). It is one Spark job whatever the number of files,
   so a table of one file is judged as one of a thousand:
@@ -77,6 +82,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from pyiceberg.expressions import And
 from pyiceberg.schema import Schema
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -85,11 +91,12 @@ from lakerules.spark import jvm as J, settings
 from lakerules.iceberg import schema as schemas
 from lakerules.errors import LakeError
 from lakerules.scan.explain import remember
+from lakerules.plan.expressions import to_iceberg
 from lakerules.plan.nodes import Filter, LakeScan, Node, SparkNode
 from lakerules.scan.read import (
     FILE_COL, POS_COL, aliased_plan, lower_scan, read_files, scan_dataframe, status_names,
 )
-from lakerules.scan import lineage as row_lineage
+from lakerules.scan import lineage as row_lineage, selectivity
 
 SETTING = "spark.lakerules.read.lateMaterialization"
 MODES = ("auto", "on", "off")
@@ -100,6 +107,10 @@ MIN_BYTES_KEY = "spark.lakerules.read.lateMaterialization.minBytes"
 MIN_BYTES_DEFAULT = 64 * 2**20  # auto: at least this many bytes of columns read late
 FIRST_PASS_CAP = 1_000  # auto: the first pass stops after this many matches (or a tenth of maxRows)
 MATCHED_SHARE = 0.5  # auto: phase two reads at most this share of the bytes the plain scan reads
+# auto, before any read: the manifests' bounds estimating at least this many matching rows, and this
+# share of the rows (spread evenly, even at 1,000 rows a page, most pages then hold a match), read plainly
+DENSE_ROWS = 5 * FIRST_PASS_CAP
+DENSE_SHARE = 0.001
 # a conjunct with one of these cannot run on its own in phase one
 _NOT_ALONE = {"ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery", "OuterReference"}
 
@@ -232,7 +243,32 @@ def decide(scan: LakeScan, conjuncts: tuple, project, m: str, needed_ids: set | 
         return plain(f"{shown}; auto needs at most {PREDICATE_SHARE:.0%}")
     if r < min_bytes:
         return plain(f"{shown}; {_size(r)} to read late, auto needs at least {_size(min_bytes)} ({MIN_BYTES_KEY})")
+    dense = _dense_by_bounds(scan, conjuncts, by_id)
+    if dense is not None:
+        return plain(f"{shown}; {dense}")
     return replace(late, reason=shown)
+
+
+def _dense_by_bounds(scan: LakeScan, conjuncts: tuple, by_id: dict) -> str | None:
+    """Why the filter is dense by the manifests' bounds (lakerules.scan.selectivity): at least
+    DENSE_ROWS rows and DENSE_SHARE of the planned files' rows estimated to match, so most pages
+    hold a match and phase two would read nearly what the plain scan reads; else None (no
+    estimate, or not dense: the first pass decides)."""
+    parts = []
+    for c in conjuncts:
+        expr, exact = to_iceberg(c, by_id)
+        if not exact:
+            return None
+        parts.append(expr)
+    if not parts:
+        return None
+    files = [p.file for p in scan.plan.files]
+    rows = sum(f.record_count for f in files)
+    expected = selectivity.expected_rows(scan.schema, parts[0] if len(parts) == 1 else And(*parts), files)
+    if expected is None or expected < DENSE_ROWS or expected < DENSE_SHARE * rows:
+        return None
+    return (f"the manifests' bounds estimate {expected:,.0f} of {rows:,} rows ({expected / max(rows, 1):.1%}) match, "
+            f"auto reads plainly from {DENSE_ROWS:,} rows and {DENSE_SHARE:.1%} (no first pass)")
 
 
 def _column_bytes(scan: LakeScan, predicate: list[str], rest: list[str]) -> tuple[int, int] | None:
