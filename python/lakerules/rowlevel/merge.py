@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import bisect
 
-from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import And, GreaterThanOrEqual, LessThanOrEqual
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.types import IntegerType, LongType, StringType
@@ -59,6 +58,7 @@ from lakerules.rowlevel.run import (
     dangling_deletes,
 )
 from lakerules.scan import manifest_columns, manifest_job, manifests
+from lakerules.scan.bounds import file_bounds
 from lakerules.scan import lineage, row_files as row_plans
 from lakerules.scan.planning import ScanPlan, plan_scan
 from lakerules.scan.read import FILE_COL, POS_COL, status_names
@@ -172,13 +172,10 @@ def _within_bounds(spark, table, snapshot, expr, files: list, bounds: list, keys
 def _holds_a_key(data_file, field, values: list) -> bool:
     """Whether one of the sorted ``values`` lies within the file's bounds of ``field`` (no
     bounds: it may hold any)."""
-    lower, upper = (data_file.lower_bounds or {}).get(field.field_id), (data_file.upper_bounds or {}).get(field.field_id)
-    if lower is None or upper is None:
+    found = file_bounds(data_file, field)
+    if found is None:
         return True
-    try:
-        low, high = from_bytes(field.field_type, lower), from_bytes(field.field_type, upper)
-    except Exception:  # noqa: BLE001 - a bound written for another type (before a promotion)
-        return True
+    low, high = found
     i = bisect.bisect_left(values, low)
     return i < len(values) and values[i] <= high
 

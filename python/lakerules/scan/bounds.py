@@ -1,6 +1,7 @@
 """Exact answers from the manifests: a column's minimum or maximum over data files' metrics, when
 the metrics hold it (``bound``), else why not (``NotExact``). Used by the aggregate rule
-(count/min/max from metadata) and by DESCRIBE EXTENDED ... col."""
+(count/min/max from metadata) and by DESCRIBE EXTENDED ... col. ``file_bounds``: one file's
+bounds of a column (MERGE's key pruning, lakerules.scan.selectivity)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,19 @@ from pyiceberg.types import (
 
 _BOUNDED = (IntegerType, LongType, FloatType, DoubleType, DateType, TimestampType, TimestamptzType, DecimalType,
             BooleanType)
+
+
+def file_bounds(data_file, field) -> tuple | None:
+    """(lower, upper) of ``field`` in one data file's metrics, as Python values, or None when the
+    file has no such bounds (or they were written for another type, before a promotion)."""
+    lower = (data_file.lower_bounds or {}).get(field.field_id)
+    upper = (data_file.upper_bounds or {}).get(field.field_id)
+    if lower is None or upper is None:
+        return None
+    try:
+        return from_bytes(field.field_type, lower), from_bytes(field.field_type, upper)
+    except Exception:  # noqa: BLE001 - a bound written for another type (before a promotion)
+        return None
 
 
 class NotExact(Exception):

@@ -278,11 +278,13 @@ def _position_set(ctx, pairs: list[tuple[str, str, str]], delete_files: list, na
     missing = [d for d, gone in zip(delete_files, delete_sets.uncached_delete_files(spark, files)) if gone]
     on_driver = settings.count(POS_DRIVER_KEY, ctx.conf(POS_DRIVER_KEY, None), POS_DRIVER_DEFAULT, "rows")
     if missing and sum(d.record_count for d in missing) > on_driver:
-        keys = J.local_frame(spark, [(names[d.file_path], d.file_path, str(d.file_size_in_bytes)) for d in missing],
-                             StructType.fromDDL("d_file STRING, d_key STRING, d_len STRING"))
+        # each row named by its delete file (length and path) and its data file's path, NUL-separated
+        keys = J.local_frame(spark, [(names[d.file_path], f"{d.file_size_in_bytes}\0{d.file_path}") for d in missing],
+                             StructType.fromDDL("d_file STRING, d_key STRING"))
         deletes = read_files(spark, POSITION_DELETE_SCHEMA, missing, with_positions=True)
-        rows = (deletes.select(F.col(FILE_COL).alias("d_file"), "file_path", "pos")
-                .join(F.broadcast(keys), "d_file").select("d_key", "d_len", "file_path", "pos"))
+        rows = (deletes.select(F.col(FILE_COL).alias("d_file"), normal_path_col(F.col("file_path")).alias("d_path"), "pos")
+                .join(F.broadcast(keys), "d_file")
+                .select(F.concat_ws("\0", "d_key", "d_path"), "pos"))
         delete_sets.cache_delete_files(spark, J.analyzed(rows))
     index = {names[d.file_path]: i for i, d in enumerate(delete_files)}
     deleted = delete_sets.position_delete_set_on_driver(spark, files, [(index[d], path, name) for d, path, name in pairs])

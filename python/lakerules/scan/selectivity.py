@@ -37,7 +37,6 @@ True
 
 from __future__ import annotations
 
-from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -67,6 +66,8 @@ from pyiceberg.types import (
     TimestampType,
     TimestamptzType,
 )
+
+from lakerules.scan.bounds import file_bounds
 
 _INTEGRAL = (IntegerType, LongType, DateType, TimestampType, TimestamptzType)
 _FLOATING = (FloatType, DoubleType)
@@ -127,21 +128,9 @@ def _field(e):
     return e.term.ref().field
 
 
-def _bounds(e, f):
-    """(lower, upper) of the predicate's column in file ``f``, or None."""
-    field = _field(e)
-    lower, upper = (f.lower_bounds or {}).get(field.field_id), (f.upper_bounds or {}).get(field.field_id)
-    if lower is None or upper is None:
-        return None
-    try:
-        return from_bytes(field.field_type, lower), from_bytes(field.field_type, upper)
-    except Exception:  # noqa: BLE001 - a bound written for another type (before a promotion)
-        return None
-
-
 def _compare(e, f, value) -> float | None:
     kind = _field(e).field_type
-    bounds = _bounds(e, f)
+    bounds = file_bounds(f, _field(e))
     if bounds is None or not isinstance(kind, _INTEGRAL + _FLOATING):
         return None
     low, high = bounds

@@ -32,8 +32,9 @@ def uncached_delete_files(spark: SparkSession, delete_files: list[tuple[str, int
 
 
 def cache_delete_files(spark: SparkSession, plan) -> None:
-    """Decodes, by a Spark job, the (delete file path, its length, data file path, position) rows
-    of ``plan`` into the driver's cache of decoded delete files."""
+    """Decodes, by a Spark job, the (name, position) rows of ``plan`` into the driver's cache of
+    decoded delete files; a row's name is ``<delete file length>\\0<delete file path>\\0<data
+    file path in normal_path form>``."""
     jclass(spark, "io.lakerules.functions.PositionDeleteSet").cacheFiles(spark._jsparkSession, plan)
 
 

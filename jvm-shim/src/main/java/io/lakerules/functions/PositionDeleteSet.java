@@ -50,9 +50,9 @@ public final class PositionDeleteSet implements Serializable {
 
   /**
    * The positions of each name of {@code rows}, a plan of (name STRING, position BIGINT) rows,
-   * sorted. Each task groups its own rows into one array per name (delete rows are sorted by
-   * file, so that is one hash lookup per run of a name), and only those arrays come back to the
-   * driver: one stage, no shuffle, 8 bytes a row.
+   * sorted. Each task groups its own rows into one sorted array per name (delete rows are sorted
+   * by file, so that is one hash lookup per run of a name), and only those arrays come back to
+   * the driver: one stage, no shuffle, 8 bytes a row.
    */
   static HashMap<String, long[]> positionsByName(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows) {
     org.apache.spark.sql.classic.Dataset<?> ds = org.apache.spark.sql.classic.Dataset.ofRows(session, rows);
@@ -67,11 +67,7 @@ public final class PositionDeleteSet implements Serializable {
     }
     HashMap<String, long[]> merged = new HashMap<>();
     for (Map.Entry<String, java.util.List<long[]>> e : byName.entrySet()) {
-      long[] all = sortedUnion(e.getValue());
-      if (e.getValue().size() == 1) {
-        Arrays.sort(all);  // one task's array: in the order its rows came
-      }
-      merged.put(e.getKey(), all);
+      merged.put(e.getKey(), sortedUnion(e.getValue()));
     }
     return merged;
   }
@@ -84,8 +80,7 @@ public final class PositionDeleteSet implements Serializable {
    * file's rows come from {@link DeleteFileRows}, the driver's cache of decoded delete files,
    * or are read here on the driver (then cached). {@code pairs}: NUL-separated triples (index
    * into deleteFiles, a data file's path in lakerules.scan.read.normal_path's form, that data
-   * file's name as its rows carry it); a delete row counts only through such a pair, as
-   * {@link #collect}'s join of the same rows does.
+   * file's name as its rows carry it); a delete row counts only through such a pair.
    */
   public static PositionDeleteSet readOnDriver(org.apache.spark.sql.classic.SparkSession session, String deleteFiles,
                                                String sizes, String pairs) {
@@ -144,31 +139,21 @@ public final class PositionDeleteSet implements Serializable {
   }
 
   /**
-   * Runs {@code rows}, a plan of (delete file path STRING, its length STRING, data file path
-   * STRING, position BIGINT) rows (delete files too large to read on the driver), and caches
-   * each delete file's positions per data file, as {@link #readOnDriver} then finds them: one
-   * stage, each task grouping its own rows.
+   * Runs {@code rows}, a plan of (name STRING, position BIGINT) rows of delete files too large to
+   * read on the driver, each name {@code <delete file length>\0<delete file path>\0<data file
+   * path in normal form>} (a {@link DeleteFileRows#key} and a data file path), and caches each
+   * delete file's positions per data file, as {@link #readOnDriver} then finds them: one stage
+   * ({@link #positionsByName}).
    */
   public static void cacheFiles(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows) {
-    org.apache.spark.sql.classic.Dataset<?> ds = org.apache.spark.sql.classic.Dataset.ofRows(session, rows);
-    org.apache.spark.rdd.RDD<InternalRow> rdd = ds.queryExecution().executedPlan().execute();
-    java.util.List<HashMap<String, HashMap<String, long[]>>> parts =
-        rdd.toJavaRDD().mapPartitions(PositionDeleteSet::groupFiles).collect();
-    Map<String, Map<String, java.util.List<long[]>>> byFile = new HashMap<>();
-    for (HashMap<String, HashMap<String, long[]>> part : parts) {
-      for (Map.Entry<String, HashMap<String, long[]>> f : part.entrySet()) {
-        Map<String, java.util.List<long[]>> into = byFile.computeIfAbsent(f.getKey(), k -> new HashMap<>());
-        for (Map.Entry<String, long[]> e : f.getValue().entrySet()) {
-          into.computeIfAbsent(e.getKey(), k -> new java.util.ArrayList<>()).add(e.getValue());
-        }
-      }
+    Map<String, HashMap<String, long[]>> byFile = new HashMap<>();
+    for (Map.Entry<String, long[]> e : positionsByName(session, rows).entrySet()) {
+      int cut = e.getKey().lastIndexOf('\0');
+      byFile.computeIfAbsent(e.getKey().substring(0, cut), k -> new HashMap<>())
+          .put(e.getKey().substring(cut + 1), e.getValue());
     }
-    for (Map.Entry<String, Map<String, java.util.List<long[]>>> f : byFile.entrySet()) {
-      HashMap<String, long[]> merged = new HashMap<>();
-      for (Map.Entry<String, java.util.List<long[]>> e : f.getValue().entrySet()) {
-        merged.put(e.getKey(), sortedUnion(e.getValue()));
-      }
-      DeleteFileRows.put(f.getKey(), merged);
+    for (Map.Entry<String, HashMap<String, long[]>> f : byFile.entrySet()) {
+      DeleteFileRows.put(f.getKey(), f.getValue());
     }
   }
 
@@ -199,14 +184,12 @@ public final class PositionDeleteSet implements Serializable {
     }
     HashMap<String, long[]> out = new HashMap<>();
     for (Map.Entry<String, Positions> e : byPath.entrySet()) {
-      long[] all = Arrays.copyOf(e.getValue().values, e.getValue().size);
-      Arrays.sort(all);
-      out.put(e.getKey(), all);
+      out.put(e.getKey(), e.getValue().sorted());
     }
     return out;
   }
 
-  /** The arrays' values in one sorted array (a single array is returned as it is: never written). */
+  /** The sorted arrays' values in one sorted array (a single array is returned as it is: never written). */
   private static long[] sortedUnion(java.util.List<long[]> arrays) {
     if (arrays.size() == 1) {
       return arrays.get(0);
@@ -225,42 +208,6 @@ public final class PositionDeleteSet implements Serializable {
     return all;
   }
 
-  /** One task's (delete file key, data file path, position) rows per delete file and data file path. */
-  private static java.util.Iterator<HashMap<String, HashMap<String, long[]>>> groupFiles(
-      java.util.Iterator<InternalRow> rows) {
-    Map<String, Map<String, Positions>> byFile = new HashMap<>();
-    UTF8String file = null;  // the current run's delete file key and data file path (private copies)
-    UTF8String path = null;
-    Positions run = null;
-    while (rows.hasNext()) {
-      InternalRow r = rows.next();
-      if (r.isNullAt(0) || r.isNullAt(1) || r.isNullAt(2) || r.isNullAt(3)) {
-        continue;
-      }
-      UTF8String f = r.getUTF8String(0);
-      UTF8String p = r.getUTF8String(2);
-      if (file == null || !file.equals(f) || !path.equals(p)) {
-        file = f.clone();
-        path = p.clone();
-        String key = DeleteFileRows.key(file.toString(), r.getUTF8String(1).toString());
-        run = byFile.computeIfAbsent(key, k -> new HashMap<>())
-            .computeIfAbsent(LOCAL.matcher(path.toString()).replaceFirst("/"), k -> new Positions());
-      }
-      run.add(r.getLong(3));
-    }
-    HashMap<String, HashMap<String, long[]>> out = new HashMap<>();
-    for (Map.Entry<String, Map<String, Positions>> f : byFile.entrySet()) {
-      HashMap<String, long[]> paths = new HashMap<>();
-      for (Map.Entry<String, Positions> e : f.getValue().entrySet()) {
-        long[] all = Arrays.copyOf(e.getValue().values, e.getValue().size);
-        Arrays.sort(all);
-        paths.put(e.getKey(), all);
-      }
-      out.put(f.getKey(), paths);
-    }
-    return java.util.Collections.singletonList(out).iterator();
-  }
-
   /** The set of {@code byName} (data file name -> its deleted positions, sorted), broadcast. */
   static PositionDeleteSet of(org.apache.spark.sql.classic.SparkSession session, HashMap<String, long[]> byName) {
     long total = 0;
@@ -272,7 +219,7 @@ public final class PositionDeleteSet implements Serializable {
     return new PositionDeleteSet(b, total, byName.size());
   }
 
-  /** One task's (name, position) rows as one array of positions per name. */
+  /** One task's (name, position) rows as one sorted array of positions per name. */
   private static java.util.Iterator<HashMap<String, long[]>> groupPartition(java.util.Iterator<InternalRow> rows) {
     Map<UTF8String, Positions> byName = new HashMap<>();
     UTF8String name = null;  // the current run's name (a private copy: rows reuse their buffers)
@@ -291,7 +238,7 @@ public final class PositionDeleteSet implements Serializable {
     }
     HashMap<String, long[]> out = new HashMap<>();
     for (Map.Entry<UTF8String, Positions> e : byName.entrySet()) {
-      out.put(e.getKey().toString(), Arrays.copyOf(e.getValue().values, e.getValue().size));
+      out.put(e.getKey().toString(), e.getValue().sorted());
     }
     return java.util.Collections.singletonList(out).iterator();
   }
@@ -306,6 +253,12 @@ public final class PositionDeleteSet implements Serializable {
         values = Arrays.copyOf(values, size * 2);
       }
       values[size++] = v;
+    }
+
+    long[] sorted() {
+      long[] all = Arrays.copyOf(values, size);
+      Arrays.sort(all);
+      return all;
     }
   }
 
