@@ -37,6 +37,8 @@ def main() -> None:
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.extraClassPath": os.environ["LAKERULES_TEST_CLASSES"],
         "spark.sql.sources.commitProtocolClass": "lakerules.testing.FailFirstCommit",
+        # delete files by Spark's write job, whose tasks fail once (the driver would write few deletes itself)
+        "spark.lakerules.write.positionDeleteDriverRows": "0",
     })
     spark.sparkContext.setLogLevel("OFF")
 

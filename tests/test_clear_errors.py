@@ -202,6 +202,7 @@ SETTINGS = [  # (setting, bad value, what the error says, statement that reads i
     ("spark.lakerules.read.equalityDeleteSetBytes", "256m", "is not a number of bytes", "select"),
     ("spark.lakerules.read.lateMaterialization.maxRows", "1e5", "is not a number of rows", "late"),
     ("spark.lakerules.optimize.zorder.incrementalRatio", "inf", "expected a finite number >= 0", "optimize"),
+    ("spark.lakerules.write.positionDeleteDriverRows", "some", "is not a number of rows", "delete"),
 ]
 
 
@@ -213,6 +214,7 @@ def test_bad_settings_are_refused_by_name(spark, iceberg_catalog, with_deletes):
         "select": f"SELECT * FROM {with_deletes} WHERE k = 1",
         "late": f"SELECT * FROM {with_deletes} WHERE k = 1",
         "optimize": f"OPTIMIZE {with_deletes} ZORDER BY (k)",
+        "delete": f"DELETE FROM {with_deletes} WHERE id = 5",
     }
     before = iceberg_catalog.load_table(ident).metadata_location
     for key, value, needle, query in SETTINGS:

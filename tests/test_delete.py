@@ -11,6 +11,7 @@ from pyiceberg.manifest import DataFileContent
 
 from lakerules.write import row_delta
 from lakerules.rowlevel import run as rowlevel
+from settings_util import settings
 
 
 def files(catalog, name, content=None):
@@ -58,10 +59,14 @@ def ids(spark, table):
     return sorted(r.id for r in spark.sql(f"SELECT id FROM {table}").collect())
 
 
-def test_delete_writes_sorted_position_deletes_per_partition(spark, ns, events, iceberg_catalog, engines):
+@pytest.mark.parametrize("writer", ["driver", "job"])
+def test_delete_writes_sorted_position_deletes_per_partition(spark, ns, events, iceberg_catalog, engines, writer):
+    """Written by the driver (few deletes) or by a Spark job (spark.lakerules.write.positionDeleteDriverRows
+    0), the delete files are the same: the spec's schema, sorted, one per partition."""
     name = events.split(".", 1)[1]
     data_before = sorted(f.file_path for f in files(iceberg_catalog, name, DataFileContent.DATA))
-    (row,) = spark.sql(f"DELETE FROM {events} WHERE id % 5 = 0 OR v > 13.6").collect()
+    with settings(spark, {"spark.lakerules.write.positionDeleteDriverRows": "0" if writer == "job" else "30"}):
+        (row,) = spark.sql(f"DELETE FROM {events} WHERE id % 5 = 0 OR v > 13.6").collect()
     gone = {i for i in range(30) if i % 5 == 0 or i / 2 > 13.6}
     assert row.num_affected_rows == len(gone)
     assert ids(spark, events) == sorted(set(range(30)) - gone)
@@ -77,8 +82,11 @@ def test_delete_writes_sorted_position_deletes_per_partition(spark, ns, events, 
         schema = arrow.schema
         assert [f.name for f in schema] == ["file_path", "pos"]
         assert [f.metadata[b"PARQUET:field_id"] for f in schema] == [b"2147483546", b"2147483545"]
+        assert [f.nullable for f in schema] == [False, False]  # required, as the spec says
         rows = list(zip(arrow.column("file_path").to_pylist(), arrow.column("pos").to_pylist()))
         assert rows == sorted(rows)
+        assert d.lower_bounds[2147483545] == min(p for _, p in rows).to_bytes(8, "little")
+        assert d.upper_bounds[2147483546] == max(p for p, _ in rows).encode()
         assert {p for p, _ in rows} <= set(data)  # exactly the manifest's paths
         assert {tuple(data[p].partition) for p, _ in rows} == {tuple(d.partition)}
         assert d.record_count == len(rows)

@@ -190,6 +190,46 @@ def test_merge_reads_only_the_files_the_source_keys_can_match(spark, ns, iceberg
     assert merge_summary(iceberg_catalog, table) == (scanned, matched)
 
 
+@pytest.mark.parametrize("limit", [None, "1", "0"])
+def test_merge_deletes_written_by_the_driver_or_by_a_job(spark, ns, iceberg_catalog, engines, limit):
+    """A MERGE whose source keys are distinct needs no cardinality check: its matched positions
+    come to the driver, which counts them and writes the delete files. Past
+    spark.lakerules.write.positionDeleteDriverRows (1 and 0 here: 3 positions), the rows are
+    counted by an aggregate and a Spark job writes the delete files: the same table either way."""
+    table = make_ranges(spark, f"lake.{ns}.ranges_w")
+    name = table.split(".", 1)[1]
+    source(spark, [(102, "upd", 120), (105, "del", 0), (111, "ins", 2), (1, "upd", 10), (None, "ins", 4)])
+    if limit is not None:
+        spark.conf.set("spark.lakerules.write.positionDeleteDriverRows", limit)
+    try:
+        (r,) = spark.sql(UPSERT.format(t=table)).collect()
+    finally:
+        spark.conf.unset("spark.lakerules.write.positionDeleteDriverRows")
+    assert (r.num_affected_rows, r.num_updated_rows, r.num_deleted_rows, r.num_inserted_rows) == (5, 2, 1, 2)
+    want = ranges_base()
+    want[102], want[1], want[111] = (102, "item-102", 120), (1, "item-1", 10), (111, "new", 2)
+    del want[105]
+    engines.assert_same(table, expected=list(want.values()) + [(None, "new", 4)])
+    assert merge_summary(iceberg_catalog, table) == (2, 2)
+    deletes = files(iceberg_catalog, name, DataFileContent.POSITION_DELETES)
+    assert len(deletes) == 2 and sum(d.record_count for d in deletes) == 3  # one per data file
+    by_driver = {d.file_path.rsplit("/", 1)[1].startswith("deletes-") for d in deletes}
+    assert by_driver == {limit is None}  # the driver's writer names its files deletes-<uuid>.parquet
+    assert orphans(iceberg_catalog, name) == set()
+
+
+def test_merge_with_no_cardinality_check_and_not_matched_by_source(spark, ns, iceberg_catalog, engines):
+    """The outer join's path without a cardinality check (a single unconditional DELETE): the rows
+    NOT MATCHED BY SOURCE deletes are deleted too, whoever writes the delete files."""
+    table = make_ranges(spark, f"lake.{ns}.ranges_nbs")
+    source(spark, [(102, "x", 0), (102, "y", 0), (7, "x", 0)])
+    (r,) = spark.sql(f"""MERGE INTO {table} t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE
+                         WHEN NOT MATCHED BY SOURCE AND t.id >= 305 THEN DELETE""").collect()
+    assert (r.num_deleted_rows, r.num_updated_rows, r.num_inserted_rows) == (2 + 5, 0, 0)
+    want = {k: v for k, v in ranges_base().items() if k not in (102, 7, 305, 306, 307, 308, 309)}
+    engines.assert_same(table, expected=list(want.values()))
+
+
 def test_merge_with_null_keys_matches_nothing_by_them(spark, ns, iceberg_catalog, engines):
     """A NULL key matches no target row (not even the target's NULL id): it is NOT MATCHED, and
     a source of NULL keys only reads no target file."""

@@ -193,10 +193,21 @@ GRANULARITY_STATEMENTS = {
 }
 
 
-def test_delete_granularity_file_and_partition(spark, three_files, iceberg_catalog, engines):
+@pytest.mark.parametrize("writer", ["driver", "job"])
+def test_delete_granularity_file_and_partition(spark, three_files, iceberg_catalog, engines, writer):
     """Default (file): one delete file per data file deleted from, its file_path bounds equal and
     naming that file; partition: one delete file for the partition's 3 data files. Each
-    position-delete writer in turn (DELETE, UPDATE's split write, MERGE): they share the writer."""
+    position-delete writer in turn (DELETE, UPDATE's split write, MERGE): they share the writer,
+    whether the driver writes the files (few deletes) or a Spark job does."""
+    if writer == "job":
+        spark.conf.set("spark.lakerules.write.positionDeleteDriverRows", "0")
+    try:
+        _granularity(spark, three_files, iceberg_catalog, engines)
+    finally:
+        spark.conf.unset("spark.lakerules.write.positionDeleteDriverRows")
+
+
+def _granularity(spark, three_files, iceberg_catalog, engines):
     table = three_files
     name = table.split(".", 1)[1]
     table_rows = [(i, "a") for i in range(12)] + [(i, "b") for i in range(100, 104)]

@@ -213,8 +213,8 @@ def test_a_bad_position_delete_driver_size_is_refused(spark, ns):
 
 def test_position_delete_files_are_decoded_once(spark, ns, iceberg_catalog):
     """A table that gains a delete file a statement (a CDC stream's MERGE batches) decodes only the
-    new one at its next read: each delete file's positions are cached on the driver, whether it
-    was read there or by a Spark job."""
+    new one at its next read: each delete file's positions are cached on the driver, whether the
+    driver wrote it, read it or had a Spark job decode it."""
     from lakerules.scan import read
     from lakerules.spark import delete_sets
 
@@ -232,21 +232,24 @@ def test_position_delete_files_are_decoded_once(spark, ns, iceberg_catalog):
             read._position_sets.clear()
 
     spark.sql(f"DELETE FROM {table} WHERE id = 1")
-    assert delete_sets.uncached_delete_files(spark, delete_files()) == [True]
-    assert spark.table(table).count() == 99
-    first = delete_files()
-    assert delete_sets.uncached_delete_files(spark, first) == [False]  # read on the driver, kept
-    with settings(spark, {"spark.lakerules.read.positionDeleteDriverRows": "0"}):
+    assert delete_sets.uncached_delete_files(spark, delete_files()) == [False]  # written by the driver, kept
+    by_job = {"spark.lakerules.write.positionDeleteDriverRows": "0"}
+    with settings(spark, by_job):  # written by a Spark job: not decoded yet
+        spark.sql(f"DELETE FROM {table} WHERE id = 3")
+    assert sorted(delete_sets.uncached_delete_files(spark, delete_files())) == [False, True]
+    assert spark.table(table).count() == 98
+    assert delete_sets.uncached_delete_files(spark, delete_files()) == [False, False]  # read on the driver, kept
+    with settings(spark, {**by_job, "spark.lakerules.read.positionDeleteDriverRows": "0"}):
         spark.sql(f"DELETE FROM {table} WHERE id IN (2, 50)")
-        both = delete_files()
-        assert sorted(delete_sets.uncached_delete_files(spark, both)) == [False, True]
+        all_three = delete_files()
+        assert sorted(delete_sets.uncached_delete_files(spark, all_three)) == [False, False, True]
         forget_sets()
         assert _jobs(spark, lambda: spark.table(table).count()) > 1  # the new file decoded by a job
-        assert delete_sets.uncached_delete_files(spark, both) == [False, False]
+        assert delete_sets.uncached_delete_files(spark, all_three) == [False, False, False]
         forget_sets()
         got = []
         assert _jobs(spark, lambda: got.extend(r.id for r in spark.table(table).collect())) == 1  # none decoded
-        assert sorted(got) == [i for i in range(100) if i not in (1, 2, 50)]
+        assert sorted(got) == [i for i in range(100) if i not in (1, 2, 3, 50)]
 
 
 # ---- equality deletes (seed 000: every example table is a case) --------------------------------

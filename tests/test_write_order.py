@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
+
+from settings_util import settings
 from pyiceberg.table.sorting import NullOrder, SortDirection
 from pyiceberg.transforms import BucketTransform, IdentityTransform
 
@@ -151,8 +153,15 @@ def test_parquet_writer_properties(spark, ns, iceberg_catalog, engines):
     [delete] = {d.file_path: d for task in table.scan().plan_files() for d in task.delete_files}.values()
     with table.io.new_input(delete.file_path).open() as f:
         assert pq.ParquetFile(f).metadata.row_group(0).column(0).compression == "SNAPPY"
+    with settings(spark, {"spark.lakerules.write.positionDeleteDriverRows": "0"}):  # by a Spark job: the same
+        spark.sql(f"DELETE FROM {t} WHERE id = 9")
+    table = iceberg_catalog.load_table(t.split(".", 1)[1])
+    found = {d.file_path: d for task in table.scan().plan_files() for d in task.delete_files}
+    [by_job] = set(found) - {delete.file_path}
+    with table.io.new_input(by_job).open() as f:
+        assert pq.ParquetFile(f).metadata.row_group(0).column(0).compression == "SNAPPY"
     before = table.current_snapshot().snapshot_id
     spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.parquet.page-row-limit' = '-1')")
     refused(spark, f"DELETE FROM {t} WHERE id = 8", "write.delete.parquet.page-row-limit", "delete files")
     assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id == before
-    assert spark.table(t).count() == 20000
+    assert spark.table(t).count() == 19999

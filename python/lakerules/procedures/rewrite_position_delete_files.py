@@ -19,7 +19,7 @@ As Iceberg's action (RewritePositionDeleteFiles), per partition:
    data file (a join with the planned (delete file, data file) pairs, built once and broadcast:
    no row goes through Python), each written with the data file's path as its manifest spells
    it; each group becomes round(size / target) files (at least one), sorted by path and position
-   (lakerules.write.files.write_position_deletes), its data files split between them in path order.
+   (lakerules.write.position_deletes.write), its data files split between them in path order.
 5. One "replace" snapshot removes the rewritten and dangling delete files and adds the new ones,
    changing no data file (lakerules.write.rewrites.rewrite_deletes). The table's rows are unchanged.
 
@@ -55,7 +55,8 @@ from lakerules.procedures.rewrite_data_files import options_of as _options
 from lakerules.plan.nodes import TableRef
 from lakerules.scan.planning import plan_scan
 from lakerules.scan.read import FILE_COL, POSITION_DELETE_SCHEMA, normal_path, normal_path_col, read_files, status_names
-from lakerules.write.files import PART_COL, discard, write_position_deletes
+from lakerules.write.files import PART_COL, discard
+from lakerules.write.position_deletes import write as write_position_deletes
 
 PROCEDURE = "rewrite_position_delete_files"
 

@@ -24,7 +24,10 @@ WHEN NOT MATCHED BY SOURCE clause needs every target row:
    (a column an UPDATE keeps, one a clause condition reads) are those read, from the matched
    files only, joined on (file, position) with the matches. The source rows no target row
    matched (WHEN NOT MATCHED) are the source anti-joined with the matched target rows: a source
-   row matching any target row matches one that is among the matches.
+   row matching any target row matches one that is among the matches. A source whose keys are
+   distinct (known when Spark's estimate let it come to the driver in step 1) needs no
+   cardinality check; then (merge-on-read, v2) the changed rows' positions come to the driver,
+   which counts them and writes the delete files (lakerules.write.position_deletes).
    A larger source (or ``autoBroadcastJoinThreshold`` -1) takes the outer join of the target's
    remaining files with the source, as before.
 
@@ -63,7 +66,7 @@ from lakerules.scan import lineage, row_files as row_plans
 from lakerules.scan.planning import ScanPlan, plan_scan
 from lakerules.scan.read import FILE_COL, POS_COL, status_names
 from lakerules.spark import jvm as J, progress
-from lakerules.write import files as write, row_delta
+from lakerules.write import files as write, position_deletes, row_delta
 
 OP_COL = "__lakerules_op"
 T_COL, S_COL = "__lakerules_t", "__lakerules_s"
@@ -91,7 +94,7 @@ def run_merge(ctx, node):
         small = _broadcastable(spark, node, count)
         files = _within_bounds(spark, table, snapshot, expr, files, bounds, keys.first if small else None)
         if small:
-            return _run_keyed(ctx, node, table, snapshot, expr, planned, files)
+            return _run_keyed(ctx, node, table, snapshot, expr, planned, files, keys.unique)
     return _run_outer(ctx, node, table, snapshot, expr, planned, files)
 
 
@@ -100,7 +103,9 @@ def run_merge(ctx, node):
 
 class _Keys:
     """The ON condition's ``t.k = <source expression>`` conjuncts whose target side is a
-    top-level column with manifest bounds Python compares as Iceberg does."""
+    top-level column with manifest bounds Python compares as Iceberg does. After ``stats``,
+    ``unique`` says whether the source's rows are known to have distinct keys (then no target
+    row matches two source rows: nothing for the cardinality check to find)."""
 
     def __init__(self, spark, node):
         self.spark, self.node = spark, node
@@ -116,21 +121,46 @@ class _Keys:
 
     def stats(self) -> tuple[int, list]:
         """The source's row count and, per key, (column name, min, max) of its non-NULL values
-        (min None: every key NULL), in one aggregate job."""
+        (min None: every key NULL). A source Spark estimates small enough to broadcast comes to
+        the driver whole (its key columns, through Arrow: one job, and ``first`` then needs none);
+        any other is aggregated in one job."""
         spark = self.spark
         names = [f"__lakerules_k{i}" for i in range(len(self.pairs))]
         frame = J.dataframe(spark, J.project_as(spark, self.node.source, [e for _, e in self.pairs] + [J.literal(spark, 1)],
                                                 names + ["__lakerules_one"]))
+        self.frame, self._first = frame, None
+        self.unique = False  # known only for a source read whole (below)
+        threshold = J.broadcast_threshold(spark)
+        if 0 <= J.estimated_bytes(frame) <= threshold:
+            return self._collected(frame.select(*names, "__lakerules_one").toArrow())
         aggs = [F.count(F.lit(1))]
         for n in names:
             aggs += [F.min(n), F.max(n)]
         row = frame.agg(*aggs).collect()[0]
         bounds = [(name, row[1 + 2 * i], row[2 + 2 * i]) for i, (name, _) in enumerate(self.pairs)]
-        self.frame = frame
         return row[0], bounds
+
+    def _collected(self, keys) -> tuple[int, list]:
+        """stats() of the source's key columns as an Arrow table (Arrow's min and max order
+        strings by their UTF-8 bytes, as Spark does)."""
+        import pyarrow.compute as pc
+
+        bounds = []
+        for i, (name, _) in enumerate(self.pairs):
+            found = pc.min_max(keys.column(i))
+            bounds.append((name, found["min"].as_py(), found["max"].as_py()))
+        if self.pairs:
+            self._first = sorted(pc.unique(keys.column(0).drop_null()).to_pylist())
+            # no two source rows with the same non-NULL keys: no target row can match two of them
+            names = keys.column_names[:len(self.pairs)]
+            matching = keys.select(names).drop_null()
+            self.unique = matching.group_by(names).aggregate([]).num_rows == matching.num_rows
+        return keys.num_rows, bounds
 
     def first(self) -> list:
         """The first key's distinct non-NULL values in the source, sorted (a small source)."""
+        if self._first is not None:
+            return self._first
         progress.step(self.spark, "read the source's keys")
         column = "__lakerules_k0"
         # through Arrow: a pickled Row per key costs ~0.1 s per 10,000 keys
@@ -202,7 +232,7 @@ def _target_plan(ctx, node, table, snapshot, planned, files, attrs, row_ids: boo
     return J.rename_project(spark, plan, [a.jvm for a in attrs])
 
 
-def _run_keyed(ctx, node, table, snapshot, expr, planned, files):
+def _run_keyed(ctx, node, table, snapshot, expr, planned, files, unique_keys: bool = False):
     spark = ctx.spark
     output = node.relation.output
     on_ids = J.reference_ids(node.condition)
@@ -215,40 +245,45 @@ def _run_keyed(ctx, node, table, snapshot, expr, planned, files):
                 needed |= J.reference_ids(value)
     first = [a for a in output if a.jvm.exprId().id() in on_ids]
     later = [a for a in output if a.jvm.exprId().id() in needed and a.jvm.exprId().id() not in on_ids]
-    check = _checks_cardinality(node.matched)
+    check = _checks_cardinality(node.matched) and not unique_keys
     row_ids = v3_rows.applies(table)
     source = J.analyzed(F.broadcast(J.dataframe(spark, node.source)))
     matches = None
+    # the matched files are known before the rows are written only where the other columns must be
+    # read from them; otherwise the matches' count (and cardinality check) is the rows' (_apply)
+    found_first = bool(later and node.matched)
     try:
         progress.step(spark, "find the target rows the source's keys match")
+        matched_files = files
         if files:
             joined = J.join(spark, _target_plan(ctx, node, table, snapshot, planned, files, first, row_ids), source,
                             "inner", node.condition)
             matches = J.dataframe(spark, joined)
-            if not check:
+            if not check and not unique_keys:
                 matches = matches.dropDuplicates([FILE_COL, POS_COL])  # deleted (or kept) once
             matches = matches.persist()
-            # one aggregate: the matched files, and (check) whether a target row matched twice
-            per_file = matches.groupBy(FILE_COL).agg(
-                F.count(F.lit(1)).alias("rows"),
-                *([F.countDistinct(POS_COL).alias("positions")] if check else [])).collect()
-            if check and any(r["rows"] != r["positions"] for r in per_file):
-                raise _cardinality_error(node.table)
-            matched_names = {r[0] for r in per_file}
-        else:
-            matched_names = set()
-        names = status_names(spark, [p.file.file_path for p in files])
-        matched_files = [p for p in files if names[p.file.file_path] in matched_names]
+            if found_first:
+                # one aggregate: the matched files, and (check) whether a target row matched twice
+                per_file = matches.groupBy(FILE_COL).agg(
+                    F.count(F.lit(1)).alias("rows"),
+                    *([F.countDistinct(POS_COL).alias("positions")] if check else [])).collect()
+                if check and any(r["rows"] != r["positions"] for r in per_file):
+                    raise _cardinality_error(node.table)
+                matched_names = {r[0] for r in per_file}
+                names = status_names(spark, [p.file.file_path for p in files])
+                matched_files = [p for p in files if names[p.file.file_path] in matched_names]
         rows = _inserted(spark, node, matches, first, row_ids)
         if matched_files and node.matched:
             plan = J.analyzed(matches)
             if later:
                 progress.step(spark, "read the matched rows' other columns")
                 plan = _with_later_columns(ctx, node, table, snapshot, planned, matched_files, later, matches)
-            rows = _matched(spark, node, plan, row_ids).unionByName(rows)
-        scanned = {"lakerules.merge.target-files-scanned": str(len(files)),
-                   "lakerules.merge.target-files-matched": str(len(matched_files))}
-        return _apply(ctx, node, table, snapshot, expr, planned, matched_files, rows, scanned, check=False)
+            rows = _matched(spark, node, plan, row_ids, keep=not found_first).unionByName(rows)
+        scanned = {"lakerules.merge.target-files-scanned": str(len(files))}
+        if found_first:
+            scanned["lakerules.merge.target-files-matched"] = str(len(matched_files))
+        return _apply(ctx, node, table, snapshot, expr, planned, matched_files, rows, scanned,
+                      check=check and not found_first, matched_by="match")
     finally:
         if matches is not None:
             matches.unpersist()
@@ -267,14 +302,15 @@ def _with_later_columns(ctx, node, table, snapshot, planned, files, later, match
                      [a for a in t_out if a.name() not in (FILE_COL, POS_COL)] + m_out)
 
 
-def _matched(spark, node, plan, row_ids: bool = False):
+def _matched(spark, node, plan, row_ids: bool = False, keep: bool = False):
     """The matched rows (each a target row and the source row it matched) as what the first
-    WHEN MATCHED clause that holds makes of them: updated or deleted (no clause: dropped)."""
+    WHEN MATCHED clause that holds makes of them: updated or deleted (no clause: dropped, unless
+    ``keep``: then KEEP, for _apply's count and cardinality check)."""
     out = J.from_seq(plan.output())
     carried = (*_row_id_cols(row_ids), FILE_COL, POS_COL)
     branches = [(J.true_literal(spark) if a.condition is None else a.condition, a) for a in node.matched]
     frame = _actions(spark, node, plan, branches, [a for a in out if a.name() in carried])
-    return (frame.where(F.col(OP_COL) != KEEP)
+    return ((frame if keep else frame.where(F.col(OP_COL) != KEEP))
             .withColumn(T_COL, F.lit(True)).withColumn(S_COL, F.lit(True))
             .select(*[J.column(a.name) for a in node.relation.output], OP_COL, T_COL, S_COL, *carried))
 
@@ -364,10 +400,13 @@ def _run_outer(ctx, node, table, snapshot, expr, planned, files):
 # ---- the writes and the commit -------------------------------------------------------------------
 
 
-def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict, check: bool):
+def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict, check: bool,
+           matched_by: str = "change"):
     """Write and commit what ``rows`` (the target's columns, OP_COL, T_COL, S_COL, FILE_COL,
     POS_COL; FILE_COL one of ``files``' or NULL) say: updated and inserted rows, the positions of
-    updated and deleted ones (or, copy-on-write, the touched files rewritten)."""
+    updated and deleted ones (or, copy-on-write, the touched files rewritten). ``check``: fail
+    if two matched rows (T_COL and S_COL set) are one target row. The summary's files matched
+    (unless given) are those with a matched row (``matched_by`` "match") or a changed one."""
     spark = ctx.spark
     t = node.table
     names = [a.name for a in node.relation.output]
@@ -376,24 +415,36 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
     written_data, written_deletes = [], []
     try:
         progress.step(spark, "join target rows with the source")
-        doubled = check and (rows.where(F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull())
-                             .groupBy(FILE_COL, POS_COL).count().where("count > 1").limit(1).collect())
-        if doubled:
-            raise _cardinality_error(t)
-        # one aggregate: rows per operation, and per data file the rows it loses (updated or deleted)
-        counts: dict = {}
+        if not check and node.mode != "copy-on-write" and not v3_rows.applies(table):
+            done = _apply_collected(ctx, node, table, expr, files, rows, partitions, summary, matched_by)
+            if done is not None:
+                return done
+        # one aggregate per data file (NULL: inserted rows): rows per operation, matched rows and,
+        # (check) their distinct positions: a target row matched by two source rows is an error
+        matched = F.col(T_COL).isNotNull() & F.col(S_COL).isNotNull()
+        aggs = [F.count(F.when(F.col(OP_COL) == op, 1)) for op in (UPDATE, DELETE, INSERT)]
+        aggs.append(F.count(F.when(matched, 1)))
+        if check:
+            aggs.append(F.countDistinct(F.when(matched, F.col(POS_COL))))
+        counts = [0, 0, 0]
         removed: dict = {}
-        for r in rows.groupBy(OP_COL, "__lakerules_path").count().collect():
-            counts[r[0]] = counts.get(r[0], 0) + r[2]
-            if r[0] in (UPDATE, DELETE) and r[1] is not None:
-                removed[r[1]] = removed.get(r[1], 0) + r[2]
-        updated, deleted, inserted = counts.get(UPDATE, 0), counts.get(DELETE, 0), counts.get(INSERT, 0)
+        matched_paths = set()
+        for r in rows.groupBy("__lakerules_path").agg(*aggs).collect():
+            if check and r[4] != r[5]:
+                raise _cardinality_error(t)
+            counts = [c + n for c, n in zip(counts, r[1:4])]
+            if r[0] is not None and r[1] + r[2]:
+                removed[r[0]] = r[1] + r[2]
+            if r[0] is not None and r[4]:
+                matched_paths.add(r[0])
+        updated, deleted, inserted = counts
         if updated + deleted + inserted == 0:
             return _merge_result(spark, 0, 0, 0)
         touched = [p for p in files if p.file.file_path in removed]
         summary = {"lakerules.operation": "merge", **summary}
         summary.setdefault("lakerules.merge.target-files-scanned", str(len(files)))
-        summary.setdefault("lakerules.merge.target-files-matched", str(len(touched)))
+        summary.setdefault("lakerules.merge.target-files-matched",
+                           str(len(matched_paths) if matched_by == "match" else len(touched)))
         if node.mode == "copy-on-write":
             _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched, summary)
             return _merge_result(spark, updated, deleted, inserted)
@@ -406,7 +457,7 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
         if updated or deleted:
             deletes = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
                 F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
-            written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
+            written_deletes = position_deletes.write(spark, table, deletes, partitions, rows=updated + deleted)
         row_delta.commit(
             table, written_data, written_deletes, summary,
             validation=_update_validation(touched, expr, "merge"),
@@ -417,6 +468,56 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
         raise
     finally:
         rows.unpersist()
+    return _merge_result(spark, updated, deleted, inserted)
+
+
+def _apply_collected(ctx, node, table, expr, files, rows, partitions, summary: dict, matched_by: str):
+    """Merge-on-read (v2) with no cardinality check to make: the matched rows' positions come to
+    the driver (with their operation, no shuffle) and are the counts of updated and deleted rows
+    and the delete files, which the driver writes; the rows written are the updated and the
+    inserted ones. None (nothing written) if more positions than
+    spark.lakerules.write.positionDeleteDriverRows: then rows are counted by an aggregate."""
+    spark = ctx.spark
+    t = node.table
+    # the target's rows that change (NOT MATCHED BY SOURCE ones too) or matched a source row
+    target = F.col(T_COL).isNotNull() & ((F.col(OP_COL) != KEEP) | F.col(S_COL).isNotNull())
+    positions = position_deletes.collect(spark, rows.where(target).select(
+        F.col(OP_COL).cast("string").alias("kind"), write.PART_COL,
+        F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos")), position_deletes.driver_rows(spark))
+    if positions is None:
+        return None
+    by_kind = {str(UPDATE): 0, str(DELETE): 0}
+    removed: dict = {}
+    for (kind, _, path), n in positions.counts.items():
+        if kind in by_kind:
+            by_kind[kind] += n
+            removed[path] = removed.get(path, 0) + n
+    updated, deleted = by_kind[str(UPDATE)], by_kind[str(DELETE)]
+    matched_paths = {path for _, _, path in positions.counts}  # matched_by "match": no NOT MATCHED BY SOURCE
+    written_data, written_deletes = [], []
+    try:
+        if updated or node.not_matched:
+            new_rows = J.select(rows.where(F.col(OP_COL).isin(UPDATE, INSERT)), [a.name for a in node.relation.output])
+            written_data = write.write_files(spark, t.catalog, table, new_rows, cluster=True)
+        inserted = sum(f.record_count for f in written_data) - updated
+        if updated + deleted + inserted == 0:
+            return _merge_result(spark, 0, 0, 0)
+        touched = [p for p in files if p.file.file_path in removed]
+        summary = {"lakerules.operation": "merge", **summary}
+        summary.setdefault("lakerules.merge.target-files-scanned", str(len(files)))
+        summary.setdefault("lakerules.merge.target-files-matched",
+                           str(len(matched_paths) if matched_by == "match" else len(touched)))
+        if updated or deleted:
+            progress.step(spark, "write delete files")
+            written_deletes = position_deletes.write_collected(spark, table, positions, str(UPDATE) + str(DELETE), partitions)
+        row_delta.commit(
+            table, written_data, written_deletes, summary,
+            validation=_update_validation(touched, expr, "merge"),
+            operation=Operation.OVERWRITE if written_data else Operation.DELETE,
+        )
+    except BaseException as e:
+        write.discard(table, written_data + written_deletes, e)
+        raise
     return _merge_result(spark, updated, deleted, inserted)
 
 

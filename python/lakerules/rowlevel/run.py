@@ -41,7 +41,7 @@ from pyiceberg.table.snapshots import Operation
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from lakerules.write import deletion_vectors, files as write, row_delta
+from lakerules.write import deletion_vectors, files as write, position_deletes, row_delta
 from lakerules.spark import jvm as J, progress
 from lakerules.scan import lineage as row_lineage, row_files as row_plans
 from lakerules.rowlevel import v3_rows
@@ -84,7 +84,8 @@ def run_delete(ctx, node):
         if node.mode == "copy-on-write":
             _copy_on_write(ctx, node, table, snapshot, expr, whole, touched)
         else:
-            _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched)
+            _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched,
+                           sum(counts[p.file.file_path] for p in touched))
     finally:
         if matched is not None:
             matched.unpersist()
@@ -191,7 +192,7 @@ def _live_rows(ctx, table, snapshot, planned_files) -> int:
 # ---- commits ------------------------------------------------------------------------------------
 
 
-def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched):
+def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched, deleted: int):
     spark = ctx.spark
     written, kept, replaced = [], [], []
     if touched:
@@ -201,7 +202,7 @@ def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entir
         if table.format_version >= 3:  # deletion vectors, one per data file (lakerules.write.deletion_vectors)
             written, kept, replaced = deletion_vectors.write(spark, table, snapshot, rows, touched, whole)
         else:
-            written = write.write_position_deletes(spark, table, rows, partitions)
+            written = position_deletes.write(spark, table, rows, partitions, rows=deleted)
     try:
         row_delta.commit(
             table, [], written + kept,
@@ -410,7 +411,8 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
         else:
             new_columns = [J.column(a.name) for a in node.relation.output]
             written_data = write.write_files(spark, node.table.catalog, table, rows.select(*new_columns), cluster=True)
-            written_deletes = write.write_position_deletes(spark, table, deletes, partitions)
+            written_deletes = position_deletes.write(spark, table, deletes, partitions,
+                                                           rows=sum(counts.values()))
         row_delta.commit(
             table, written_data, removal.delete_files if removal else written_deletes, {"lakerules.operation": "update"},
             removed_data_files=removal.removed_data_files if removal else (),

@@ -46,3 +46,21 @@ def clear_delete_file_cache(spark: SparkSession) -> None:
 def equality_delete_set(spark: SparkSession, plan, scopes: int):
     """io.lakerules.functions.EqualityDeleteSet of the (key, delete sequence number, scope) rows of ``plan``."""
     return jclass(spark, "io.lakerules.functions.EqualityDeleteSet").collect(spark._jsparkSession, plan, scopes)
+
+
+def collect_positions(spark: SparkSession, plan, max_rows: int):
+    """The (name, position) rows of ``plan`` on the driver, sorted per name (the shim's
+    PositionDeleteFiles.Collected), or None if more than ``max_rows``."""
+    return jclass(spark, "io.lakerules.functions.PositionDeleteFiles").collect(spark._jsparkSession, plan, max_rows)
+
+
+def position_counts(collected) -> str:
+    """NUL-separated (name, number of positions) of collected positions."""
+    return collected.counts()
+
+
+def write_positions(spark: SparkSession, collected, kinds: str, target: str, group_column: str, options: str) -> str:
+    """Writes collected positions of ``kinds`` as delete files under ``target`` (the shim's
+    PositionDeleteFiles.write): NUL-separated (relative path, length) pairs."""
+    return jclass(spark, "io.lakerules.functions.PositionDeleteFiles").write(
+        spark._jsparkSession, collected, kinds, target, group_column, options)

@@ -291,6 +291,12 @@ def broadcast_threshold(spark: SparkSession) -> int:
     return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
 
 
+def estimated_bytes(df: DataFrame) -> int:
+    """Spark's estimate of a DataFrame's size in bytes (its optimized plan's statistics, what Spark
+    itself broadcasts by)."""
+    return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a BigInt
+
+
 def reference_ids(expr) -> set:
     """The exprIds of the attributes an expression refers to."""
     return {a.exprId().id() for a in from_seq(expr.references().toSeq())}

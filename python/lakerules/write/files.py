@@ -228,8 +228,11 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     try:
         _save_parquet(writer, target, fields)
         listed = _list_files(spark, target)
-        return _data_files(table, Schema(*fields), spec, part_cols, target, listed, content, equality_ids,
-                           sort_order_id=order.sort_order_id if order is not None else None)
+        written = _data_files(table, Schema(*fields), spec, part_cols, target, listed, content, equality_ids,
+                              sort_order_id=order.sort_order_id if order is not None else None)
+        if not written:  # no row: the folder holds at most an empty file, which nothing will name
+            _delete_dir(spark, table, target)
+        return written
     except BaseException:
         _delete_dir(spark, table, target)
         raise
@@ -251,51 +254,6 @@ POSITION_DELETE_FIELDS = (
     NestedField(2147483545, "pos", LongType(), required=True),
 )
 PART_COL = "__lakerules_part"
-
-
-def write_position_deletes(spark, table: Table, df: DataFrame, groups: list[tuple[int, Record]]) -> list[DataFile]:
-    """Write position delete files: df has (file_path, pos, __lakerules_part), where the last is
-    an index into ``groups``, the (spec id, partition) of the data file each row points at. A
-    group is one data file (write.delete.granularity=file: each delete file then names one data
-    file, its file_path bounds equal) or one partition (granularity partition); the caller
-    numbers them (lakerules.rowlevel.run._delete_groups). Rows are shuffled by group in one write job, and
-    written partitioned by it, so each group's deletes are written by one task into one file,
-    sorted by file path then position as the spec asks."""
-    progress.step(spark, "write delete files")
-    columns = [
-        F.col("file_path").cast("string").alias("file_path", metadata={schemas.FIELD_ID: POSITION_DELETE_FIELDS[0].field_id}),
-        F.col("pos").cast("long").alias("pos", metadata={schemas.FIELD_ID: POSITION_DELETE_FIELDS[1].field_id}),
-        F.col(PART_COL).cast("int").alias(PART_COL),
-    ]
-    out = (df.select(*columns)
-           .repartition(max(1, min(len(groups), _shuffle_partitions(spark))), F.col(PART_COL))
-           .sortWithinPartitions(PART_COL, "file_path", "pos"))
-    target = _new_target(table)
-    writer = (
-        out.write.mode("errorifexists")
-        .options(**_parquet_options(table, DataFileContent.POSITION_DELETES))
-        .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
-        .partitionBy(PART_COL)
-    )
-
-    def locate(directory: str):
-        key, _, text = directory.partition("=")
-        if key != PART_COL or not text.isdigit():
-            raise LakeError(f"lakerules: unexpected delete file directory {directory!r}")
-        return groups[int(text)]
-
-    try:
-        writer.parquet(target)
-        listed = _list_files(spark, target)
-        return _data_files(table, Schema(*POSITION_DELETE_FIELDS), None, [], target, listed,
-                           DataFileContent.POSITION_DELETES, locate=locate)
-    except BaseException:
-        _delete_dir(spark, table, target)
-        raise
-
-
-def _shuffle_partitions(spark) -> int:
-    return int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
 
 
 def _parquet_options(table: Table, content: DataFileContent) -> dict[str, str]:

@@ -55,10 +55,19 @@ public final class PositionDeleteSet implements Serializable {
    * the driver: one stage, no shuffle, 8 bytes a row.
    */
   static HashMap<String, long[]> positionsByName(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows) {
+    return merged(grouped(session, rows).collect());
+  }
+
+  /** Each task's rows of {@code rows} (name, position) as one sorted array per name. */
+  static org.apache.spark.api.java.JavaRDD<HashMap<String, long[]>> grouped(
+      org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows) {
     org.apache.spark.sql.classic.Dataset<?> ds = org.apache.spark.sql.classic.Dataset.ofRows(session, rows);
     org.apache.spark.rdd.RDD<InternalRow> rdd = ds.queryExecution().executedPlan().execute();
-    java.util.List<HashMap<String, long[]>> parts =
-        rdd.toJavaRDD().mapPartitions(PositionDeleteSet::groupPartition).collect();
+    return rdd.toJavaRDD().mapPartitions(PositionDeleteSet::groupPartition);
+  }
+
+  /** The tasks' arrays of each name in one sorted array. */
+  static HashMap<String, long[]> merged(java.util.List<HashMap<String, long[]>> parts) {
     Map<String, java.util.List<long[]>> byName = new HashMap<>();
     for (HashMap<String, long[]> part : parts) {
       for (Map.Entry<String, long[]> e : part.entrySet()) {
@@ -73,6 +82,11 @@ public final class PositionDeleteSet implements Serializable {
   }
 
   private static final java.util.regex.Pattern LOCAL = java.util.regex.Pattern.compile("^file:/*");
+
+  /** A data file path in lakerules.scan.read.normal_path's form (file:/x -> /x). */
+  static String normal(String path) {
+    return LOCAL.matcher(path).replaceFirst("/");
+  }
 
   /**
    * The set of the position delete files {@code deleteFiles} (NUL-separated paths, as their
@@ -174,7 +188,7 @@ public final class PositionDeleteSet implements Serializable {
         String next = g.getString("file_path", 0);
         if (!next.equals(path)) {
           path = next;
-          run = byPath.computeIfAbsent(LOCAL.matcher(next).replaceFirst("/"), k -> new Positions());
+          run = byPath.computeIfAbsent(normal(next), k -> new Positions());
         }
         run.add(g.getLong("pos", 0));
       }

@@ -1,0 +1,214 @@
+package io.lakerules.functions;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.UUID;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapreduce.RecordWriter;
+import org.apache.parquet.hadoop.ParquetFileWriter;
+import org.apache.parquet.hadoop.ParquetOutputFormat;
+import org.apache.parquet.hadoop.api.WriteSupport;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.parquet.io.api.Binary;
+import org.apache.parquet.io.api.RecordConsumer;
+import org.apache.parquet.schema.LogicalTypeAnnotation;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
+import org.apache.parquet.schema.Types;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+
+/**
+ * Position delete files written by the driver: a statement's deletes (few, as a CDC batch's MERGE
+ * makes them) come back from the executors with no shuffle ({@link #collect}, 8 bytes a row) and
+ * are written here, one Parquet file per group, by parquet-mr's own output format under the same
+ * options Spark's writer would get: no shuffle, no write job, no output committer. Each file is
+ * then in the driver's cache of decoded delete files, so the next statement's scan does not read
+ * it back.
+ */
+public final class PositionDeleteFiles {
+  static final int FILE_PATH_ID = 2147483546;
+  static final int POS_ID = 2147483545;
+  static final MessageType SCHEMA = Types.buildMessage()
+      .required(PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).id(FILE_PATH_ID).named("file_path")
+      .required(PrimitiveTypeName.INT64).id(POS_ID).named("pos")
+      .named("spark_schema");
+
+  private PositionDeleteFiles() {
+  }
+
+  /** A statement's positions, by name ({@code <kind>\0<group index>\0<data file path>}), on the driver. */
+  public static final class Collected {
+    final HashMap<String, long[]> byName;
+
+    Collected(HashMap<String, long[]> byName) {
+      this.byName = byName;
+    }
+
+    /** NUL-separated (name, number of positions) pairs. */
+    public String counts() {
+      StringBuilder out = new StringBuilder();
+      for (Map.Entry<String, long[]> e : byName.entrySet()) {
+        if (out.length() > 0) {
+          out.append('\0');
+        }
+        out.append(e.getKey()).append('\0').append(e.getValue().length);
+      }
+      return out.toString();
+    }
+  }
+
+  /**
+   * The (name STRING, position BIGINT) rows of {@code rows} on the driver, sorted per name, or
+   * null if there are more than {@code maxRows} (then no more than the tasks' counts came to the
+   * driver). Each task groups its rows into one sorted array per name; those arrays are kept on
+   * the executors while one job counts them, and collected by a second (from memory, or disk)
+   * only if few enough.
+   */
+  public static Collected collect(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows, long maxRows) {
+    org.apache.spark.api.java.JavaRDD<HashMap<String, long[]>> grouped = PositionDeleteSet.grouped(session, rows)
+        .persist(org.apache.spark.storage.StorageLevel.MEMORY_AND_DISK());
+    try {
+      long n = 0;
+      for (long count : grouped.map(PositionDeleteFiles::size).collect()) {
+        n += count;
+      }
+      return n > maxRows ? null : new Collected(PositionDeleteSet.merged(grouped.collect()));
+    } finally {
+      grouped.unpersist(false);
+    }
+  }
+
+  private static long size(HashMap<String, long[]> part) {
+    long n = 0;
+    for (long[] p : part.values()) {
+      n += p.length;
+    }
+    return n;
+  }
+
+  /**
+   * Writes the positions of {@code collected} whose kind is one of {@code kinds} (each a
+   * character) as one delete file per group under {@code target}, in {@code <groupColumn>=<group
+   * index>/} folders, sorted by data file path (UTF-8 bytes) then position, as the spec asks.
+   * {@code options}: NUL-separated keys and values, Spark's Parquet writer options
+   * ({@code compression}, else Hadoop configuration keys parquet-mr reads). Returns NUL-separated
+   * (path relative to target, length) pairs.
+   */
+  public static String write(org.apache.spark.sql.classic.SparkSession session, Collected collected, String kinds,
+                             String target, String groupColumn, String options) throws IOException, InterruptedException {
+    TreeMap<Integer, List<Map.Entry<byte[], long[]>>> groups = new TreeMap<>();
+    for (Map.Entry<String, long[]> e : collected.byName.entrySet()) {
+      String name = e.getKey();
+      int first = name.indexOf('\0');
+      int second = name.indexOf('\0', first + 1);
+      if (kinds.indexOf(name.substring(0, first)) < 0 || first != 1) {
+        continue;
+      }
+      groups.computeIfAbsent(Integer.parseInt(name.substring(first + 1, second)), k -> new ArrayList<>())
+          .add(Map.entry(name.substring(second + 1).getBytes(StandardCharsets.UTF_8), e.getValue()));
+    }
+    Configuration conf = session.sessionState().newHadoopConf();
+    CompressionCodecName codec = codec(session.sessionState().conf().parquetCompressionCodec());
+    String[] kv = options.isEmpty() ? new String[0] : options.split("\0", -1);
+    for (int i = 0; i + 1 < kv.length; i += 2) {
+      if (kv[i].equals("compression")) {
+        codec = codec(kv[i + 1]);
+      } else {
+        conf.set(kv[i], kv[i + 1]);
+      }
+    }
+    StringBuilder out = new StringBuilder();
+    for (Map.Entry<Integer, List<Map.Entry<byte[], long[]>>> g : groups.entrySet()) {
+      List<Map.Entry<byte[], long[]>> files = mergedByPath(g.getValue());
+      String relative = groupColumn + "=" + g.getKey() + "/deletes-" + UUID.randomUUID() + ".parquet";
+      String full = target + "/" + relative;
+      Path path = new Path(full);
+      RecordWriter<Void, Row> writer = new ParquetOutputFormat<Row>(new Support())
+          .getRecordWriter(conf, path, codec, ParquetFileWriter.Mode.CREATE);
+      Row row = new Row();
+      HashMap<String, long[]> cached = new HashMap<>();
+      for (Map.Entry<byte[], long[]> f : files) {
+        row.path = Binary.fromConstantByteArray(f.getKey());
+        for (long p : f.getValue()) {
+          row.pos = p;
+          writer.write(null, row);
+        }
+        cached.put(PositionDeleteSet.normal(new String(f.getKey(), StandardCharsets.UTF_8)), f.getValue());
+      }
+      writer.close(null);
+      long length = path.getFileSystem(conf).getFileStatus(path).getLen();
+      DeleteFileRows.put(DeleteFileRows.key(full, Long.toString(length)), cached);
+      if (out.length() > 0) {
+        out.append('\0');
+      }
+      out.append(relative).append('\0').append(length);
+    }
+    return out.toString();
+  }
+
+  /** A group's (data file path, positions), one per path (kinds merged), in path order. */
+  private static List<Map.Entry<byte[], long[]>> mergedByPath(List<Map.Entry<byte[], long[]>> runs) {
+    runs.sort((a, b) -> Arrays.compareUnsigned(a.getKey(), b.getKey()));
+    List<Map.Entry<byte[], long[]>> out = new ArrayList<>();
+    for (Map.Entry<byte[], long[]> r : runs) {
+      int last = out.size() - 1;
+      if (last >= 0 && Arrays.equals(out.get(last).getKey(), r.getKey())) {
+        long[] a = out.get(last).getValue();
+        long[] b = r.getValue();
+        long[] both = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, both, a.length, b.length);
+        Arrays.sort(both);
+        out.set(last, Map.entry(r.getKey(), both));
+      } else {
+        out.add(r);
+      }
+    }
+    return out;
+  }
+
+  /** parquet-mr's codec of a Spark codec name ({@code none} and {@code uncompressed}: none). */
+  private static CompressionCodecName codec(String name) {
+    String n = name.toLowerCase(java.util.Locale.ROOT);
+    return n.equals("none") || n.equals("uncompressed") ? CompressionCodecName.UNCOMPRESSED
+        : CompressionCodecName.valueOf(n.toUpperCase(java.util.Locale.ROOT));
+  }
+
+  private static final class Row {
+    Binary path;
+    long pos;
+  }
+
+  private static final class Support extends WriteSupport<Row> {
+    private RecordConsumer consumer;
+
+    @Override
+    public WriteContext init(Configuration configuration) {
+      return new WriteContext(SCHEMA, new HashMap<>());
+    }
+
+    @Override
+    public void prepareForWrite(RecordConsumer recordConsumer) {
+      this.consumer = recordConsumer;
+    }
+
+    @Override
+    public void write(Row row) {
+      consumer.startMessage();
+      consumer.startField("file_path", 0);
+      consumer.addBinary(row.path);
+      consumer.endField("file_path", 0);
+      consumer.startField("pos", 1);
+      consumer.addLong(row.pos);
+      consumer.endField("pos", 1);
+      consumer.endMessage();
+    }
+  }
+}
