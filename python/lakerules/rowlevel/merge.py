@@ -4,8 +4,10 @@ The target's rows (with their file and position) are joined with the source; eac
 first WHEN clause that holds decides what it becomes (update, delete, insert); merge-on-read
 writes position deletes + new rows, copy-on-write rewrites the touched files; one snapshot.
 
-Which target rows are read is decided here, at run time, from the source (issue 33), unless a
-WHEN NOT MATCHED BY SOURCE clause needs every target row:
+Which target rows are read is decided here, at run time, from the source (issue 33; the source's
+side: lakerules.rowlevel.merge_source), unless a WHEN NOT MATCHED BY SOURCE clause needs every
+target row. A source Spark estimates small enough to broadcast is first computed once, into a
+LocalRelation, which every later step reads:
 
 1. **Key bounds.** For each ``t.k = <source expression>`` conjunct of the ON condition on a
    top-level integer, long or string column ``k``, one aggregate over the source gives the keys'
@@ -38,17 +40,13 @@ matched row; on the outer-join path the files holding a changed one).
 
 from __future__ import annotations
 
-import bisect
-
-from pyiceberg.expressions import And, GreaterThanOrEqual, LessThanOrEqual
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.types import IntegerType, LongType, StringType
 from pyspark.sql import functions as F
 
 from lakerules.errors import LakeError
 from lakerules.plan import nodes as P
 from lakerules.plan.nodes import LakeScan
-from lakerules.rowlevel import v3_rows
+from lakerules.rowlevel import merge_source as source, v3_rows
 from lakerules.rowlevel.run import (
     _as_written,
     _file_lookup,
@@ -60,10 +58,8 @@ from lakerules.rowlevel.run import (
     _update_validation,
     dangling_deletes,
 )
-from lakerules.scan import manifest_columns, manifest_job, manifests
-from lakerules.scan.bounds import file_bounds
 from lakerules.scan import lineage, row_files as row_plans
-from lakerules.scan.planning import ScanPlan, plan_scan
+from lakerules.scan.planning import ScanPlan
 from lakerules.scan.read import FILE_COL, POS_COL, status_names
 from lakerules.spark import jvm as J, progress
 from lakerules.write import files as write, position_deletes, row_delta
@@ -71,8 +67,6 @@ from lakerules.write import files as write, position_deletes, row_delta
 OP_COL = "__lakerules_op"
 T_COL, S_COL = "__lakerules_t", "__lakerules_s"
 KEEP, UPDATE, DELETE, INSERT = 0, 1, 2, 3
-_BOUNDED = (IntegerType, LongType, StringType)
-_SPARK_BOUNDED = ("int", "bigint", "string")  # a collated string compares otherwise than its bytes
 
 
 def run_merge(ctx, node):
@@ -88,136 +82,15 @@ def run_merge(ctx, node):
                                     prune=not node.not_matched_by_source)
     expr, planned, files = plan.expr, plan.scan, list(plan.read)
     if snapshot is not None and not node.not_matched_by_source:
-        keys = _Keys(spark, node)
+        node = source.computed_once(spark, node)
+        keys = source.Keys(spark, node)
         progress.step(spark, "read the source's keys")
         count, bounds = keys.stats()
-        small = _broadcastable(spark, node, count)
-        files = _within_bounds(spark, table, snapshot, expr, files, bounds, keys.first if small else None)
+        small = source.broadcastable(spark, node, count)
+        files = source.within_bounds(spark, table, snapshot, expr, files, bounds, keys.first if small else None)
         if small:
             return _run_keyed(ctx, node, table, snapshot, expr, planned, files, keys.unique)
     return _run_outer(ctx, node, table, snapshot, expr, planned, files)
-
-
-# ---- the source's keys, the files they can match -------------------------------------------------
-
-
-class _Keys:
-    """The ON condition's ``t.k = <source expression>`` conjuncts whose target side is a
-    top-level column with manifest bounds Python compares as Iceberg does. After ``stats``,
-    ``unique`` says whether the source's rows are known to have distinct keys (then no target
-    row matches two source rows: nothing for the cardinality check to find)."""
-
-    def __init__(self, spark, node):
-        self.spark, self.node = spark, node
-        target = {a.jvm.exprId().id(): a for a in node.relation.output}
-        source = {a.exprId().id() for a in J.from_seq(node.source.output())}
-        self.pairs = []  # (column name, source expression)
-        for left, right in J.equi_keys(node.condition, set(target), source):
-            if J.simple_name(left) != "AttributeReference" or left.exprId().id() not in target:
-                continue
-            kind = left.dataType().simpleString()
-            if kind in _SPARK_BOUNDED and right.dataType().simpleString() == kind:
-                self.pairs.append((target[left.exprId().id()].name, right))
-
-    def stats(self) -> tuple[int, list]:
-        """The source's row count and, per key, (column name, min, max) of its non-NULL values
-        (min None: every key NULL). A source Spark estimates small enough to broadcast comes to
-        the driver whole (its key columns, through Arrow: one job, and ``first`` then needs none);
-        any other is aggregated in one job."""
-        spark = self.spark
-        names = [f"__lakerules_k{i}" for i in range(len(self.pairs))]
-        frame = J.dataframe(spark, J.project_as(spark, self.node.source, [e for _, e in self.pairs] + [J.literal(spark, 1)],
-                                                names + ["__lakerules_one"]))
-        self.frame, self._first = frame, None
-        self.unique = False  # known only for a source read whole (below)
-        threshold = J.broadcast_threshold(spark)
-        if 0 <= J.estimated_bytes(frame) <= threshold:
-            return self._collected(frame.select(*names, "__lakerules_one").toArrow())
-        aggs = [F.count(F.lit(1))]
-        for n in names:
-            aggs += [F.min(n), F.max(n)]
-        row = frame.agg(*aggs).collect()[0]
-        bounds = [(name, row[1 + 2 * i], row[2 + 2 * i]) for i, (name, _) in enumerate(self.pairs)]
-        return row[0], bounds
-
-    def _collected(self, keys) -> tuple[int, list]:
-        """stats() of the source's key columns as an Arrow table (Arrow's min and max order
-        strings by their UTF-8 bytes, as Spark does)."""
-        import pyarrow.compute as pc
-
-        bounds = []
-        for i, (name, _) in enumerate(self.pairs):
-            found = pc.min_max(keys.column(i))
-            bounds.append((name, found["min"].as_py(), found["max"].as_py()))
-        if self.pairs:
-            self._first = sorted(pc.unique(keys.column(0).drop_null()).to_pylist())
-            # no two source rows with the same non-NULL keys: no target row can match two of them
-            names = keys.column_names[:len(self.pairs)]
-            matching = keys.select(names).drop_null()
-            self.unique = matching.group_by(names).aggregate([]).num_rows == matching.num_rows
-        return keys.num_rows, bounds
-
-    def first(self) -> list:
-        """The first key's distinct non-NULL values in the source, sorted (a small source)."""
-        if self._first is not None:
-            return self._first
-        progress.step(self.spark, "read the source's keys")
-        column = "__lakerules_k0"
-        # through Arrow: a pickled Row per key costs ~0.1 s per 10,000 keys
-        keys = self.frame.where(F.col(column).isNotNull()).select(column).distinct().toArrow()
-        return sorted(keys.column(0).to_pylist())
-
-
-def _within_bounds(spark, table, snapshot, expr, files: list, bounds: list, keys=None) -> list:
-    """The planned files whose partition and column bounds may hold the source's keys: within
-    the keys' min/max (partitions and column bounds, as a scan plans), then, given ``keys``
-    (a function returning the first key's sorted distinct values, for a small source), the files
-    whose bounds of that column hold one of them."""
-    if not bounds or not files:
-        return files
-    if any(low is None for _, low, _ in bounds):
-        return []  # every source key NULL (or no source row): nothing can match
-    schema = table.schema()
-    ranges = expr
-    for name, low, high in bounds:
-        field = schema.find_field(name)
-        if not isinstance(field.field_type, _BOUNDED):
-            continue
-        ranges = And(ranges, And(GreaterThanOrEqual(field.name, low), LessThanOrEqual(field.name, high)))
-    if ranges is expr:
-        return files
-    remote = manifest_job.remote_reader(spark, lambda key: spark.conf.get(key, None), table, schema, manifests.CACHE)
-    kept = {p.file.file_path for p in plan_scan(table, snapshot.snapshot_id, ranges, remote=remote,
-                                                  bulk=manifest_columns.reader(spark, table)).files}
-    files = [p for p in files if p.file.file_path in kept]
-    if keys is None or len(files) < 2:
-        return files
-    field = schema.find_field(bounds[0][0])
-    if not isinstance(field.field_type, _BOUNDED):
-        return files
-    values = keys()
-    return [p for p in files if _holds_a_key(p.file, field, values)]
-
-
-def _holds_a_key(data_file, field, values: list) -> bool:
-    """Whether one of the sorted ``values`` lies within the file's bounds of ``field`` (no
-    bounds: it may hold any)."""
-    found = file_bounds(data_file, field)
-    if found is None:
-        return True
-    low, high = found
-    i = bisect.bisect_left(values, low)
-    return i < len(values) and values[i] <= high
-
-
-def _broadcastable(spark, node, rows: int) -> bool:
-    """Whether the source is small enough to broadcast, by Spark's own threshold: its rows times
-    the width of its columns at most spark.sql.autoBroadcastJoinThreshold (-1: never)."""
-    threshold = J.broadcast_threshold(spark)
-    if threshold < 0:
-        return False
-    width = 8 + sum(a.dataType().defaultSize() for a in J.from_seq(node.source.output()))
-    return rows * width <= threshold
 
 
 # ---- small source: inner join with the broadcast source, anti-join for the inserts ---------------

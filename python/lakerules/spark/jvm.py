@@ -321,6 +321,12 @@ def project_as(spark: SparkSession, plan, exprs, names):
     return _builders(spark).projectAs(plan, to_java_list(spark, exprs), to_java_list(spark, names))
 
 
+def materialized(spark: SparkSession, plan):
+    """plan's rows computed once, now (a Spark job), as a LocalRelation with plan's output
+    attributes (io.lakerules.PlanBuilders.materialized)."""
+    return _builders(spark).materialized(spark._jsparkSession, plan)
+
+
 def with_columns(spark: SparkSession, plan, exprs, names):
     """Project(plan's columns, then exprs(i) AS names(i)), fresh exprIds (io.lakerules.PlanBuilders.withColumns)."""
     return _builders(spark).withColumns(plan, to_java_list(spark, exprs), to_java_list(spark, names))

@@ -250,4 +250,18 @@ public final class PlanBuilders {
     return new org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
         output, scala.jdk.javaapi.CollectionConverters.asScala(rows).toList(), false, scala.Option.empty());
   }
+
+  /**
+   * plan's rows, computed once now (a Spark job), as a LocalRelation with plan's own output
+   * attributes (their exprIds kept, so expressions over plan still resolve): what a MERGE does
+   * with a source Spark estimates small enough to broadcast, instead of computing it again for
+   * each join that reads it.
+   */
+  public static LogicalPlan materialized(org.apache.spark.sql.classic.SparkSession session, LogicalPlan plan) {
+    org.apache.spark.sql.catalyst.InternalRow[] rows =
+        org.apache.spark.sql.classic.Dataset.ofRows(session, plan).queryExecution().executedPlan().executeCollect();
+    return new org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
+        plan.output(), scala.jdk.javaapi.CollectionConverters.asScala(java.util.Arrays.asList(rows)).toList(), false,
+        scala.Option.empty());
+  }
 }
