@@ -231,9 +231,9 @@ def test_merge_with_no_cardinality_check_and_not_matched_by_source(spark, ns, ic
 
 
 def test_a_small_source_is_computed_once(spark, ns, engines, tmp_path):
-    """A source Spark estimates small is computed once (into a LocalRelation): its keys, the join
-    finding the matches and the anti-join finding the inserts all read those rows. A Python UDF
-    in the source (a probe only a test would write) notes each row it computes."""
+    """A source Spark estimates small, reading files, is computed once (into a LocalRelation): its
+    keys, the join finding the matches and the anti-join finding the inserts all read those rows.
+    A Python UDF in the source (a probe only a test would write) notes each row it computes."""
     log = tmp_path / "calls"
 
     def probe(i):
@@ -245,8 +245,9 @@ def test_a_small_source_is_computed_once(spark, ns, engines, tmp_path):
     table = f"lake.{ns}.once"
     spark.sql(f"CREATE TABLE {table} (id BIGINT)")
     spark.sql(f"INSERT INTO {table} SELECT id FROM range(10)")
-    (r,) = spark.sql(f"""MERGE INTO {table} t USING (SELECT probe_once(id * 2) AS id FROM range(10)) s ON t.id = s.id
-        WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *""").collect()
+    spark.sql(f"CREATE TABLE lake.{ns}.once_src AS SELECT id FROM range(10)")  # files: worth computing once
+    (r,) = spark.sql(f"""MERGE INTO {table} t USING (SELECT probe_once(id * 2) AS id FROM lake.{ns}.once_src) s
+        ON t.id = s.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *""").collect()
     assert (r.num_deleted_rows, r.num_inserted_rows) == (5, 5)
     assert sorted(int(x) for x in log.read_text().split()) == [2 * i for i in range(10)]  # each row once
     engines.assert_same(table, expected=[(i,) for i in (1, 3, 5, 7, 9, 10, 12, 14, 16, 18)])

@@ -29,8 +29,13 @@ _SPARK_BOUNDED = ("int", "bigint", "string")  # a collated string compares other
 def computed_once(spark, node):
     """The node with its source computed once, now, into a LocalRelation when Spark estimates it
     small enough to broadcast (as Spark's broadcast would collect it to the driver anyway): the
-    keys, the join and the inserted rows then read it, not the source's plan three times."""
-    if 0 <= J.estimated_bytes(J.dataframe(spark, node.source)) <= J.broadcast_threshold(spark):
+    keys, the join and the inserted rows then read it, not the source's plan three times. A
+    source reading only what is in memory (a cached DataFrame, local rows) is left as it is: the
+    collect would cost more (~0.05 s) than reading it again."""
+    source = J.dataframe(spark, node.source)
+    if J.reads_only_memory(source):
+        return node
+    if 0 <= J.estimated_bytes(source) <= J.broadcast_threshold(spark):
         progress.step(spark, "read the source")
         return dataclasses.replace(node, source=J.materialized(spark, node.source))
     return node

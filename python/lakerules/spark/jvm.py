@@ -321,6 +321,12 @@ def project_as(spark: SparkSession, plan, exprs, names):
     return _builders(spark).projectAs(plan, to_java_list(spark, exprs), to_java_list(spark, names))
 
 
+def reads_only_memory(df: DataFrame) -> bool:
+    """Whether every relation a DataFrame reads is in memory (cached, local rows, a range)."""
+    leaves = from_seq(df._jdf.queryExecution().withCachedData().collectLeaves())
+    return all(simple_name(leaf) in ("InMemoryRelation", "LocalRelation", "OneRowRelation", "Range") for leaf in leaves)
+
+
 def materialized(spark: SparkSession, plan):
     """plan's rows computed once, now (a Spark job), as a LocalRelation with plan's output
     attributes (io.lakerules.PlanBuilders.materialized)."""
