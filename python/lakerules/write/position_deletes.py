@@ -50,8 +50,9 @@ def write(spark, table: Table, df: DataFrame, groups: list[tuple[int, Record]], 
     otherwise rows are shuffled by group in one write job, and written partitioned by it, one
     task a group."""
     progress.step(spark, "write delete files")
-    if rows is not None and rows <= driver_rows(spark):
-        collected = collect(spark, df.withColumn("kind", F.lit("d")), rows)
+    limit = driver_rows(spark)
+    if rows is not None and rows <= limit:
+        collected = collect(spark, df.withColumn("kind", F.lit("d")), limit)
         if collected is not None:
             return write_collected(spark, table, collected, "d", groups)
     columns = [
@@ -96,8 +97,8 @@ class Collected:
 
 def collect(spark, df: DataFrame, max_rows: int) -> Collected | None:
     """The (kind, __lakerules_part, file_path, pos) rows of df on the driver (a kind is one
-    character), or None if there are more than ``max_rows``: one job counts them where they are
-    (no shuffle), a second brings them (8 bytes a row)."""
+    character), or None if there are more than ``max_rows``: one job, no shuffle, 8 bytes a row
+    (a second one only when a task held more than its share of ``max_rows``)."""
     sep = F.lit("\0")
     name = F.concat(F.col("kind").cast("string"), sep, F.col(PART_COL).cast("int").cast("string"), sep,
                     F.col("file_path").cast("string"))

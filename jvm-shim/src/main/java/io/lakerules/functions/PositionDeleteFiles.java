@@ -68,22 +68,44 @@ public final class PositionDeleteFiles {
   /**
    * The (name STRING, position BIGINT) rows of {@code rows} on the driver, sorted per name, or
    * null if there are more than {@code maxRows} (then no more than the tasks' counts came to the
-   * driver). Each task groups its rows into one sorted array per name; those arrays are kept on
-   * the executors while one job counts them, and collected by a second (from memory, or disk)
-   * only if few enough.
+   * driver). Each task groups its rows into one sorted array per name and sends them if they are
+   * at most its share of {@code maxRows} (maxRows / tasks), else only their count: one job, and
+   * never more than maxRows positions on the driver. Only if a task held more than its share
+   * (few rows, unevenly spread) does a second job collect the arrays, which the executors kept.
    */
   public static Collected collect(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows, long maxRows) {
     org.apache.spark.api.java.JavaRDD<HashMap<String, long[]>> grouped = PositionDeleteSet.grouped(session, rows)
         .persist(org.apache.spark.storage.StorageLevel.MEMORY_AND_DISK());
     try {
+      long share = Math.max(1, maxRows / Math.max(1, grouped.getNumPartitions()));
+      List<HashMap<String, long[]>> parts = grouped.map(part -> sentOrCounted(part, share)).collect();
       long n = 0;
-      for (long count : grouped.map(PositionDeleteFiles::size).collect()) {
-        n += count;
+      boolean all = true;
+      for (HashMap<String, long[]> part : parts) {
+        long[] counted = part.get(COUNTED);
+        all &= counted == null;
+        n += counted != null ? counted[0] : size(part);
       }
-      return n > maxRows ? null : new Collected(PositionDeleteSet.merged(grouped.collect()));
+      if (n > maxRows) {
+        return null;
+      }
+      return new Collected(PositionDeleteSet.merged(all ? parts : grouped.collect()));
     } finally {
       grouped.unpersist(false);
     }
+  }
+
+  /** The key of a task's answer holding only its count (no name is empty: each has a kind). */
+  private static final String COUNTED = "";
+
+  private static HashMap<String, long[]> sentOrCounted(HashMap<String, long[]> part, long share) {
+    long n = size(part);
+    if (n <= share) {
+      return part;
+    }
+    HashMap<String, long[]> counted = new HashMap<>();
+    counted.put(COUNTED, new long[] {n});
+    return counted;
   }
 
   private static long size(HashMap<String, long[]> part) {
