@@ -282,7 +282,6 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
     (unless given) are those with a matched row (``matched_by`` "match") or a changed one."""
     spark = ctx.spark
     t = node.table
-    names = [a.name for a in node.relation.output]
     lookup, partitions = _file_lookup(spark, table, files, "__lakerules_path")
     rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name").persist()
     written_data, written_deletes = [], []
@@ -314,10 +313,7 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
         if updated + deleted + inserted == 0:
             return _merge_result(spark, 0, 0, 0)
         touched = [p for p in files if p.file.file_path in removed]
-        summary = {"lakerules.operation": "merge", **summary}
-        summary.setdefault("lakerules.merge.target-files-scanned", str(len(files)))
-        summary.setdefault("lakerules.merge.target-files-matched",
-                           str(len(matched_paths) if matched_by == "match" else len(touched)))
+        summary = _summary(summary, files, matched_paths if matched_by == "match" else touched)
         if node.mode == "copy-on-write":
             _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched, summary)
             return _merge_result(spark, updated, deleted, inserted)
@@ -325,17 +321,12 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
             _merge_v3(ctx, node, table, snapshot, expr, rows, touched, removed, summary, bool(updated or inserted))
             return _merge_result(spark, updated, deleted, inserted)
         if updated or inserted:
-            new_rows = J.select(rows.where(F.col(OP_COL).isin(UPDATE, INSERT)), names)
-            written_data = write.write_files(spark, t.catalog, table, new_rows, cluster=True)
+            written_data = _write_new_rows(spark, node, table, rows)
         if updated or deleted:
             deletes = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
                 F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
             written_deletes = position_deletes.write(spark, table, deletes, partitions, rows=updated + deleted)
-        row_delta.commit(
-            table, written_data, written_deletes, summary,
-            validation=_update_validation(touched, expr, "merge"),
-            operation=Operation.OVERWRITE if written_data else Operation.DELETE,
-        )
+        _commit(table, written_data, written_deletes, summary, touched, expr)
     except BaseException as e:
         write.discard(table, written_data + written_deletes, e)
         raise
@@ -351,7 +342,6 @@ def _apply_collected(ctx, node, table, expr, files, rows, partitions, summary: d
     inserted ones. None (nothing written) if more positions than
     spark.lakerules.write.positionDeleteDriverRows: then rows are counted by an aggregate."""
     spark = ctx.spark
-    t = node.table
     # the target's rows that change (NOT MATCHED BY SOURCE ones too) or matched a source row
     target = F.col(T_COL).isNotNull() & ((F.col(OP_COL) != KEEP) | F.col(S_COL).isNotNull())
     positions = position_deletes.collect(spark, rows.where(target).select(
@@ -370,28 +360,45 @@ def _apply_collected(ctx, node, table, expr, files, rows, partitions, summary: d
     written_data, written_deletes = [], []
     try:
         if updated or node.not_matched:
-            new_rows = J.select(rows.where(F.col(OP_COL).isin(UPDATE, INSERT)), [a.name for a in node.relation.output])
-            written_data = write.write_files(spark, t.catalog, table, new_rows, cluster=True)
+            written_data = _write_new_rows(spark, node, table, rows)
         inserted = sum(f.record_count for f in written_data) - updated
         if updated + deleted + inserted == 0:
             return _merge_result(spark, 0, 0, 0)
         touched = [p for p in files if p.file.file_path in removed]
-        summary = {"lakerules.operation": "merge", **summary}
-        summary.setdefault("lakerules.merge.target-files-scanned", str(len(files)))
-        summary.setdefault("lakerules.merge.target-files-matched",
-                           str(len(matched_paths) if matched_by == "match" else len(touched)))
+        summary = _summary(summary, files, matched_paths if matched_by == "match" else touched)
         if updated or deleted:
             progress.step(spark, "write delete files")
             written_deletes = position_deletes.write_collected(spark, table, positions, str(UPDATE) + str(DELETE), partitions)
-        row_delta.commit(
-            table, written_data, written_deletes, summary,
-            validation=_update_validation(touched, expr, "merge"),
-            operation=Operation.OVERWRITE if written_data else Operation.DELETE,
-        )
+        _commit(table, written_data, written_deletes, summary, touched, expr)
     except BaseException as e:
         write.discard(table, written_data + written_deletes, e)
         raise
     return _merge_result(spark, updated, deleted, inserted)
+
+
+def _summary(summary: dict, files: list, matched: list | set) -> dict:
+    """The snapshot summary of a MERGE that read ``files``, ``matched`` (files or paths) the
+    files with a matched (or changed) row, unless ``summary`` says them already."""
+    summary = {"lakerules.operation": "merge", **summary}
+    summary.setdefault("lakerules.merge.target-files-scanned", str(len(files)))
+    summary.setdefault("lakerules.merge.target-files-matched", str(len(matched)))
+    return summary
+
+
+def _write_new_rows(spark, node, table, rows) -> list:
+    """The updated and inserted rows of ``rows`` written as data files (merge-on-read, v2)."""
+    new_rows = J.select(rows.where(F.col(OP_COL).isin(UPDATE, INSERT)), [a.name for a in node.relation.output])
+    return write.write_files(spark, node.table.catalog, table, new_rows, cluster=True)
+
+
+def _commit(table, written_data: list, written_deletes: list, summary: dict, touched: list, expr) -> None:
+    """One snapshot adding a merge-on-read (v2) MERGE's data and delete files, validated against
+    the files it read."""
+    row_delta.commit(
+        table, written_data, written_deletes, summary,
+        validation=_update_validation(touched, expr, "merge"),
+        operation=Operation.OVERWRITE if written_data else Operation.DELETE,
+    )
 
 
 def _merge_v3(ctx, node, table, snapshot, expr, rows, touched: list, removed: dict, summary: dict,

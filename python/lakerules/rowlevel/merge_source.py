@@ -35,7 +35,7 @@ def computed_once(spark, node):
     source = J.dataframe(spark, node.source)
     if J.reads_only_memory(source):
         return node
-    if 0 <= J.estimated_bytes(source) <= J.broadcast_threshold(spark):
+    if _estimated_small(spark, source):
         progress.step(spark, "read the source")
         return dataclasses.replace(node, source=J.materialized(spark, node.source))
     return node
@@ -70,8 +70,7 @@ class Keys:
                                                 names + ["__lakerules_one"]))
         self.frame, self._first = frame, None
         self.unique = False  # known only for a source read whole (below)
-        threshold = J.broadcast_threshold(spark)
-        if 0 <= J.estimated_bytes(frame) <= threshold:
+        if _estimated_small(spark, frame):
             return self._collected(frame.select(*names, "__lakerules_one").toArrow())
         aggs = [F.count(F.lit(1))]
         for n in names:
@@ -148,6 +147,12 @@ def _holds_a_key(data_file, field, values: list) -> bool:
     low, high = found
     i = bisect.bisect_left(values, low)
     return i < len(values) and values[i] <= high
+
+
+def _estimated_small(spark, df) -> bool:
+    """Whether Spark's own size estimate of ``df`` is within spark.sql.autoBroadcastJoinThreshold
+    (-1: never), as Spark decides a broadcast."""
+    return 0 <= J.estimated_bytes(df) <= J.broadcast_threshold(spark)
 
 
 def broadcastable(spark, node, rows: int) -> bool:

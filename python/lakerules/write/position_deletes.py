@@ -76,9 +76,7 @@ def write(spark, table: Table, df: DataFrame, groups: list[tuple[int, Record]], 
     )
     try:
         writer.parquet(target)
-        listed = _list_files(spark, target)
-        return _data_files(table, Schema(*POSITION_DELETE_FIELDS), None, [], target, listed,
-                           DataFileContent.POSITION_DELETES, locate=lambda d: _group(groups, d))
+        return _delete_files(table, target, _list_files(spark, target), groups)
     except BaseException:
         _delete_dir(spark, table, target)
         raise
@@ -116,17 +114,21 @@ def write_collected(spark, table: Table, positions: Collected, kinds: str, group
         written = delete_sets.write_positions(spark, positions.handle, kinds, target, PART_COL,
                                               J.nul_joined(x for kv in options.items() for x in kv))
         parts = written.split("\0") if written else []
-        listed = [(parts[i], int(parts[i + 1])) for i in range(0, len(parts), 2)]
-        return _data_files(table, Schema(*POSITION_DELETE_FIELDS), None, [], target, listed,
-                           DataFileContent.POSITION_DELETES, locate=lambda d: _group(groups, d))
+        return _delete_files(table, target, [(parts[i], int(parts[i + 1])) for i in range(0, len(parts), 2)], groups)
     except BaseException:
         _delete_dir(spark, table, target)
         raise
 
 
-def _group(groups: list, directory: str):
-    """The (spec id, partition) of a delete file's folder, ``<PART_COL>=<index into groups>``."""
-    key, _, text = directory.partition("=")
-    if key != PART_COL or not text.isdigit():
-        raise LakeError(f"lakerules: unexpected delete file directory {directory!r}")
-    return groups[int(text)]
+def _delete_files(table: Table, target: str, listed: list[tuple[str, int]], groups: list) -> list[DataFile]:
+    """DataFiles of the position delete files written under ``target`` ((relative path, length)
+    each), their group from their folder, ``<PART_COL>=<index into groups>``."""
+
+    def group(directory: str):
+        key, _, text = directory.partition("=")
+        if key != PART_COL or not text.isdigit():
+            raise LakeError(f"lakerules: unexpected delete file directory {directory!r}")
+        return groups[int(text)]
+
+    return _data_files(table, Schema(*POSITION_DELETE_FIELDS), None, [], target, listed,
+                       DataFileContent.POSITION_DELETES, locate=group)

@@ -126,7 +126,8 @@ public final class PositionDeleteFiles {
    */
   public static String write(org.apache.spark.sql.classic.SparkSession session, Collected collected, String kinds,
                              String target, String groupColumn, String options) throws IOException, InterruptedException {
-    TreeMap<Integer, List<Map.Entry<byte[], long[]>>> groups = new TreeMap<>();
+    // group -> data file path (UTF-8 bytes, in their order, as the spec sorts) -> its arrays (one per kind)
+    TreeMap<Integer, TreeMap<byte[], List<long[]>>> groups = new TreeMap<>();
     for (Map.Entry<String, long[]> e : collected.byName.entrySet()) {
       String name = e.getKey();
       int first = name.indexOf('\0');
@@ -134,8 +135,9 @@ public final class PositionDeleteFiles {
       if (kinds.indexOf(name.substring(0, first)) < 0 || first != 1) {
         continue;
       }
-      groups.computeIfAbsent(Integer.parseInt(name.substring(first + 1, second)), k -> new ArrayList<>())
-          .add(Map.entry(name.substring(second + 1).getBytes(StandardCharsets.UTF_8), e.getValue()));
+      groups.computeIfAbsent(Integer.parseInt(name.substring(first + 1, second)), k -> new TreeMap<>(Arrays::compareUnsigned))
+          .computeIfAbsent(name.substring(second + 1).getBytes(StandardCharsets.UTF_8), k -> new ArrayList<>())
+          .add(e.getValue());
     }
     Configuration conf = session.sessionState().newHadoopConf();
     CompressionCodecName codec = codec(session.sessionState().conf().parquetCompressionCodec());
@@ -148,8 +150,7 @@ public final class PositionDeleteFiles {
       }
     }
     StringBuilder out = new StringBuilder();
-    for (Map.Entry<Integer, List<Map.Entry<byte[], long[]>>> g : groups.entrySet()) {
-      List<Map.Entry<byte[], long[]>> files = mergedByPath(g.getValue());
+    for (Map.Entry<Integer, TreeMap<byte[], List<long[]>>> g : groups.entrySet()) {
       String relative = groupColumn + "=" + g.getKey() + "/deletes-" + UUID.randomUUID() + ".parquet";
       String full = target + "/" + relative;
       Path path = new Path(full);
@@ -157,13 +158,14 @@ public final class PositionDeleteFiles {
           .getRecordWriter(conf, path, codec, ParquetFileWriter.Mode.CREATE);
       Row row = new Row();
       HashMap<String, long[]> cached = new HashMap<>();
-      for (Map.Entry<byte[], long[]> f : files) {
+      for (Map.Entry<byte[], List<long[]>> f : g.getValue().entrySet()) {
+        long[] positions = PositionDeleteSet.sortedUnion(f.getValue());
         row.path = Binary.fromConstantByteArray(f.getKey());
-        for (long p : f.getValue()) {
+        for (long p : positions) {
           row.pos = p;
           writer.write(null, row);
         }
-        cached.put(PositionDeleteSet.normal(new String(f.getKey(), StandardCharsets.UTF_8)), f.getValue());
+        cached.put(PositionDeleteSet.normal(new String(f.getKey(), StandardCharsets.UTF_8)), positions);
       }
       writer.close(null);
       long length = path.getFileSystem(conf).getFileStatus(path).getLen();
@@ -174,26 +176,6 @@ public final class PositionDeleteFiles {
       out.append(relative).append('\0').append(length);
     }
     return out.toString();
-  }
-
-  /** A group's (data file path, positions), one per path (kinds merged), in path order. */
-  private static List<Map.Entry<byte[], long[]>> mergedByPath(List<Map.Entry<byte[], long[]>> runs) {
-    runs.sort((a, b) -> Arrays.compareUnsigned(a.getKey(), b.getKey()));
-    List<Map.Entry<byte[], long[]>> out = new ArrayList<>();
-    for (Map.Entry<byte[], long[]> r : runs) {
-      int last = out.size() - 1;
-      if (last >= 0 && Arrays.equals(out.get(last).getKey(), r.getKey())) {
-        long[] a = out.get(last).getValue();
-        long[] b = r.getValue();
-        long[] both = Arrays.copyOf(a, a.length + b.length);
-        System.arraycopy(b, 0, both, a.length, b.length);
-        Arrays.sort(both);
-        out.set(last, Map.entry(r.getKey(), both));
-      } else {
-        out.add(r);
-      }
-    }
-    return out;
   }
 
   /** parquet-mr's codec of a Spark codec name ({@code none} and {@code uncompressed}: none). */

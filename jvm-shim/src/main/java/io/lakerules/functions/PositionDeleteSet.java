@@ -204,7 +204,7 @@ public final class PositionDeleteSet implements Serializable {
   }
 
   /** The sorted arrays' values in one sorted array (a single array is returned as it is: never written). */
-  private static long[] sortedUnion(java.util.List<long[]> arrays) {
+  static long[] sortedUnion(java.util.List<long[]> arrays) {
     if (arrays.size() == 1) {
       return arrays.get(0);
     }
