@@ -59,13 +59,17 @@ def ids(spark, table):
     return sorted(r.id for r in spark.sql(f"SELECT id FROM {table}").collect())
 
 
-@pytest.mark.parametrize("writer", ["driver", "job"])
+DRIVER_ROWS = {"driver": "30", "counted": "3", "job": "0"}  # spark.lakerules.write.positionDeleteDriverRows
+
+
+@pytest.mark.parametrize("writer", list(DRIVER_ROWS))
 def test_delete_writes_sorted_position_deletes_per_partition(spark, ns, events, iceberg_catalog, engines, writer):
-    """Written by the driver (few deletes) or by a Spark job (spark.lakerules.write.positionDeleteDriverRows
-    0), the delete files are the same: the spec's schema, sorted, one per partition."""
+    """Written by the driver (few deletes), or by a Spark job (more than
+    spark.lakerules.write.positionDeleteDriverRows: the positions were only counted; or 0), the
+    delete files are the same: the spec's schema, sorted, one per partition."""
     name = events.split(".", 1)[1]
     data_before = sorted(f.file_path for f in files(iceberg_catalog, name, DataFileContent.DATA))
-    with settings(spark, {"spark.lakerules.write.positionDeleteDriverRows": "0" if writer == "job" else "30"}):
+    with settings(spark, {"spark.lakerules.write.positionDeleteDriverRows": DRIVER_ROWS[writer]}):
         (row,) = spark.sql(f"DELETE FROM {events} WHERE id % 5 = 0 OR v > 13.6").collect()
     gone = {i for i in range(30) if i % 5 == 0 or i / 2 > 13.6}
     assert row.num_affected_rows == len(gone)
@@ -139,6 +143,25 @@ def test_partition_predicate_drops_whole_files_without_delete_files(spark, event
     assert row.num_affected_rows == 10
     assert files(iceberg_catalog, name) == []
     engines.assert_same(events, expected=[])
+
+
+@pytest.mark.parametrize("writer", list(DRIVER_ROWS))
+def test_a_file_matched_whole_gets_no_delete_file(spark, events, iceberg_catalog, engines, writer):
+    """A condition Spark evaluates matching every row of one file (kind c: id % 3 = 2) and one
+    row of another: the first is removed whole, and no delete file names it, whichever writer."""
+    name = events.split(".", 1)[1]
+    c_file = next(f.file_path for f in files(iceberg_catalog, name, DataFileContent.DATA) if tuple(f.partition) == ("c",))
+    with settings(spark, {"spark.lakerules.write.positionDeleteDriverRows": DRIVER_ROWS[writer]}):
+        (row,) = spark.sql(f"DELETE FROM {events} WHERE id % 3 = 2 OR id = 3").collect()
+    assert row.num_affected_rows == 11
+    assert sorted(tuple(f.partition) for f in files(iceberg_catalog, name, DataFileContent.DATA)) == [("a",), ("b",)]
+    (deletes,) = files(iceberg_catalog, name, DataFileContent.POSITION_DELETES)
+    t = iceberg_catalog.load_table(name)
+    with t.io.new_input(deletes.file_path).open() as fh:
+        arrow = pq.read_table(fh)
+    assert arrow.num_rows == 1 and c_file not in arrow.column("file_path").to_pylist()
+    assert t.current_snapshot().summary["deleted-data-files"] == "1"
+    engines.assert_same(events, expected=[(i, "abc"[i % 3], i / 2) for i in range(30) if i % 3 != 2 and i != 3])
 
 
 def test_negations_are_not_taken_as_whole_file_proofs(spark, ns, iceberg_catalog):

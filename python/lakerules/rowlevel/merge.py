@@ -347,7 +347,7 @@ def _apply_collected(ctx, node, table, expr, files, rows, partitions, summary: d
     positions = position_deletes.collect(spark, rows.where(target).select(
         F.col(OP_COL).cast("string").alias("kind"), write.PART_COL,
         F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos")), position_deletes.driver_rows(spark))
-    if positions is None:
+    if not positions.complete:
         return None
     by_kind = {str(UPDATE): 0, str(DELETE): 0}
     removed: dict = {}

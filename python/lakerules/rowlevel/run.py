@@ -69,7 +69,7 @@ def run_delete(ctx, node):
         files = row_plans.plan_files(spark, table, node.relation, condition, drop_whole=True)
     expr, planned, whole, partial = files.expr, files.scan, list(files.whole), list(files.read)
 
-    matched, counts, partitions = _matched_positions(ctx, node, table, snapshot, planned, partial)
+    matched, collected, counts, partitions = _matched_positions(ctx, node, table, snapshot, planned, partial)
     try:
         live = {p.file.file_path: p for p in partial}
         # a file whose every row matched (and that had no deletes) goes whole, with no delete file
@@ -84,7 +84,7 @@ def run_delete(ctx, node):
         if node.mode == "copy-on-write":
             _copy_on_write(ctx, node, table, snapshot, expr, whole, touched)
         else:
-            _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched,
+            _merge_on_read(ctx, table, snapshot, expr, matched, collected, partitions, whole, entire, touched,
                            sum(counts[p.file.file_path] for p in touched))
     finally:
         if matched is not None:
@@ -143,10 +143,12 @@ def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool, row_ids: bool = Fal
 
 
 def _matched_positions(ctx, node, table, snapshot, planned, partial):
-    """(file_path, pos, partition index) of every live row the condition matches, cached, and
-    the number matched per data file (manifest path)."""
+    """(file_path, pos, partition index) of every live row the condition matches, cached; the
+    positions on the driver (merge-on-read v2, up to positionDeleteDriverRows: the delete files'
+    rows) or only counted; and the number matched per data file (manifest path). One job, no
+    shuffle."""
     if not partial:
-        return None, {}, []
+        return None, None, {}, []
     spark = ctx.spark
     progress.step(spark, "find matching rows")
     rows = _rows_of(ctx, node, _partial_scan(node, table, snapshot, planned, partial), True)
@@ -157,8 +159,18 @@ def _matched_positions(ctx, node, table, snapshot, planned, partial):
         .select("file_path", F.col(POS_COL).alias("pos"), write.PART_COL)
         .persist()
     )
-    counts = {r.file_path: r["count"] for r in matched.groupBy("file_path").count().collect()}
-    return matched, counts, partitions
+    v2_merge_on_read = node.mode != "copy-on-write" and table.format_version < 3
+    collected = position_deletes.collect(spark, matched.withColumn("kind", F.lit("d")),
+                                         position_deletes.driver_rows(spark) if v2_merge_on_read else 0)
+    return matched, collected, _per_file(collected), partitions
+
+
+def _per_file(collected) -> dict[str, int]:
+    """Collected positions counted per data file (manifest path), whatever their kind and group."""
+    counts: dict[str, int] = {}
+    for (_, _, path), n in collected.counts.items():
+        counts[path] = counts.get(path, 0) + n
+    return counts
 
 
 def _file_lookup(spark, table, planned_files, path_column: str):
@@ -192,7 +204,7 @@ def _live_rows(ctx, table, snapshot, planned_files) -> int:
 # ---- commits ------------------------------------------------------------------------------------
 
 
-def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entire, touched, deleted: int):
+def _merge_on_read(ctx, table, snapshot, expr, matched, collected, partitions, whole, entire, touched, deleted: int):
     spark = ctx.spark
     written, kept, replaced = [], [], []
     if touched:
@@ -202,7 +214,8 @@ def _merge_on_read(ctx, table, snapshot, expr, matched, partitions, whole, entir
         if table.format_version >= 3:  # deletion vectors, one per data file (lakerules.write.deletion_vectors)
             written, kept, replaced = deletion_vectors.write(spark, table, snapshot, rows, touched, whole)
         else:
-            written = position_deletes.write(spark, table, rows, partitions, rows=deleted)
+            written = position_deletes.write(spark, table, rows, partitions, rows=deleted, collected=collected,
+                                             skip=[p.file.file_path for p in entire])
     try:
         row_delta.commit(
             table, [], written + kept,
@@ -397,12 +410,15 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
             .persist())
     written_data, written_deletes, removal = [], [], None
     try:
-        counts = {r["__lakerules_path"]: r["count"] for r in rows.groupBy("__lakerules_path").count().collect()}
+        deletes = rows.select(F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
+        # one job, no shuffle: the positions on the driver (v2, up to positionDeleteDriverRows), else their counts
+        collected = position_deletes.collect(spark, deletes.withColumn("kind", F.lit("d")),
+                                             0 if lineage else position_deletes.driver_rows(spark))
+        counts = _per_file(collected)
         if not counts:
             return _affected(spark, 0)
         live = {p.file.file_path: p for p in files}
         touched = [live[path] for path in counts]
-        deletes = rows.select(F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
         if lineage:
             columns = v3_rows.data_columns(table, node.relation.output)
             written_data = v3_rows.write_rows(spark, node.table.catalog, table, rows, columns)
@@ -412,7 +428,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
             new_columns = [J.column(a.name) for a in node.relation.output]
             written_data = write.write_files(spark, node.table.catalog, table, rows.select(*new_columns), cluster=True)
             written_deletes = position_deletes.write(spark, table, deletes, partitions,
-                                                           rows=sum(counts.values()))
+                                                     rows=sum(counts.values()), collected=collected)
         row_delta.commit(
             table, written_data, removal.delete_files if removal else written_deletes, {"lakerules.operation": "update"},
             removed_data_files=removal.removed_data_files if removal else (),

@@ -50,17 +50,20 @@ def equality_delete_set(spark: SparkSession, plan, scopes: int):
 
 def collect_positions(spark: SparkSession, plan, max_rows: int):
     """The (name, position) rows of ``plan`` on the driver, sorted per name (the shim's
-    PositionDeleteFiles.Collected), or None if more than ``max_rows``."""
+    PositionDeleteFiles.Collected), or only their counts per name if more than ``max_rows``."""
     return jclass(spark, "io.lakerules.functions.PositionDeleteFiles").collect(spark._jsparkSession, plan, max_rows)
 
 
-def position_counts(collected) -> str:
-    """NUL-separated (name, number of positions) of collected positions."""
-    return collected.counts()
+def position_counts(collected) -> tuple[str, bool]:
+    """NUL-separated (name, number of positions) of collected positions, and whether the
+    positions themselves were collected (else only counted)."""
+    return collected.counts(), collected.complete()
 
 
-def write_positions(spark: SparkSession, collected, kinds: str, target: str, group_column: str, options: str) -> str:
+def write_positions(spark: SparkSession, collected, kinds: str, target: str, group_column: str, options: str,
+                    skip: str = "") -> str:
     """Writes collected positions of ``kinds`` as delete files under ``target`` (the shim's
-    PositionDeleteFiles.write): NUL-separated (relative path, length) pairs."""
+    PositionDeleteFiles.write), leaving out the data files ``skip`` names (NUL-separated):
+    NUL-separated (relative path, length) pairs."""
     return jclass(spark, "io.lakerules.functions.PositionDeleteFiles").write(
-        spark._jsparkSession, collected, kinds, target, group_column, options)
+        spark._jsparkSession, collected, kinds, target, group_column, options, skip)

@@ -42,19 +42,21 @@ def driver_rows(spark) -> int:
     return settings.count(DRIVER_ROWS_KEY, spark.conf.get(DRIVER_ROWS_KEY, None), DRIVER_ROWS_DEFAULT, "rows")
 
 
-def write(spark, table: Table, df: DataFrame, groups: list[tuple[int, Record]], rows: int | None = None) -> list[DataFile]:
+def write(spark, table: Table, df: DataFrame, groups: list[tuple[int, Record]], rows: int | None = None,
+          collected: Collected | None = None, skip=()) -> list[DataFile]:
     """Write position delete files: df has (file_path, pos, __lakerules_part), where the last is
     an index into ``groups``, the (spec id, partition) of the data file each row points at. Each
-    group's deletes are one file, sorted by file path then position as the spec asks. ``rows``
-    (how many df holds, when the caller knows) at most driver_rows: written by the driver;
+    group's deletes are one file, sorted by file path then position as the spec asks. Written by
+    the driver: the positions ``collected`` (df's, of kind "d", by the caller) when complete, or
+    (``rows``, how many df holds, when the caller knows, at most driver_rows) collected here;
     otherwise rows are shuffled by group in one write job, and written partitioned by it, one
-    task a group."""
+    task a group. ``skip``: data file paths whose positions the driver leaves out (df has none)."""
     progress.step(spark, "write delete files")
     limit = driver_rows(spark)
-    if rows is not None and rows <= limit:
+    if collected is None and rows is not None and rows <= limit:
         collected = collect(spark, df.withColumn("kind", F.lit("d")), limit)
-        if collected is not None:
-            return write_collected(spark, table, collected, "d", groups)
+    if collected is not None and collected.complete:
+        return write_collected(spark, table, collected, "d", groups, skip)
     columns = [
         # every row names its data file (rows come from the planned files); coalesce makes Spark
         # write the column as required, as the spec's schema has it (the driver's writer does too)
@@ -83,36 +85,38 @@ def write(spark, table: Table, df: DataFrame, groups: list[tuple[int, Record]], 
 
 
 class Collected:
-    """Positions of a statement's rows on the driver (a JVM object): ``counts`` maps (kind,
-    group index, data file path) to how many."""
+    """Positions of a statement's rows on the driver (a JVM object), if ``complete``, else only
+    counted: ``counts`` maps (kind, group index, data file path) to how many."""
 
     def __init__(self, handle):
         self.handle = handle
-        text = delete_sets.position_counts(handle)
+        text, self.complete = delete_sets.position_counts(handle)
         parts = text.split("\0") if text else []  # kind, group, path, count; ...
         self.counts = {(parts[i], int(parts[i + 1]), parts[i + 2]): int(parts[i + 3]) for i in range(0, len(parts), 4)}
 
 
-def collect(spark, df: DataFrame, max_rows: int) -> Collected | None:
+def collect(spark, df: DataFrame, max_rows: int) -> Collected:
     """The (kind, __lakerules_part, file_path, pos) rows of df on the driver (a kind is one
-    character), or None if there are more than ``max_rows``: one job, no shuffle, 8 bytes a row
-    (a second one only when a task held more than its share of ``max_rows``)."""
+    character), or only their counts if there are more than ``max_rows`` (0: count only): one
+    job, no shuffle, 8 bytes a row (a second one only when a task held more than its share of
+    ``max_rows``)."""
     sep = F.lit("\0")
     name = F.concat(F.col("kind").cast("string"), sep, F.col(PART_COL).cast("int").cast("string"), sep,
                     F.col("file_path").cast("string"))
     plan = J.analyzed(df.select(name.alias("name"), F.col("pos").cast("long").alias("pos")))
-    handle = delete_sets.collect_positions(spark, plan, max_rows)
-    return None if handle is None else Collected(handle)
+    return Collected(delete_sets.collect_positions(spark, plan, max_rows))
 
 
-def write_collected(spark, table: Table, positions: Collected, kinds: str, groups: list[tuple[int, Record]]) -> list[DataFile]:
-    """Position delete files of the collected positions of ``kinds``, written by the driver's JVM:
-    one file per group (as write's), each then cached as decoded."""
+def write_collected(spark, table: Table, positions: Collected, kinds: str, groups: list[tuple[int, Record]],
+                    skip=()) -> list[DataFile]:
+    """Position delete files of the collected positions of ``kinds`` (but those of the data
+    files ``skip`` names), written by the driver's JVM: one file per group (as write's), each
+    then cached as decoded."""
     options = _parquet_options(table, DataFileContent.POSITION_DELETES)
     target = _new_target(table)
     try:
         written = delete_sets.write_positions(spark, positions.handle, kinds, target, PART_COL,
-                                              J.nul_joined(x for kv in options.items() for x in kv))
+                                              J.nul_joined(x for kv in options.items() for x in kv), J.nul_joined(skip))
         parts = written.split("\0") if written else []
         return _delete_files(table, target, [(parts[i], int(parts[i + 1])) for i in range(0, len(parts), 2)], groups)
     except BaseException:

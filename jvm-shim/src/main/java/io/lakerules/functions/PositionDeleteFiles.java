@@ -44,58 +44,86 @@ public final class PositionDeleteFiles {
   private PositionDeleteFiles() {
   }
 
-  /** A statement's positions, by name ({@code <kind>\0<group index>\0<data file path>}), on the driver. */
+  /**
+   * A statement's positions, by name ({@code <kind>\0<group index>\0<data file path>}), on the
+   * driver; or, when there were more than the limit, only how many each name has.
+   */
   public static final class Collected {
-    final HashMap<String, long[]> byName;
+    final HashMap<String, long[]> byName;  // null: not collected, only counted
+    final HashMap<String, Long> counted;
 
-    Collected(HashMap<String, long[]> byName) {
+    Collected(HashMap<String, long[]> byName, HashMap<String, Long> counted) {
       this.byName = byName;
+      this.counted = counted;
+    }
+
+    /** Whether the positions themselves are here (else only their counts). */
+    public boolean complete() {
+      return byName != null;
     }
 
     /** NUL-separated (name, number of positions) pairs. */
     public String counts() {
       StringBuilder out = new StringBuilder();
-      for (Map.Entry<String, long[]> e : byName.entrySet()) {
-        if (out.length() > 0) {
-          out.append('\0');
+      if (byName != null) {
+        for (Map.Entry<String, long[]> e : byName.entrySet()) {
+          append(out, e.getKey(), e.getValue().length);
         }
-        out.append(e.getKey()).append('\0').append(e.getValue().length);
+      } else {
+        for (Map.Entry<String, Long> e : counted.entrySet()) {
+          append(out, e.getKey(), e.getValue());
+        }
       }
       return out.toString();
+    }
+
+    private static void append(StringBuilder out, String name, long n) {
+      if (out.length() > 0) {
+        out.append('\0');
+      }
+      out.append(name).append('\0').append(n);
     }
   }
 
   /**
    * The (name STRING, position BIGINT) rows of {@code rows} on the driver, sorted per name, or
-   * null if there are more than {@code maxRows} (then no more than the tasks' counts came to the
-   * driver). Each task groups its rows into one sorted array per name and sends them if they are
-   * at most its share of {@code maxRows} (maxRows / tasks), else only their count: one job, and
-   * never more than maxRows positions on the driver. Only if a task held more than its share
-   * (few rows, unevenly spread) does a second job collect the arrays, which the executors kept.
+   * only their number per name if there are more than {@code maxRows} (then no position came to
+   * the driver: {@link Collected#complete} is false). Each task groups its rows into one sorted
+   * array per name and sends them if they are at most its share of {@code maxRows} (maxRows /
+   * tasks), else only their counts: one job, and never more than maxRows positions on the driver.
+   * Only if a task held more than its share (few rows, unevenly spread) does a second job collect
+   * the arrays, which the executors kept. A {@code maxRows} of 0 counts only.
    */
   public static Collected collect(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows, long maxRows) {
     org.apache.spark.api.java.JavaRDD<HashMap<String, long[]>> grouped = PositionDeleteSet.grouped(session, rows)
         .persist(org.apache.spark.storage.StorageLevel.MEMORY_AND_DISK());
     try {
-      long share = Math.max(1, maxRows / Math.max(1, grouped.getNumPartitions()));
+      long share = maxRows == 0 ? 0 : Math.max(1, maxRows / Math.max(1, grouped.getNumPartitions()));
       List<HashMap<String, long[]>> parts = grouped.map(part -> sentOrCounted(part, share)).collect();
       long n = 0;
       boolean all = true;
+      HashMap<String, Long> counted = new HashMap<>();
       for (HashMap<String, long[]> part : parts) {
-        long[] counted = part.get(COUNTED);
-        all &= counted == null;
-        n += counted != null ? counted[0] : size(part);
+        boolean onlyCounts = part.containsKey(COUNTED);
+        all &= !onlyCounts;
+        for (Map.Entry<String, long[]> e : part.entrySet()) {
+          if (!e.getKey().equals(COUNTED)) {
+            long k = onlyCounts ? e.getValue()[0] : e.getValue().length;
+            counted.merge(e.getKey(), k, Long::sum);
+            n += k;
+          }
+        }
       }
       if (n > maxRows) {
-        return null;
+        return new Collected(null, counted);
       }
-      return new Collected(PositionDeleteSet.merged(all ? parts : grouped.collect()));
+      return new Collected(PositionDeleteSet.merged(all ? parts : grouped.collect()), null);
     } finally {
       grouped.unpersist(false);
     }
   }
 
-  /** The key of a task's answer holding only its count (no name is empty: each has a kind). */
+  /** The key marking a task's answer of counts, not positions (no name is empty: each has a kind). */
   private static final String COUNTED = "";
 
   private static HashMap<String, long[]> sentOrCounted(HashMap<String, long[]> part, long share) {
@@ -103,8 +131,11 @@ public final class PositionDeleteFiles {
     if (n <= share) {
       return part;
     }
-    HashMap<String, long[]> counted = new HashMap<>();
-    counted.put(COUNTED, new long[] {n});
+    HashMap<String, long[]> counted = new HashMap<>();  // COUNTED marks a task's answer of counts
+    counted.put(COUNTED, new long[0]);
+    for (Map.Entry<String, long[]> e : part.entrySet()) {
+      counted.put(e.getKey(), new long[] {e.getValue().length});
+    }
     return counted;
   }
 
@@ -121,18 +152,24 @@ public final class PositionDeleteFiles {
    * character) as one delete file per group under {@code target}, in {@code <groupColumn>=<group
    * index>/} folders, sorted by data file path (UTF-8 bytes) then position, as the spec asks.
    * {@code options}: NUL-separated keys and values, Spark's Parquet writer options
-   * ({@code compression}, else Hadoop configuration keys parquet-mr reads). Returns NUL-separated
-   * (path relative to target, length) pairs.
+   * ({@code compression}, else Hadoop configuration keys parquet-mr reads). {@code skip}:
+   * NUL-separated data file paths whose positions are left out (files the statement removes
+   * whole). Returns NUL-separated (path relative to target, length) pairs.
    */
   public static String write(org.apache.spark.sql.classic.SparkSession session, Collected collected, String kinds,
-                             String target, String groupColumn, String options) throws IOException, InterruptedException {
+                             String target, String groupColumn, String options, String skip)
+      throws IOException, InterruptedException {
+    if (!collected.complete()) {
+      throw new IllegalStateException("positions were counted, not collected");
+    }
+    java.util.Set<String> skipped = new java.util.HashSet<>(Arrays.asList(skip.isEmpty() ? new String[0] : skip.split("\0")));
     // group -> data file path (UTF-8 bytes, in their order, as the spec sorts) -> its arrays (one per kind)
     TreeMap<Integer, TreeMap<byte[], List<long[]>>> groups = new TreeMap<>();
     for (Map.Entry<String, long[]> e : collected.byName.entrySet()) {
       String name = e.getKey();
       int first = name.indexOf('\0');
       int second = name.indexOf('\0', first + 1);
-      if (kinds.indexOf(name.substring(0, first)) < 0 || first != 1) {
+      if (kinds.indexOf(name.substring(0, first)) < 0 || first != 1 || skipped.contains(name.substring(second + 1))) {
         continue;
       }
       groups.computeIfAbsent(Integer.parseInt(name.substring(first + 1, second)), k -> new TreeMap<>(Arrays::compareUnsigned))
