@@ -155,8 +155,9 @@ def _run_keyed(ctx, node, table, snapshot, expr, planned, files, unique_keys: bo
         scanned = {"lakerules.merge.target-files-scanned": str(len(files))}
         if found_first:
             scanned["lakerules.merge.target-files-matched"] = str(len(matched_files))
+        # rows come from the cached matches and the (small) source, unless the other columns were read
         return _apply(ctx, node, table, snapshot, expr, planned, matched_files, rows, scanned,
-                      check=check and not found_first, matched_by="match")
+                      check=check and not found_first, matched_by="match", cache=bool(later and node.matched))
     finally:
         if matches is not None:
             matches.unpersist()
@@ -274,7 +275,7 @@ def _run_outer(ctx, node, table, snapshot, expr, planned, files):
 
 
 def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict, check: bool,
-           matched_by: str = "change"):
+           matched_by: str = "change", cache: bool = True):
     """Write and commit what ``rows`` (the target's columns, OP_COL, T_COL, S_COL, FILE_COL,
     POS_COL; FILE_COL one of ``files``' or NULL) say: updated and inserted rows, the positions of
     updated and deleted ones (or, copy-on-write, the touched files rewritten). ``check``: fail
@@ -283,7 +284,9 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
     spark = ctx.spark
     t = node.table
     lookup, partitions = _file_lookup(spark, table, files, "__lakerules_path")
-    rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name").persist()
+    rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name")
+    if cache:  # read more than once; uncached, they are computed again from what they come from
+        rows = rows.persist()
     written_data, written_deletes = [], []
     try:
         progress.step(spark, "join target rows with the source")
