@@ -8,7 +8,8 @@ from pyiceberg.manifest import DataFileContent
 from lakerules.write import row_delta
 from lakerules.rowlevel import run as rowlevel
 
-from test_delete import files, orphans, snapshot_id
+from settings_util import settings
+from test_delete import DRIVER_ROWS, files, orphans, snapshot_id
 
 
 @pytest.fixture
@@ -29,11 +30,15 @@ def model():
     return {i: (i, "abc"[i % 3], i * 10, None) for i in range(30)}
 
 
-def test_split_write_is_one_snapshot_of_deletes_and_new_rows(spark, people, iceberg_catalog, engines):
+@pytest.mark.parametrize("writer", list(DRIVER_ROWS))
+def test_split_write_is_one_snapshot_of_deletes_and_new_rows(spark, people, iceberg_catalog, engines, writer):
+    """The same snapshot whichever writes the delete files: the driver (positions collected with
+    the matches' counts), or a Spark job (more than positionDeleteDriverRows: only counted; or 0)."""
     name = people.split(".", 1)[1]
     before = snapshot_id(iceberg_catalog, name)
     data_before = {f.file_path for f in files(iceberg_catalog, name, DataFileContent.DATA)}
-    (row,) = spark.sql(f"UPDATE {people} SET score = score + 1, note = 'x' WHERE id % 4 = 1").collect()
+    with settings(spark, {"spark.lakerules.write.positionDeleteDriverRows": DRIVER_ROWS[writer]}):
+        (row,) = spark.sql(f"UPDATE {people} SET score = score + 1, note = 'x' WHERE id % 4 = 1").collect()
     want = model()
     for i in want:
         if i % 4 == 1:
@@ -50,6 +55,10 @@ def test_split_write_is_one_snapshot_of_deletes_and_new_rows(spark, people, iceb
     # new rows: one file per partition (clustered by the new values' partition)
     new = [f for f in files(iceberg_catalog, name, DataFileContent.DATA) if f.file_path not in data_before]
     assert sorted(tuple(f.partition) for f in new) == [("a",), ("b",), ("c",)]
+    deletes = files(iceberg_catalog, name, DataFileContent.POSITION_DELETES)
+    assert sorted(tuple(f.partition) for f in deletes) == [("a",), ("b",), ("c",)]
+    assert sum(f.record_count for f in deletes) == row.num_affected_rows
+    assert orphans(iceberg_catalog, name) == set()
     engines.assert_same(people, expected=list(want.values()))
 
 
