@@ -165,3 +165,34 @@ def test_parquet_writer_properties(spark, ns, iceberg_catalog, engines):
     refused(spark, f"DELETE FROM {t} WHERE id = 8", "write.delete.parquet.page-row-limit", "delete files")
     assert iceberg_catalog.load_table(t.split(".", 1)[1]).current_snapshot().snapshot_id == before
     assert spark.table(t).count() == 19999
+
+
+@pytest.mark.parametrize("umask", ["022", "027"])
+def test_local_files_get_hadoop_modes_without_a_chmod_process(spark, ns, iceberg_catalog, umask):
+    """Local files lakerules writes (a Spark write job's data files, the driver's delete files, a
+    Spark job's delete files) and their folders get the modes Hadoop gives them under
+    fs.permissions.umask-mode, with their .crc side files, set by io.lakerules.LocalFiles through a
+    system call instead of a chmod process per file and folder."""
+    import os
+    import stat
+    from pathlib import Path
+
+    t = f"lake.{ns}.modes{umask}"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING)")
+    with settings(spark, {"fs.permissions.umask-mode": umask}):
+        spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ id, 'x' FROM range(10)")
+        spark.sql(f"DELETE FROM {t} WHERE id = 3")  # few deletes: the driver writes the file
+        with settings(spark, {"spark.lakerules.write.positionDeleteDriverRows": "0"}):
+            spark.sql(f"DELETE FROM {t} WHERE id = 4")  # by a Spark job
+    assert sorted(r.id for r in spark.table(t).collect()) == [0, 1, 2, 5, 6, 7, 8, 9]
+    mask = int(umask, 8)
+    root = Path(iceberg_catalog.load_table(t.split(".", 1)[1]).location().replace("file://", "").replace("file:", "")) / "data"
+    written = [p for p in root.rglob("*.parquet")]
+    assert len(written) == 3
+    for p in written:
+        assert stat.S_IMODE(os.stat(p).st_mode) == 0o666 & ~mask, p
+        assert (p.parent / f".{p.name}.crc").exists(), p
+        folder = p.parent
+        while folder != root:
+            assert stat.S_IMODE(os.stat(folder).st_mode) == 0o777 & ~mask, folder
+            folder = folder.parent

@@ -220,7 +220,7 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .options(**_parquet_options(table, content))
+        .options(**_parquet_options(table, content), **J.local_write_options(spark, target))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
     if part_cols:

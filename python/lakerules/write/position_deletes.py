@@ -72,7 +72,7 @@ def write(spark, table: Table, df: DataFrame, groups: list[tuple[int, Record]], 
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .options(**_parquet_options(table, DataFileContent.POSITION_DELETES))
+        .options(**_parquet_options(table, DataFileContent.POSITION_DELETES), **J.local_write_options(spark, target))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .partitionBy(PART_COL)
     )

@@ -186,13 +186,16 @@ public final class PositionDeleteFiles {
         conf.set(kv[i], kv[i + 1]);
       }
     }
+    // local files without a chmod process per file and folder (io.lakerules.LocalFiles)
+    Configuration writing = io.lakerules.LocalFiles.local(conf, target)
+        ? io.lakerules.LocalFiles.configure(new Configuration(conf)) : conf;
     StringBuilder out = new StringBuilder();
     for (Map.Entry<Integer, TreeMap<byte[], List<long[]>>> g : groups.entrySet()) {
       String relative = groupColumn + "=" + g.getKey() + "/deletes-" + UUID.randomUUID() + ".parquet";
       String full = target + "/" + relative;
       Path path = new Path(full);
       RecordWriter<Void, Row> writer = new ParquetOutputFormat<Row>(new Support())
-          .getRecordWriter(conf, path, codec, ParquetFileWriter.Mode.CREATE);
+          .getRecordWriter(writing, path, codec, ParquetFileWriter.Mode.CREATE);
       Row row = new Row();
       HashMap<String, long[]> cached = new HashMap<>();
       for (Map.Entry<byte[], List<long[]>> f : g.getValue().entrySet()) {
