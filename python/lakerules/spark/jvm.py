@@ -551,15 +551,6 @@ def file_index_read(spark: SparkSession, listing: str, jschema, options: str, es
     return jclass(spark, "io.lakerules.LakeFileIndex").read(spark._jsparkSession, listing, jschema, options, estimate, deletes)
 
 
-def local_write_options(spark: SparkSession, target: str) -> dict[str, str]:
-    """Hadoop settings for a Spark write job's options when ``target`` is on the local file system:
-    io.lakerules.LocalFiles, which sets file modes without starting a chmod process per file and
-    folder (half of a small write job's time); none for any other file system."""
-    text = str(jclass(spark, "io.lakerules.LocalFiles").settingsFor(spark._jsparkSession, target))
-    parts = text.split("\0") if text else []
-    return dict(zip(parts[::2], parts[1::2]))
-
-
 def file_names(spark: SparkSession, joined_paths: str) -> str:
     """io.lakerules.LakeFileIndex.namesOf: Spark's names of the paths (NUL-joined), in one call."""
     return str(jclass(spark, "io.lakerules.LakeFileIndex").namesOf(joined_paths, spark._jsc.hadoopConfiguration()))

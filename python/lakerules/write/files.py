@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakerules.write import commit, metrics, parquet_props, order as write_order, row_delta
-from lakerules.spark import jvm as J, progress, shared
+from lakerules.spark import jvm as J, local_files, progress, shared
 from lakerules.iceberg import format_version, names, options, partitioning, paths, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import replace
@@ -220,7 +220,7 @@ def write_files(spark, catalog_name: str, table: Table, df: DataFrame, *, fields
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .options(**_parquet_options(table, content), **J.local_write_options(spark, target))
+        .options(**_parquet_options(table, content), **local_files.local_write_options(spark, target))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
     if part_cols:

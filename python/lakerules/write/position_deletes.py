@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from lakerules.errors import LakeError
 from lakerules.iceberg import schema as schemas
-from lakerules.spark import delete_sets, jvm as J, progress, settings
+from lakerules.spark import delete_sets, jvm as J, local_files, progress, settings
 from lakerules.write.files import (
     PART_COL,
     POSITION_DELETE_FIELDS,
@@ -72,7 +72,7 @@ def write(spark, table: Table, df: DataFrame, groups: list[tuple[int, Record]], 
     target = _new_target(table)
     writer = (
         out.write.mode("errorifexists")
-        .options(**_parquet_options(table, DataFileContent.POSITION_DELETES), **J.local_write_options(spark, target))
+        .options(**_parquet_options(table, DataFileContent.POSITION_DELETES), **local_files.local_write_options(spark, target))
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .partitionBy(PART_COL)
     )
