@@ -180,13 +180,12 @@ def _matched(spark, node, plan, row_ids: bool = False, keep: bool = False):
     """The matched rows (each a target row and the source row it matched) as what the first
     WHEN MATCHED clause that holds makes of them: updated or deleted (no clause: dropped, unless
     ``keep``: then KEEP, for _apply's count and cardinality check)."""
-    out = J.from_seq(plan.output())
     carried = (*_row_id_cols(row_ids), FILE_COL, POS_COL)
     branches = [(J.true_literal(spark) if a.condition is None else a.condition, a) for a in node.matched]
-    frame = _actions(spark, node, plan, branches, [a for a in out if a.name() in carried])
-    return ((frame if keep else frame.where(F.col(OP_COL) != KEEP))
-            .withColumn(T_COL, F.lit(True)).withColumn(S_COL, F.lit(True))
-            .select(*[J.column(a.name) for a in node.relation.output], OP_COL, T_COL, S_COL, *carried))
+    true = J.literal(spark, True)
+    rows = _actions_plan(spark, node, plan, branches, [a for a in J.from_seq(plan.output()) if a.name() in carried],
+                         [(true, T_COL), (true, S_COL)])
+    return J.dataframe(spark, rows if keep else _changing(spark, rows))
 
 
 def _inserted(spark, node, matches, first, row_ids: bool = False):
@@ -200,20 +199,30 @@ def _inserted(spark, node, matches, first, row_ids: bool = False):
         matched = J.project(spark, found, [a for a in J.from_seq(found.output()) if a.exprId().id() in ids])
         source = J.join(spark, source, matched, "leftanti", node.condition)
     branches = [(J.true_literal(spark) if a.condition is None else a.condition, a) for a in node.not_matched]
-    frame = _actions(spark, node, source, branches, [])
-    for c in _row_id_cols(row_ids):  # a new row: fresh ids from its file's first_row_id
-        frame = frame.withColumn(c, F.lit(None).cast("long"))
-    return (frame.where(F.col(OP_COL) != KEEP)
-            .withColumn(T_COL, F.lit(None).cast("boolean")).withColumn(S_COL, F.lit(True))
-            .withColumn(FILE_COL, F.lit(None).cast("string")).withColumn(POS_COL, F.lit(None).cast("long"))
-            .select(*[J.column(a.name) for a in node.relation.output], OP_COL, T_COL, S_COL, *_row_id_cols(row_ids),
-                    FILE_COL, POS_COL))
+    # a new row: no target side, no file or position (v3: fresh ids from its file's first_row_id)
+    null = {t: J.literal(spark, None, J.data_type(spark, f'"{t}"')) for t in ("boolean", "long", "string")}
+    extra = [(null["boolean"], T_COL), (J.literal(spark, True), S_COL)]
+    extra += [(null["long"], c) for c in _row_id_cols(row_ids)]
+    extra += [(null["string"], FILE_COL), (null["long"], POS_COL)]
+    return J.dataframe(spark, _changing(spark, _actions_plan(spark, node, source, branches, [], extra)))
+
+
+def _changing(spark, plan):
+    """The rows of ``plan`` (an _actions_plan) some clause acts on: OP_COL not KEEP."""
+    op = next(a for a in J.from_seq(plan.output()) if a.name() == OP_COL)
+    return J.filter_plan(spark, J.not_true(spark, J.equal_to(spark, op, J.literal(spark, KEEP))), plan)
 
 
 def _actions(spark, node, plan, branches, carried):
+    """_actions_plan as a DataFrame."""
+    return J.dataframe(spark, _actions_plan(spark, node, plan, branches, carried))
+
+
+def _actions_plan(spark, node, plan, branches, carried, extra=()):
     """Project over plan: each column of the target its value under the first branch whose
     condition holds (update: assigned or kept; insert: assigned or NULL; delete: NULL), OP_COL
-    the branch's kind (KEEP: none), then ``carried`` attributes."""
+    the branch's kind (KEEP: none), then ``extra`` (expression, name) pairs, then ``carried``
+    attributes."""
     codes = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
     conds = [c for c, _ in branches]
     exprs, names = [], []
@@ -229,7 +238,10 @@ def _actions(spark, node, plan, branches, carried):
     codes_of = [J.literal(spark, codes[a.kind]) for _, a in branches]
     exprs.append(J.case_when(spark, conds, codes_of, J.literal(spark, KEEP)) if branches else J.literal(spark, KEEP))
     names.append(OP_COL)
-    return J.dataframe(spark, J.project_as(spark, plan, exprs + list(carried), names + [c.name() for c in carried]))
+    for e, name in extra:
+        exprs.append(e)
+        names.append(name)
+    return J.project_as(spark, plan, exprs + list(carried), names + [c.name() for c in carried])
 
 
 # ---- a large source (or NOT MATCHED BY SOURCE): the outer join ------------------------------------
