@@ -196,3 +196,22 @@ def test_local_files_get_hadoop_modes_without_a_chmod_process(spark, ns, iceberg
         while folder != root:
             assert stat.S_IMODE(os.stat(folder).st_mode) == 0o777 & ~mask, folder
             folder = folder.parent
+
+
+def test_deletion_vector_files_get_hadoop_modes(spark, ns, iceberg_catalog):
+    """A v3 DELETE's Puffin file (written by the driver through io.lakerules.LocalFiles) gets the
+    mode Hadoop gives it under fs.permissions.umask-mode, and its .crc side file."""
+    import os
+    import stat
+    from pathlib import Path
+
+    t = f"lake.{ns}.dvmodes"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) TBLPROPERTIES ('format-version' = '3')")
+    spark.sql(f"INSERT INTO {t} SELECT /*+ REPARTITION(1) */ id, 'x' FROM range(10)")
+    with settings(spark, {"fs.permissions.umask-mode": "027"}):
+        spark.sql(f"DELETE FROM {t} WHERE id = 3")
+    assert sorted(r.id for r in spark.table(t).collect()) == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    root = Path(iceberg_catalog.load_table(t.split(".", 1)[1]).location().replace("file://", "").replace("file:", ""))
+    (puffin,) = [p for p in root.rglob("*") if p.is_file() and p.suffix == ".puffin"]
+    assert stat.S_IMODE(os.stat(puffin).st_mode) == 0o640
+    assert (puffin.parent / f".{puffin.name}.crc").exists()

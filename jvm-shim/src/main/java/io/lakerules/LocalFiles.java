@@ -33,6 +33,11 @@ public final class LocalFiles extends LocalFileSystem {
     return conf;
   }
 
+  /** {@code conf}, or a copy of it using this file system, when {@code target} is local. */
+  public static Configuration forWriting(Configuration conf, String target) throws IOException {
+    return local(conf, target) ? configure(new Configuration(conf)) : conf;
+  }
+
   /** Whether {@code target} is on the local file system (under {@code conf}'s default one). */
   public static boolean local(Configuration conf, String target) throws IOException {
     return "file".equals(new Path(target).getFileSystem(conf).getScheme());

@@ -175,7 +175,8 @@ public final class DeletionVectors {
     com.fasterxml.jackson.databind.node.ArrayNode blobs = json.createArrayNode();
     com.fasterxml.jackson.databind.node.ArrayNode written = json.createArrayNode();
     Path p = new Path(puffinPath);
-    FileSystem fs = p.getFileSystem(conf);
+    // local files without a chmod process per file and folder (io.lakerules.LocalFiles)
+    FileSystem fs = p.getFileSystem(io.lakerules.LocalFiles.forWriting(conf, puffinPath));
     long size;
     try (org.apache.hadoop.fs.FSDataOutputStream out = fs.create(p, false)) {
       byte[] magic = {'P', 'F', 'A', '1'};

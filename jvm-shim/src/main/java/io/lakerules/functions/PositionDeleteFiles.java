@@ -187,8 +187,7 @@ public final class PositionDeleteFiles {
       }
     }
     // local files without a chmod process per file and folder (io.lakerules.LocalFiles)
-    Configuration writing = io.lakerules.LocalFiles.local(conf, target)
-        ? io.lakerules.LocalFiles.configure(new Configuration(conf)) : conf;
+    Configuration writing = io.lakerules.LocalFiles.forWriting(conf, target);
     StringBuilder out = new StringBuilder();
     for (Map.Entry<Integer, TreeMap<byte[], List<long[]>>> g : groups.entrySet()) {
       String relative = groupColumn + "=" + g.getKey() + "/deletes-" + UUID.randomUUID() + ".parquet";
