@@ -46,7 +46,7 @@ public final class PositionDeleteFiles {
 
   /**
    * A statement's positions, by name ({@code <kind>\0<group index>\0<data file path>}), on the
-   * driver; or, when there were more than the limit, only how many each name has.
+   * driver, and how many each name has; when there were more than the limit, only the counts.
    */
   public static final class Collected {
     final HashMap<String, long[]> byName;  // null: not collected, only counted
@@ -65,23 +65,13 @@ public final class PositionDeleteFiles {
     /** NUL-separated (name, number of positions) pairs. */
     public String counts() {
       StringBuilder out = new StringBuilder();
-      if (byName != null) {
-        for (Map.Entry<String, long[]> e : byName.entrySet()) {
-          append(out, e.getKey(), e.getValue().length);
+      for (Map.Entry<String, Long> e : counted.entrySet()) {
+        if (out.length() > 0) {
+          out.append('\0');
         }
-      } else {
-        for (Map.Entry<String, Long> e : counted.entrySet()) {
-          append(out, e.getKey(), e.getValue());
-        }
+        out.append(e.getKey()).append('\0').append(e.getValue());
       }
       return out.toString();
-    }
-
-    private static void append(StringBuilder out, String name, long n) {
-      if (out.length() > 0) {
-        out.append('\0');
-      }
-      out.append(name).append('\0').append(n);
     }
   }
 
@@ -114,10 +104,7 @@ public final class PositionDeleteFiles {
           }
         }
       }
-      if (n > maxRows) {
-        return new Collected(null, counted);
-      }
-      return new Collected(PositionDeleteSet.merged(all ? parts : grouped.collect()), null);
+      return new Collected(n > maxRows ? null : PositionDeleteSet.merged(all ? parts : grouped.collect()), counted);
     } finally {
       grouped.unpersist(false);
     }
@@ -131,7 +118,7 @@ public final class PositionDeleteFiles {
     if (n <= share) {
       return part;
     }
-    HashMap<String, long[]> counted = new HashMap<>();  // COUNTED marks a task's answer of counts
+    HashMap<String, long[]> counted = new HashMap<>();
     counted.put(COUNTED, new long[0]);
     for (Map.Entry<String, long[]> e : part.entrySet()) {
       counted.put(e.getKey(), new long[] {e.getValue().length});
