@@ -67,9 +67,14 @@ def normal_path_col(col: Column) -> Column:
     return F.regexp_replace(col, r"^file:/*", "/")
 
 
-def _listing(files) -> str:
-    """DataFiles as io.lakerules.LakeFileIndex takes them: length, path, length, path, ..."""
-    return J.nul_joined(text for f in files for text in (str(f.file_size_in_bytes), f.file_path))
+TASKS_BY_ROWS_KEY = "spark.lakerules.read.tasksByRows"
+
+
+def _listing(files, by_rows: bool = True) -> str:
+    """DataFiles as io.lakerules.LakeFileIndex takes them: length, rows, path, length, rows, path,
+    ... (rows -1, unknown, when the read tasks are to stay Spark's: io.lakerules.LakeScanExec)."""
+    return J.nul_joined(text for f in files
+                        for text in (str(f.file_size_in_bytes), str(f.record_count if by_rows else -1), f.file_path))
 
 
 def read_files(spark, schema: Schema, files: list, with_positions: bool = False, *,
@@ -99,7 +104,8 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
     # sequential ids compress below the 10 MiB broadcast threshold
     rows = sum(f.record_count for f in files)
     estimate = min(rows * max(jschema.defaultSize(), 1), (1 << 63) - 1)
-    plan = J.file_index_read(spark, _listing(files), jschema, options, estimate, deletes)
+    by_rows = settings.flag(TASKS_BY_ROWS_KEY, spark.conf.get(TASKS_BY_ROWS_KEY, None), True)
+    plan = J.file_index_read(spark, _listing(files, by_rows), jschema, options, estimate, deletes)
     df = J.dataframe(spark, plan)
     if with_positions:
         df = df.select(

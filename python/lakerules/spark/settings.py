@@ -26,6 +26,16 @@ def count(key: str, value: str | None, default: int, what: str) -> int:
     return n
 
 
+def flag(key: str, value: str | None, default: bool) -> bool:
+    """A setting that is true or false (any case)."""
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise LakeError(f"lakerules: {key}={value!r} is not true or false")
+    return text == "true"
+
+
 def duration_ms(key: str, value: str | None, default: str, zero: str = "") -> int:
     """A setting that is a duration as Spark writes one (``1d``, ``12h``, ``30min``, ``90s``,
     ``500ms``; a bare number is milliseconds), in milliseconds: 0 or more. ``zero`` says what 0

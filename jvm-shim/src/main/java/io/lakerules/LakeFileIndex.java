@@ -28,8 +28,9 @@ import scala.collection.immutable.Seq;
  * and no Spark job per file. Spark's own index (InMemoryFileIndex) lists each path it is given,
  * which on a table of thousands of files costs a Spark job of one task per file before the scan.
  *
- * <p>The listing is one string: {@code length NUL path NUL length NUL path ...}, the lengths as the
- * manifests record them.
+ * <p>The listing is one string: {@code length NUL rows NUL path NUL length NUL rows NUL path ...},
+ * the lengths and row counts as the manifests record them (the rows weigh the read tasks:
+ * {@link LakeScanExec}).
  * Paths are taken as paths, not globs and not URL-encoded URIs, as Iceberg's metadata stores them.
  */
 public class LakeFileIndex implements FileIndex {
@@ -37,13 +38,16 @@ public class LakeFileIndex implements FileIndex {
   private static final String DELETES_OPTION = "lakerules.positiondeletes";
 
   private final FileStatus[] files;
+  private final long[] rows;
+  private java.util.Map<String, Long> rowsByName; // Spark's name of a file (urlEncodedPath) -> rows
   private final long size;
   private long estimate = -1; // bytes the rows take in memory, when the caller knows (read)
   private final Seq<Path> roots;
   private final int hash;
 
-  LakeFileIndex(FileStatus[] files) {
+  LakeFileIndex(FileStatus[] files, long[] rows) {
     this.files = files;
+    this.rows = rows;
     long total = 0;
     int h = files.length;
     LinkedHashSet<Path> parents = new LinkedHashSet<>();
@@ -60,19 +64,21 @@ public class LakeFileIndex implements FileIndex {
   /** The index of a listing (see the class comment); paths qualified by their file systems. */
   public static LakeFileIndex of(String listing, Configuration conf) throws java.io.IOException {
     String[] parts = split(listing);
-    if (parts.length % 2 != 0) {
+    if (parts.length % 3 != 0) {
       throw new IllegalArgumentException("lakerules: malformed file listing (" + parts.length + " fields)");
     }
-    String[] paths = new String[parts.length / 2];
+    String[] paths = new String[parts.length / 3];
+    long[] rows = new long[paths.length];
     for (int i = 0; i < paths.length; i++) {
-      paths[i] = parts[2 * i + 1];
+      rows[i] = Long.parseLong(parts[3 * i + 1]);
+      paths[i] = parts[3 * i + 2];
     }
     Path[] qualified = qualify(paths, conf);
     FileStatus[] out = new FileStatus[paths.length];
     for (int i = 0; i < paths.length; i++) {
-      out[i] = new FileStatus(Long.parseLong(parts[2 * i]), false, 1, BLOCK_SIZE, 0L, qualified[i]);
+      out[i] = new FileStatus(Long.parseLong(parts[3 * i]), false, 1, BLOCK_SIZE, 0L, qualified[i]);
     }
-    return new LakeFileIndex(out);
+    return new LakeFileIndex(out, rows);
   }
 
   private static String[] split(String joined) {
@@ -134,6 +140,21 @@ public class LakeFileIndex implements FileIndex {
         fileFormat, opts, session);
     return ((org.apache.spark.sql.classic.SparkSession) session).baseRelationToDataFrame(relation)
         .queryExecution().analyzed();
+  }
+
+  /**
+   * The rows the manifests record for a file, by the name Spark's reader gives it
+   * (PartitionedFile.urlEncodedPath), or -1 for a file this index does not list.
+   */
+  public synchronized long rowsOf(String sparkName) {
+    if (rowsByName == null) {
+      rowsByName = new HashMap<>(files.length * 2);
+      for (int i = 0; i < files.length; i++) {
+        rowsByName.put(SparkPath.fromPath(files[i].getPath()).urlEncoded(), rows[i]);
+      }
+    }
+    Long n = rowsByName.get(sparkName);
+    return n == null ? -1 : n;
   }
 
   /** The name _metadata.file_path gives each file, in the listing's order, NUL-separated. */

@@ -28,6 +28,9 @@ public final class LakeRulesExtensions extends AbstractFunction1<SparkSessionExt
     // 4. Planner: a micro-batch write the registry planned (LakeStreamWrite) runs the batch's
     //    query and hands its rows to Python, which writes and commits them.
     ext.injectPlannerStrategy(session -> new LakeStreamStrategy());
+    // 5. Planner: a lake table's file scan is Spark's own, its read tasks weighed by the rows the
+    //    manifests record instead of bytes (LakeScanExec).
+    ext.injectPlannerStrategy(session -> new LakeScanExec.Strategy());
     return BoxedUnit.UNIT;
   }
 }
