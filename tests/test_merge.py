@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pyiceberg.manifest import DataFileContent
 
+from lakerules.spark.local_keys import local_keys
 from test_delete import files, orphans, snapshot_id
 
 
@@ -252,6 +253,23 @@ def test_a_small_source_is_computed_once(spark, ns, engines, tmp_path):
     assert (r.num_deleted_rows, r.num_inserted_rows) == (5, 5)
     assert sorted(int(x) for x in log.read_text().split()) == [2 * i for i in range(10)]  # each row once
     engines.assert_same(table, expected=[(i,) for i in (1, 3, 5, 7, 9, 10, 12, 14, 16, 18)])
+
+
+def test_a_local_sources_keys_are_summed_up_without_a_job(spark):
+    """A small MERGE source, materialized as local rows, has its integer keys' bounds, their
+    distinctness and the first key's values summed up in the driver's JVM: no Spark job."""
+    df = spark.sql("SELECT CAST(a AS BIGINT) a, CAST(b AS INT) b, s FROM VALUES (3, 1, 'x'), (NULL, 2, 'y'), "
+                   "(1, NULL, 'z'), (3, 1, 'w'), (7, 5, NULL) AS t(a, b, s)")
+    tracker = spark.sparkContext.statusTracker()
+    jobs = len(tracker.getJobIdsForGroup())
+    got = local_keys(df.select("a", "b"), 2)
+    assert len(tracker.getJobIdsForGroup()) == jobs
+    assert (got.rows, got.bounds, got.unique, got.first) == (5, [(1, 7), (1, 5)], False, [1, 3, 7])
+    assert local_keys(df.where("a = 7").select("a", "b"), 2).unique
+    nothing = local_keys(df.where("a IS NULL").select("a"), 1)
+    assert (nothing.rows, nothing.bounds, nothing.unique, nothing.first) == (1, [(None, None)], True, [])
+    assert local_keys(df.select("s"), 1) is None  # strings: Arrow's order, by the caller
+    assert local_keys(spark.range(5).select("id"), 1) is None  # not local rows: the caller's job
 
 
 def test_merge_with_null_keys_matches_nothing_by_them(spark, ns, iceberg_catalog, engines):

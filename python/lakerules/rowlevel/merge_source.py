@@ -21,6 +21,7 @@ from lakerules.scan import manifest_columns, manifest_job, manifests
 from lakerules.scan.bounds import file_bounds
 from lakerules.scan.planning import plan_scan
 from lakerules.spark import jvm as J, progress
+from lakerules.spark.local_keys import local_keys
 
 _BOUNDED = (IntegerType, LongType, StringType)
 _SPARK_BOUNDED = ("int", "bigint", "string")  # a collated string compares otherwise than its bytes
@@ -71,6 +72,10 @@ class Keys:
         self.frame, self._first = frame, None
         self.unique = False  # known only for a source read whole (below)
         if _estimated_small(spark, frame):
+            local = local_keys(frame, len(names)) if names else None
+            if local is not None:  # local rows of integer keys: no job
+                self._first, self.unique = local.first, local.unique
+                return local.rows, [(name, low, high) for (name, _), (low, high) in zip(self.pairs, local.bounds)]
             return self._collected(frame.select(*names, "__lakerules_one").toArrow())
         aggs = [F.count(F.lit(1))]
         for n in names:

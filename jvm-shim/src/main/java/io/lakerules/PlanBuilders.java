@@ -264,4 +264,77 @@ public final class PlanBuilders {
         plan.output(), scala.jdk.javaapi.CollectionConverters.asScala(java.util.Arrays.asList(rows)).toList(), false,
         scala.Option.empty());
   }
+
+  /**
+   * The first {@code keys} columns of a plan that is local rows (Spark's optimizer folds its
+   * projections into a LocalRelation), summed up here with no Spark job, when they are all INT
+   * or BIGINT columns; null otherwise. As text: {@code rows;min,max;...;unique;v,v,...}: per key
+   * its minimum and maximum non-NULL value (both empty when it has none), then whether the rows
+   * whose keys are all non-NULL have distinct keys ({@code 1} or {@code 0}), then the first key's
+   * distinct non-NULL values, sorted. A MERGE's small source (materialized): pruning by its keys
+   * took a job of its own before (~50-80 ms of a 10,000-row MERGE's ~1 s).
+   */
+  public static String localKeys(org.apache.spark.sql.classic.SparkSession session, LogicalPlan plan, int keys) {
+    org.apache.spark.sql.execution.QueryExecution qe = org.apache.spark.sql.classic.Dataset.ofRows(session, plan).queryExecution();
+    if (!(qe.optimizedPlan() instanceof org.apache.spark.sql.catalyst.plans.logical.LocalRelation)) {
+      return null;
+    }
+    java.util.List<Attribute> output = scala.jdk.javaapi.CollectionConverters.asJava(qe.optimizedPlan().output());
+    boolean[] ints = new boolean[keys];
+    for (int k = 0; k < keys; k++) {
+      org.apache.spark.sql.types.DataType type = output.get(k).dataType();
+      if (!(type instanceof org.apache.spark.sql.types.LongType || type instanceof org.apache.spark.sql.types.IntegerType)) {
+        return null;
+      }
+      ints[k] = type instanceof org.apache.spark.sql.types.IntegerType;
+    }
+    org.apache.spark.sql.catalyst.InternalRow[] rows = qe.executedPlan().executeCollect();
+    long[] min = new long[keys];
+    long[] max = new long[keys];
+    boolean[] seen = new boolean[keys];
+    java.util.TreeSet<Long> first = new java.util.TreeSet<>();
+    java.util.Set<java.util.List<Long>> tuples = new java.util.HashSet<>();
+    int complete = 0;
+    for (org.apache.spark.sql.catalyst.InternalRow row : rows) {
+      Long[] tuple = new Long[keys];
+      boolean whole = true;
+      for (int k = 0; k < keys; k++) {
+        if (row.isNullAt(k)) {
+          whole = false;
+          continue;
+        }
+        long v = ints[k] ? row.getInt(k) : row.getLong(k);
+        tuple[k] = v;
+        min[k] = seen[k] ? Math.min(min[k], v) : v;
+        max[k] = seen[k] ? Math.max(max[k], v) : v;
+        seen[k] = true;
+        if (k == 0) {
+          first.add(v);
+        }
+      }
+      if (whole) {
+        complete++;
+        tuples.add(java.util.Arrays.asList(tuple));
+      }
+    }
+    StringBuilder out = new StringBuilder().append(rows.length);
+    for (int k = 0; k < keys; k++) {
+      out.append(';');
+      if (seen[k]) {
+        out.append(min[k]).append(',').append(max[k]);
+      } else {
+        out.append(',');
+      }
+    }
+    out.append(';').append(tuples.size() == complete ? '1' : '0').append(';');
+    boolean comma = false;
+    for (long v : first) {
+      if (comma) {
+        out.append(',');
+      }
+      out.append(v);
+      comma = true;
+    }
+    return out.toString();
+  }
 }
