@@ -79,37 +79,42 @@ def test_scan_size_counts_rows_not_compressed_bytes(spark, ns, iceberg_catalog):
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
 
 
-@pytest.mark.parametrize("version", [2, 3])
-def test_read_tasks_are_dealt_by_rows(spark, ns, version):
+@pytest.mark.parametrize("version,deletes", [(2, "positions"), (3, "positions"), (2, "equality")])
+def test_read_tasks_are_dealt_by_rows(spark, ns, version, deletes):
     """A table of one large file and many small ones (what CDC batches leave): Spark packs files
     by bytes plus 4 MiB a file, so the large file's task also gets small files while another gets
     one; the scan deals the same files by the manifests' rows instead (io.lakerules.LakeScanExec),
-    with deletes too (position deletes, deletion vectors). The rows are the same either way, and
+    with deletes too (position deletes, deletion vectors, an equality delete set probed per row,
+    a condition Parquet's reader does not take). The rows are the same either way, and
     spark.lakerules.read.tasksByRows=false keeps Spark's tasks."""
-    t = f"lake.{ns}.busy{version}"
+    t = f"lake.{ns}.busy{version}{deletes}"
     spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) TBLPROPERTIES ('format-version'='{version}')")
     spark.sql(f"INSERT INTO {t} SELECT id, concat('v', id) FROM range(0, 200000, 1, 1)")
     for b in range(12):
         spark.sql(f"INSERT INTO {t} SELECT id, 'u' FROM range({200_000 + b * 100}, {200_100 + b * 100}, 1, 1)")
-    spark.sql(f"DELETE FROM {t} WHERE id % 100 = 7")  # a row of every file: the files are read in one scan
+    if deletes == "positions":
+        spark.sql(f"DELETE FROM {t} WHERE id % 100 = 7")  # a row of every file: the files are read in one scan
+    else:
+        lakerules.delete_by_key(spark, t, spark.range(7, 201_200, 100), on=["id"])
+    # the equality deletes as a set probed per row (no NOT IN pushed into Parquet)
+    with settings(spark, {"spark.lakerules.read.equalityDeleteFilterThreshold": "0"}):
+        def tasks():
+            return sorted(r[0] for r in spark.sql(f"SELECT count(*) FROM {t} GROUP BY spark_partition_id()").collect())
 
-    def tasks():
-        return sorted(r[0] for r in spark.sql(f"SELECT count(*) FROM {t} GROUP BY spark_partition_id()").collect())
+        def answer():
+            return spark.sql(f"SELECT count(*), sum(id), sum(length(v)) FROM {t}").collect()
 
-    def answer():
-        return spark.sql(f"SELECT count(*), sum(id), sum(length(v)) FROM {t}").collect()
-
-    dealt, dealt_answer = tasks(), answer()
-    with settings(spark, {"spark.lakerules.read.tasksByRows": "false"}):
-        sparks, sparks_answer = tasks(), answer()
-    live = 201_200 - 2012
-    assert sum(dealt) == sum(sparks) == live
-    assert 198_000 in dealt, dealt  # the large file's task has no small file
-    assert max(sparks) > 198_000, sparks  # Spark's: small files with it
-    assert dealt_answer == sparks_answer
-    assert dealt_answer[0][0] == live
-    # a filtered read keeps Spark's tasks (row-group statistics skip rows the manifests count)
-    assert spark.sql(f"SELECT count(*) FROM {t} WHERE id > 100").collect()[0][0] == live - 100
+        dealt, dealt_answer = tasks(), answer()
+        with settings(spark, {"spark.lakerules.read.tasksByRows": "false"}):
+            sparks, sparks_answer = tasks(), answer()
+        live = 201_200 - 2012
+        assert sum(dealt) == sum(sparks) == live
+        assert 198_000 in dealt, dealt  # the large file's task has no small file
+        assert max(sparks) > 198_000, sparks  # Spark's: small files with it
+        assert dealt_answer == sparks_answer
+        assert dealt_answer[0][0] == live
+        # a filtered read keeps Spark's tasks (row-group statistics skip rows the manifests count)
+        assert spark.sql(f"SELECT count(*) FROM {t} WHERE id > 100").collect()[0][0] == live - 100
 
 
 def test_pruning_across_partition_evolution(spark, ns):

@@ -10,7 +10,6 @@ import java.lang.reflect.Constructor;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.FileSourceOptions;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
@@ -47,7 +46,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * cores) so that the cores end together, a split weighing its share of the file's rows
  * plus {@link #OPEN_ROWS} for opening it. Spark's own tasks are kept when they would end within
  * {@link #TOLERANCE} of the dealt ones ({@link #plan}), when a file's rows are unknown, and when
- * the reader filters rows ({@link #filtered}).
+ * Parquet's reader filters rows ({@link #filtered}).
  *
  * <p>The node is a subclass of FileSourceScanExec whose {@code inputRDD} deals the tasks. Java
  * cannot declare that subclass (javac rejects the bridge methods Scala's case class and trait
@@ -112,14 +111,15 @@ public final class LakeScanExec {
   }
 
   /**
-   * Whether the reader filters rows by the scan's conditions (other than IS NOT NULL): then the
-   * row groups its statistics skip cost no rows, the manifests' counts say nothing of the work
-   * (a point query opens every file and reads one row group), and Spark's tasks, which count
-   * files, are kept.
+   * Whether Parquet's reader is given conditions of the scan to filter rows by (other than IS NOT
+   * NULL): then the row groups its statistics skip cost no rows, the manifests' counts say
+   * nothing of the work (a point query opens every file and reads one row group), and Spark's
+   * tasks, which count files, are kept. Conditions Parquet cannot take (an equality delete set's
+   * probe) filter rows after they are read, and weigh nothing here.
    */
   private static boolean filtered(FileSourceScanExec exec) {
-    for (Expression e : CollectionConverters.asJava(exec.dataFilters())) {
-      if (!(e instanceof org.apache.spark.sql.catalyst.expressions.IsNotNull)) {
+    for (org.apache.spark.sql.sources.Filter f : CollectionConverters.asJava(exec.pushedDownFilters())) {
+      if (!(f instanceof org.apache.spark.sql.sources.IsNotNull)) {
         return true;
       }
     }
