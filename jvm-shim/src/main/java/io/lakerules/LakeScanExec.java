@@ -84,7 +84,7 @@ public final class LakeScanExec {
     }
   }
 
-  /** Whether a plan node is a lake scan dealt by rows (tests look for it). */
+  /** Whether a plan node is already a lake scan of the generated class (the strategy swaps the others). */
   public static boolean isBalanced(Object plan) {
     return Generated.CONSTRUCTOR != null && Generated.CONSTRUCTOR.getDeclaringClass().isInstance(plan);
   }
