@@ -296,14 +296,18 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
     spark = ctx.spark
     t = node.table
     lookup, partitions = _file_lookup(spark, table, files, "__lakerules_path")
+    joined = rows
     rows = rows.join(F.broadcast(lookup), F.col(FILE_COL) == F.col("__name"), "left").drop("__name")
     if cache:  # read more than once; uncached, they are computed again from what they come from
         rows = rows.persist()
+    # the rows written again need no data file's path: uncached, they skip the lookup's join (a
+    # broadcast, and a job of its own under AQE)
+    new_rows = rows if cache else joined
     written_data, written_deletes = [], []
     try:
         progress.step(spark, "join target rows with the source")
         if not check and node.mode != "copy-on-write" and not v3_rows.applies(table):
-            done = _apply_collected(ctx, node, table, expr, files, rows, partitions, summary, matched_by)
+            done = _apply_collected(ctx, node, table, expr, files, rows, partitions, summary, matched_by, new_rows)
             if done is not None:
                 return done
         # one aggregate per data file (NULL: inserted rows): rows per operation, matched rows and,
@@ -336,7 +340,7 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
             _merge_v3(ctx, node, table, snapshot, expr, rows, touched, removed, summary, bool(updated or inserted))
             return _merge_result(spark, updated, deleted, inserted)
         if updated or inserted:
-            written_data = _write_new_rows(spark, node, table, rows)
+            written_data = _write_new_rows(spark, node, table, new_rows)
         if updated or deleted:
             deletes = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
                 F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
@@ -350,12 +354,13 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
     return _merge_result(spark, updated, deleted, inserted)
 
 
-def _apply_collected(ctx, node, table, expr, files, rows, partitions, summary: dict, matched_by: str):
+def _apply_collected(ctx, node, table, expr, files, rows, partitions, summary: dict, matched_by: str, new_rows):
     """Merge-on-read (v2) with no cardinality check to make: the matched rows' positions come to
     the driver (with their operation, no shuffle) and are the counts of updated and deleted rows
     and the delete files, which the driver writes; the rows written are the updated and the
-    inserted ones. None (nothing written) if more positions than
-    spark.lakerules.write.positionDeleteDriverRows: then rows are counted by an aggregate."""
+    inserted ones of ``new_rows`` (``rows``, or the same rows without the data files' lookup).
+    None (nothing written) if more positions than spark.lakerules.write.positionDeleteDriverRows:
+    then rows are counted by an aggregate."""
     spark = ctx.spark
     # the target's rows that change (NOT MATCHED BY SOURCE ones too) or matched a source row
     target = F.col(T_COL).isNotNull() & ((F.col(OP_COL) != KEEP) | F.col(S_COL).isNotNull())
@@ -375,7 +380,7 @@ def _apply_collected(ctx, node, table, expr, files, rows, partitions, summary: d
     written_data, written_deletes = [], []
     try:
         if updated or node.not_matched:
-            written_data = _write_new_rows(spark, node, table, rows)
+            written_data = _write_new_rows(spark, node, table, new_rows)
         inserted = sum(f.record_count for f in written_data) - updated
         if updated + deleted + inserted == 0:
             return _merge_result(spark, 0, 0, 0)
