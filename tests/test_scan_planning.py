@@ -115,6 +115,11 @@ def test_read_tasks_are_dealt_by_rows(spark, ns, version, deletes):
         assert dealt_answer[0][0] == live
         # a filtered read keeps Spark's tasks (row-group statistics skip rows the manifests count)
         assert spark.sql(f"SELECT count(*) FROM {t} WHERE id > 100").collect()[0][0] == live - 100
+        # so does a scan read row by row (its tasks would carry the node to executors, where the
+        # node's class, written at run time, does not exist)
+        with settings(spark, {"spark.sql.parquet.enableVectorizedReader": "false"}):
+            assert tasks() == sparks
+            assert answer() == sparks_answer
 
 
 def test_pruning_across_partition_evolution(spark, ns):

@@ -52,7 +52,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * cannot declare that subclass (javac rejects the bridge methods Scala's case class and trait
  * mixins leave), so it is written as bytecode once per JVM ({@link Generated}); its constructor
  * takes the case class's fields, read from the scan Spark planned, so it follows the installed
- * Spark's signature. Where the class cannot be made, scans stay Spark's own.
+ * Spark's signature. Where the class cannot be made, and for scans read row by row (see
+ * {@link #of}), scans stay Spark's own.
  */
 public final class LakeScanExec {
   /**
@@ -67,10 +68,15 @@ public final class LakeScanExec {
   private LakeScanExec() {
   }
 
-  /** The scan as the generated subclass (same fields), or the scan itself where that is not possible. */
+  /**
+   * The scan as the generated subclass (same fields), or the scan itself where that is not
+   * possible, and for a scan read row by row: Spark's row path ships the scan node itself to the
+   * executors (its closure converting rows), and a class written at run time exists only in the
+   * driver's JVM. A columnar scan's tasks carry only its reader and metrics.
+   */
   static SparkPlan of(FileSourceScanExec s) {
     Constructor<?> make = Generated.CONSTRUCTOR;
-    if (make == null || make.getParameterCount() != s.productArity()) {
+    if (make == null || make.getParameterCount() != s.productArity() || !s.supportsColumnar()) {
       return s;
     }
     Object[] fields = new Object[s.productArity()];
