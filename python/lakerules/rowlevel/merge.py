@@ -337,7 +337,8 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
             _merge_rewrite(ctx, node, table, snapshot, expr, planned, rows, touched, summary)
             return _merge_result(spark, updated, deleted, inserted)
         if v3_rows.applies(table):  # deletion vectors, and the rows written again keep their ids
-            _merge_v3(ctx, node, table, snapshot, expr, rows, touched, removed, summary, bool(updated or inserted))
+            _merge_v3(ctx, node, table, snapshot, expr, rows, new_rows, touched, removed, summary,
+                      bool(updated or inserted))
             return _merge_result(spark, updated, deleted, inserted)
         if updated or inserted:
             written_data = _write_new_rows(spark, node, table, new_rows)
@@ -421,16 +422,17 @@ def _commit(table, written_data: list, written_deletes: list, summary: dict, tou
     )
 
 
-def _merge_v3(ctx, node, table, snapshot, expr, rows, touched: list, removed: dict, summary: dict,
+def _merge_v3(ctx, node, table, snapshot, expr, rows, new_rows, touched: list, removed: dict, summary: dict,
               writes_rows: bool) -> None:
-    """Merge-on-read on a v3 table (lakerules.rowlevel.v3_rows): updated and inserted rows written
-    with their row ids (null for inserted ones), updated and deleted positions as deletion vectors."""
+    """Merge-on-read on a v3 table (lakerules.rowlevel.v3_rows): updated and inserted rows (of
+    ``new_rows``, as _apply chose them) written with their row ids (null for inserted ones),
+    updated and deleted positions (of ``rows``) as deletion vectors."""
     spark = ctx.spark
     lineage.check(table, "MERGE")
     written, removal = [], None
     try:
         if writes_rows:
-            written = v3_rows.write_rows(spark, node.table.catalog, table, rows.where(F.col(OP_COL).isin(UPDATE, INSERT)),
+            written = v3_rows.write_rows(spark, node.table.catalog, table, new_rows.where(F.col(OP_COL).isin(UPDATE, INSERT)),
                                          v3_rows.data_columns(table, node.relation.output))
         if touched:
             positions = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
