@@ -129,13 +129,17 @@ def test_parquet_writer_properties(spark, ns, iceberg_catalog, engines):
     with duckdb.connect() as con:
         chunks = dict(con.execute("SELECT path_in_schema, count(bloom_filter_offset) FROM parquet_metadata(?) GROUP BY 1",
                                   [local]).fetchall())
+        largest = con.execute("SELECT max(bloom_filter_length) FROM parquet_metadata(?)", [local]).fetchone()[0]
     assert chunks == {"id": 0, "s, a": meta.num_row_groups}, chunks  # a bloom filter in every row group, s.a only
+    # sized by the row group's distinct values (<= 100 rows: parquet-mr's adaptive filters), not 1 MiB each
+    assert 0 < largest <= 4200, largest
     engines.assert_same(t, "id")
 
     before = table.current_snapshot().snapshot_id
     for prop, value, needle in [
         ("write.parquet.page-row-limit", "many", "must be a whole number"),
         ("write.parquet.bloom-filter-enabled.column.nope", "true", "names no column"),
+        ("write.parquet.bloom-filter-ndv.column.s.a", "lots", "must be a whole number"),
         ("write.parquet.stats-everything", "true", "is not supported"),
         ("write.parquet.compression-codec", "lzo", "is not supported"),
     ]:

@@ -28,7 +28,7 @@ from functools import reduce
 
 from pyiceberg.expressions import AlwaysTrue, And
 
-from lakerules.scan import lineage, manifest_columns, manifest_job, manifests
+from lakerules.scan import bloom_filters, lineage, manifest_columns, manifest_job, manifests
 from lakerules.metadata import tables as metadata_tables
 from lakerules.iceberg import options, refs
 from lakerules.errors import LakeError
@@ -69,15 +69,16 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
         if snapshot is not None and snapshot.schema_id is not None:
             schema = table.schemas().get(snapshot.schema_id, schema)
     row_filter = _row_filter(rel, lineage.requested(table, schema, rel.output))
+    plan = plan_scan(table, snapshot_id, row_filter,
+                     remote=manifest_job.remote_reader(ctx.spark, ctx.conf, table, schema, manifests.CACHE),
+                     bulk=manifest_columns.reader(ctx.spark, table))
     return LakeScan(
         table=rel.table,
         snapshot_id=snapshot_id,
         output=rel.output,
         iceberg=table,
         schema=schema,
-        plan=plan_scan(table, snapshot_id, row_filter,
-                       remote=manifest_job.remote_reader(ctx.spark, ctx.conf, table, schema, manifests.CACHE),
-                       bulk=manifest_columns.reader(ctx.spark, table)),
+        plan=bloom_filters.prune(ctx, table, schema, plan, row_filter),
         row_filter=row_filter,
     )
 
