@@ -43,7 +43,8 @@ def run(spark, args, report: Report) -> None:
 
 
 def _create(spark, name: str, version: str, rows: int, parts: int) -> None:
-    spark.sql(f"CREATE TABLE lake.bench.{name} (id BIGINT, v STRING) TBLPROPERTIES ('format-version'='{version}')")
+    spark.sql(f"CREATE TABLE lake.bench.{name} (id BIGINT, v STRING) TBLPROPERTIES ('format-version'='{version}', "
+              "'write.parquet.bloom-filter-enabled.column.id'='true')")  # as bench/cdc.py's tables
     spark.sql(f"INSERT INTO lake.bench.{name} SELECT id, concat('v', CAST(id AS STRING)) "
               f"FROM range(0, {rows}, 1, {parts})")
 
