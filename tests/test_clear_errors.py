@@ -202,6 +202,7 @@ SETTINGS = [  # (setting, bad value, what the error says, statement that reads i
     ("spark.lakerules.read.equalityDeleteSetBytes", "256m", "is not a number of bytes", "select"),
     ("spark.lakerules.read.tasksByRows", "yes", "is not true or false", "select"),
     ("spark.lakerules.read.bloomFilters", "on", "is not true or false", "select"),
+    ("spark.lakerules.read.equalityDeletePositions", "1", "is not true or false", "select"),
     ("spark.lakerules.read.lateMaterialization.maxRows", "1e5", "is not a number of rows", "late"),
     ("spark.lakerules.optimize.zorder.incrementalRatio", "inf", "expected a finite number >= 0", "optimize"),
     ("spark.lakerules.write.positionDeleteDriverRows", "some", "is not a number of rows", "delete"),

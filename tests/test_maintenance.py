@@ -215,13 +215,21 @@ def test_optimize_makes_equality_deletes_readable_by_pyiceberg(spark, ns, iceber
 
 def test_optimize_and_rewrite_data_files_read_through_the_equality_delete_set(spark, ns, iceberg_catalog, engines, monkeypatch):
     """OPTIMIZE and rewrite_data_files read the rows to rewrite through the scan's read path: CDC
-    batches' equality deletes (each batch's apply to every older file) by the JVM hash set."""
+    batches' equality deletes (each batch's apply to every older file) by the JVM hash set, its
+    rows resolved to positions first."""
     import lakerules
     from lakerules.scan import equality_deletes
 
     applied = []
-    real = equality_deletes.Sets.apply
-    monkeypatch.setattr(equality_deletes.Sets, "apply", lambda self, *a: applied.append(self) or real(self, *a))
+    real = equality_deletes.positions
+
+    def spied(*a):
+        resolved = real(*a)
+        if resolved is not None:
+            applied.append(resolved)
+        return resolved
+
+    monkeypatch.setattr(equality_deletes, "positions", spied)
     expected = {}
     for name, rewrite in (("eq_opt", "OPTIMIZE {t}"), ("eq_rdf", "CALL lake.system.rewrite_data_files(table => '{i}')")):
         t = f"lake.{ns}.{name}"

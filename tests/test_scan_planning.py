@@ -382,7 +382,8 @@ def test_large_equality_delete_sets_use_the_anti_join(spark, bears, iceberg_cata
     try:
         got = _eq(spark, iceberg_catalog, bears, {"id": [1, 2, 999]}, {"category": [None, "Cat"]})
         assert got == [4, 5]
-        assert PROBE in executed(spark.table(bears))
+        with no_positions(spark):
+            assert PROBE in executed(spark.table(bears))
         with set_bytes(spark, 0):
             assert sorted(r.id for r in spark.table(bears).collect()) == [4, 5]
             plan = executed(spark.table(bears))
@@ -404,12 +405,20 @@ def set_bytes(spark, value):
     return settings(spark, {"spark.lakerules.read.equalityDeleteSetBytes": str(value)})
 
 
+def no_positions(spark):
+    """Equality deletes probed per row (not resolved to positions first)."""
+    return settings(spark, {"spark.lakerules.read.equalityDeletePositions": "false"})
+
+
 def _same_by_anti_join(spark, table, expected):
-    """The hash set read the expected rows; the anti-join (no room for a set) reads the same."""
-    df = spark.table(table)
-    assert PROBE in executed(df)
-    got = sorted(tuple(r) for r in df.collect())
+    """The hash set read the expected rows; resolved to positions where that applies, and by
+    the anti-join (no room for a set), the same."""
+    with no_positions(spark):
+        df = spark.table(table)
+        assert PROBE in executed(df)
+        got = sorted(tuple(r) for r in df.collect())
     assert sorted(r[0] for r in got) == expected
+    assert sorted(tuple(r) for r in spark.table(table).collect()) == got
     with set_bytes(spark, 0):
         plan = executed(spark.table(table))
         assert PROBE not in plan
@@ -471,12 +480,76 @@ def test_equality_delete_set_at_its_size_limit(spark, ns, iceberg_catalog):
     bound = 5 * BYTES_PER_LONG_KEY
     expected = [(1, "again"), (3, "3"), (4, "4"), (5, "5"), (6, "6"), (9, "9"), (20, "new")]
     with set_bytes(spark, bound):
-        assert PROBE in executed(spark.table(table))
+        with no_positions(spark):
+            assert PROBE in executed(spark.table(table))
+            assert sorted(tuple(r) for r in spark.table(table).collect()) == expected
         assert sorted(tuple(r) for r in spark.table(table).collect()) == expected
     with set_bytes(spark, bound - 1):
         plan = executed(spark.table(table))
         assert PROBE not in plan and "Join" in plan
         assert sorted(tuple(r) for r in spark.table(table).collect()) == expected
+
+
+def _three_ways(spark, table) -> list:
+    """The table's rows read with its equality deletes resolved to positions, probed per row, and
+    anti-joined: the same."""
+    got = sorted(map(repr, spark.table(table).collect()))
+    with no_positions(spark):
+        assert PROBE in executed(spark.table(table))
+        assert sorted(map(repr, spark.table(table).collect())) == got
+    with set_bytes(spark, 0):
+        assert sorted(map(repr, spark.table(table).collect())) == got
+    return got
+
+
+def test_a_null_long_key_is_deleted_only_by_a_null_delete(spark, ns):
+    """A row whose long key is NULL stays until a delete with a NULL key (Spark's Invoke returns
+    NULL for a NULL argument of a primitive parameter: the probe once dropped such rows)."""
+    table = f"lake.{ns}.eqnull"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING)")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ * FROM VALUES (1, 'a'), (NULL, 'b'), (2, 'c')")
+    with settings(spark, {"spark.lakerules.read.equalityDeleteFilterThreshold": "0"}):
+        lakerules.delete_by_key(spark, table, spark.createDataFrame([(2,)], "id long"), on=["id"])
+        assert _three_ways(spark, table) == ["Row(id=1, v='a')", "Row(id=None, v='b')"]
+        lakerules.delete_by_key(spark, table, spark.createDataFrame([(None,)], "id long"), on=["id"])
+        assert _three_ways(spark, table) == ["Row(id=1, v='a')"]
+
+
+def test_equality_deletes_resolved_to_positions_once(spark, ns, iceberg_catalog, engines):
+    """A delete_by_key table is read through the positions its equality deletes remove from each
+    data file, found once per set of delete files and kept (no second job on the next read), with
+    position deletes of the same files united with them; a new delete file makes a new set."""
+    from lakerules.spark import delete_sets
+
+    positions = spark._jvm.io.lakerules.functions.EqualityPositions
+    table = f"lake.{ns}.eqpos"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING) TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
+    with settings(spark, {"spark.lakerules.read.equalityDeleteFilterThreshold": "0"}):
+        for b in range(3):
+            spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id * 3 + {b}, 'v{b}' FROM range(100)")
+        lakerules.delete_by_key(spark, table, spark.range(0, 30), on=["id"])  # 30 keys over the 3 files
+        spark.sql(f"DELETE FROM {table} WHERE id IN (31, 32, 40)")  # position deletes of the same files
+        delete_sets.clear_equality_positions(spark)
+        got = _three_ways(spark, table)
+        assert len(got) == 300 - 33
+        kept = positions.keptRows()
+        assert kept == 30  # the equality deletes' rows, found once
+        spark.sparkContext.setJobGroup("eqpos", "eqpos")
+        try:
+            assert sorted(map(repr, spark.table(table).collect())) == got
+            assert len(spark.sparkContext.statusTracker().getJobIdsForGroup("eqpos")) == 1  # the read alone
+        finally:
+            spark.sparkContext.setJobGroup(None, None)
+        assert positions.keptRows() == kept
+        spark.sql(f"INSERT INTO {table} VALUES (5, 'again')")  # newer than the delete: stays
+        lakerules.delete_by_key(spark, table, spark.range(90, 95), on=["id"])
+        got = _three_ways(spark, table)
+        assert "Row(id=5, v='again')" in got and len(got) == 300 - 33 - 5 + 1
+        assert positions.keptRows() == kept + 35  # the new set's positions (the first set's kept too)
+        assert engines.duckdb(table) == engines.lakerules(table), "DuckDB reads differently"
+        with settings(spark, {"spark.lakerules.read.equalityDeletePositions": "nope"}):
+            with pytest.raises(Exception, match="equalityDeletePositions='nope' is not true or false"):
+                spark.table(table).collect()
 
 
 def test_partitioned_equality_deletes_stay_in_their_partition(spark, ns, iceberg_catalog):
@@ -621,8 +694,11 @@ def test_batches_of_equality_deletes_are_one_anti_join(spark, ns, iceberg_catalo
     ours = engines.lakerules(table)
     assert sorted(map(repr, ours)) == sorted(map(repr, rows.values()))
     assert engines.duckdb(table) == ours, "DuckDB reads differently"
-    # applied per data file by the JVM hash set; the anti-join (no room for it) reads the same
-    assert PROBE in executed(spark.table(table))
+    # applied per data file by the JVM hash set (resolved to positions by default); the
+    # anti-join (no room for it) reads the same
+    with no_positions(spark):
+        assert PROBE in executed(spark.table(table))
+        assert engines.lakerules(table) == ours
     with set_bytes(spark, 0):
         assert PROBE not in executed(spark.table(table))
         assert engines.lakerules(table) == ours

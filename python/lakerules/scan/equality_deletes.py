@@ -24,6 +24,7 @@ that one group of data files shares stay a filter pushed into Parquet
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ BYTES_PER_LONG_KEY = 72
 _LONG_TYPES = (IntegerType, LongType, DateType, TimestamptzType)
 KEY_COL = "__lakerules_eqkey"
 _SETS_KEPT_BYTES = 256 << 20  # cached sets' tables at most (driver memory)
+POSITIONS_KEY = "spark.lakerules.read.equalityDeletePositions"
+POSITIONS_MAX_ROWS = 8_000_000  # the shim's EqualityPositions.KEPT_ROWS: 64 MiB of positions
 
 
 @dataclass(frozen=True)
@@ -105,18 +108,25 @@ class Sets:
         names = status_names(spark, [p.file.file_path for p in files])
         columns = data.columns
         for n, group in enumerate(self.groups):
-            scopes = sorted({_scope(scan, d) for d in group.deletes} - {None})
-            index = {s: i for i, s in enumerate(scopes)}
-            deleted = _set(ctx, scan, group, scopes, reader)
-            listing = "\0".join(x for p in files for x in (
-                names[p.file.file_path], str(p.sequence_number), str(index.get(_data_scope(p.file), -1))))
-            key = f"{KEY_COL}_{n}"
-            keyed = data.select("*", _key(group, [J.column(f.name) if present else None
-                                                   for f, present in zip(group.fields, group.present)]).alias(key))
-            plan = J.analyzed(keyed)
-            output = {a.name(): a for a in J.from_seq(plan.output())}
-            data = J.select(J.dataframe(spark, deleted.filterLive(plan, output[file_col], output[key], listing)), columns)
+            deleted, plan, file_attr, key_attr, listing = _probe(ctx, scan, group, data, files, names, f"{KEY_COL}_{n}",
+                                                               file_col, reader)
+            data = J.select(J.dataframe(spark, deleted.filterLive(plan, file_attr, key_attr, listing)), columns)
         return data
+
+
+def _probe(ctx, scan, group: Group, data: DataFrame, files, names: dict, key: str, file_col: str, reader):
+    """(the group's EqualityDeleteSet, the analyzed plan of ``data`` with each row's key as
+    ``key``, its file and key attributes, the listing of ``files`` that filterLive takes)."""
+    scopes = sorted({_scope(scan, d) for d in group.deletes} - {None})
+    index = {s: i for i, s in enumerate(scopes)}
+    deleted = _set(ctx, scan, group, scopes, reader)
+    listing = "\0".join(x for p in files for x in (
+        names[p.file.file_path], str(p.sequence_number), str(index.get(_data_scope(p.file), -1))))
+    keyed = data.select("*", _key(group, [J.column(f.name) if present else None
+                                           for f, present in zip(group.fields, group.present)]).alias(key))
+    plan = J.analyzed(keyed)
+    output = {a.name(): a for a in J.from_seq(plan.output())}
+    return deleted, plan, output[file_col], output[key], listing
 
 
 def plan(ctx, scan, filter_threshold: int) -> Sets | None:
@@ -190,17 +200,23 @@ _lock = threading.Lock()
 _sets: OrderedDict = OrderedDict()  # (application, what the set is built from) -> JVM EqualityDeleteSet
 
 
-def _set(ctx, scan, group: Group, scopes: list[str], reader):
-    """The JVM EqualityDeleteSet of a group's delete files, built once per process and
-    application (delete files never change)."""
-    spark = ctx.spark
+def _set_key(ctx, scan, group: Group, scopes: list[str]) -> tuple[tuple, list]:
+    """What a group's set is built from (its cache key), and its delete files' (path, data
+    sequence number, scope index)."""
     seqs: dict[str, int] = {}
     for p in scan.plan.files:
         seqs.update(p.equality_sequence)
     index = {s: i for i, s in enumerate(scopes)}
     info = [(d.file_path, seqs[d.file_path], index.get(_scope(scan, d))) for d in group.deletes]
-    cache_key = (spark.sparkContext.applicationId, group.ids, tuple(f.field_type for f in group.fields),
-                 tuple(sorted(info)))
+    return (ctx.spark.sparkContext.applicationId, group.ids, tuple(f.field_type for f in group.fields),
+            tuple(sorted(info))), info
+
+
+def _set(ctx, scan, group: Group, scopes: list[str], reader):
+    """The JVM EqualityDeleteSet of a group's delete files, built once per process and
+    application (delete files never change)."""
+    spark = ctx.spark
+    cache_key, info = _set_key(ctx, scan, group, scopes)
     with _lock:
         if cache_key in _sets:
             _sets.move_to_end(cache_key)
@@ -220,3 +236,73 @@ def _set(ctx, scan, group: Group, scopes: list[str], reader):
             _, evicted = _sets.popitem(last=False)
             evicted.release()
     return deleted
+
+
+# ---- equality deletes resolved to positions ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The deleted positions of each data file a scan reads with equality deletes (a JVM map by
+    Spark's name of the file), which its reader drops as it drops position deletes."""
+
+    positions: object  # JVM HashMap<String, long[]>
+    names: frozenset  # Spark's names of the files with equality deletes
+    key: str  # the delete set's fingerprint
+
+    def delete_set(self, ctx, base, names: list[str]):
+        """The PositionDeleteSet that files ``names`` (Spark's names, read together) are read
+        with: ``base``'s positions (their position deletes or deletion vectors, or None) and the
+        resolved ones, united; None when nothing is deleted. Built once per process."""
+        spark = ctx.spark
+        eq = sorted(n for n in names if n in self.names)
+        other = sorted(n for n in names if n not in self.names)
+        cache_key = (spark.sparkContext.applicationId, self.key, None if base is None else base.id(), tuple(eq),
+                     tuple(other))
+        with _lock:
+            if cache_key in _united:
+                _united.move_to_end(cache_key)
+                return _united[cache_key]
+        out = delete_sets.with_equality_positions(spark, base, self.positions, eq, other)
+        with _lock:
+            _united[cache_key] = out
+            while len(_united) > 1 and sum(s.rows() for s in _united.values() if s is not None) > POSITIONS_MAX_ROWS:
+                _, evicted = _united.popitem(last=False)
+                if evicted is not None:
+                    evicted.release()
+        return out
+
+
+_united: OrderedDict = OrderedDict()  # (application, set, base set, names) -> JVM PositionDeleteSet or None
+
+
+def positions(ctx, scan, sets: Sets, reader) -> Resolved | None:
+    """The scan's equality deletes resolved to the positions of the rows they delete, or None
+    (more than one set of equality columns, a key column no longer in the table, more than
+    POSITIONS_MAX_ROWS deleted rows; the caller reads spark.lakerules.read.equalityDeletePositions):
+    then the rows are probed against the hash set as they are read.
+
+    A data file, its sequence number and the delete files that apply to it never change, so
+    neither do the rows those deletes remove from it: each file's positions are found once per
+    process (a Spark job probing only its key columns against the set, the deleted rows'
+    positions grouped per file by the tasks) and kept in the driver's JVM (the shim's
+    EqualityPositions); later reads drop them inside the reader, as deletion vectors are."""
+    if len(sets.groups) != 1 or not all(sets.groups[0].present):
+        return None
+    spark, group = ctx.spark, sets.groups[0]
+    files = [p for p in scan.plan.files if p.equality_deletes]
+    names = reader.status_names(spark, [p.file.file_path for p in files])
+    scopes = sorted({_scope(scan, d) for d in group.deletes} - {None})
+    key = hashlib.sha1(repr((_set_key(ctx, scan, group, scopes)[0], group.present)).encode()).hexdigest()
+    spark_names = [names[p.file.file_path] for p in files]
+    missing = [p for p, kept in zip(files, delete_sets.equality_positions_kept(spark, key, spark_names)) if not kept]
+    plan = None
+    if missing:
+        rows = reader.read_files(spark, Schema(*group.fields), [p.file for p in missing], True)
+        deleted, keyed, file_attr, key_attr, listing = _probe(ctx, scan, group, rows, missing, names, KEY_COL,
+                                                              reader.FILE_COL, reader)
+        out = J.dataframe(spark, deleted.filterDeleted(keyed, file_attr, key_attr, listing))
+        plan = J.analyzed(J.select(out, [reader.FILE_COL, reader.POS_COL]))
+    found = delete_sets.resolve_equality_positions(spark, plan, key, spark_names,
+                                                   [names[p.file.file_path] for p in missing], POSITIONS_MAX_ROWS)
+    return None if found is None else Resolved(found, frozenset(spark_names), key)

@@ -164,11 +164,18 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[
     threshold = settings.count(EQ_FILTER_THRESHOLD_KEY, ctx.conf(EQ_FILTER_THRESHOLD_KEY, None),
                                EQ_FILTER_THRESHOLD_DEFAULT, "rows")
     hashed = equality_deletes.plan(ctx, scan, threshold)  # per-file hash sets in the JVM
-    joined = hashed is not None or _equality_by_join(scan)
+    # or, once found, the positions those sets delete from each file, dropped in the reader
+    by_positions = settings.flag(equality_deletes.POSITIONS_KEY, ctx.conf(equality_deletes.POSITIONS_KEY, None), True)
+    resolved = None
+    if by_positions and hashed is not None:
+        resolved = equality_deletes.positions(ctx, scan, hashed, sys.modules[__name__])
+    if resolved is not None:
+        hashed = None
+    joined = hashed is not None or (resolved is None and _equality_by_join(scan))
     groups: dict[tuple, list] = defaultdict(list)
     for planned in scan.plan.files:
         # Files without position deletes are read apart: no row positions, no join.
-        eq = () if joined else tuple(d.file_path for d in planned.equality_deletes)
+        eq = () if joined or resolved is not None else tuple(d.file_path for d in planned.equality_deletes)
         groups[(eq, deletion_vectors.kind(planned))].append(planned)
     if not groups:
         df = read_files(spark, schema, [], positions)
@@ -177,6 +184,9 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[
     for (_, deletes), files in sorted(groups.items()):
         deleted = _delete_set(ctx, files, deletes)  # dropped in the reader
         by_join = deletes != deletion_vectors.NONE and deleted is None
+        if resolved is not None:  # an anti-joined group's reader drops only the equality deletes
+            names = status_names(spark, [p.file.file_path for p in files])
+            deleted = resolved.delete_set(ctx, None if by_join else deleted, [names[p.file.file_path] for p in files])
         df = read_files(spark, schema, [p.file for p in files], by_join or positions or joined, deletes=deleted)
         if by_join:
             df = _position_anti_join(ctx, df, files)
@@ -184,7 +194,7 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[
             df = J.select(df, columns + ([] if positions else [FILE_COL]))
         elif by_join or positions:  # a plain read has the columns already, in order
             df = J.select(df, columns)
-        if files[0].equality_deletes and not joined:
+        if files[0].equality_deletes and not joined and resolved is None:
             df = _apply_equality_deletes(ctx, scan, df, files[0].equality_deletes)
         parts.append(df)
     df = reduce(lambda a, b: a.unionByName(b), parts)

@@ -67,3 +67,30 @@ def write_positions(spark: SparkSession, collected, kinds: str, target: str, gro
     NUL-separated (relative path, length) pairs."""
     return jclass(spark, "io.lakerules.functions.PositionDeleteFiles").write(
         spark._jsparkSession, collected, kinds, target, group_column, options, skip)
+
+
+def equality_positions_kept(spark: SparkSession, key: str, names: list[str]) -> list[bool]:
+    """Per data file name: whether the driver's JVM keeps the positions the equality delete set
+    ``key`` removes from it (the shim's EqualityPositions)."""
+    flags = jclass(spark, "io.lakerules.functions.EqualityPositions").kept(key, nul_joined(names))
+    return [c == "1" for c in flags]
+
+
+def resolve_equality_positions(spark: SparkSession, plan, key: str, names: list[str], missing: list[str],
+                               max_rows: int):
+    """The positions the equality delete set ``key`` removes from the files ``names``, as a JVM
+    map by name: those kept, and those of ``missing`` from ``plan`` (their deleted rows' (name,
+    position), one job; None when nothing is missing), then kept. None past ``max_rows``."""
+    return jclass(spark, "io.lakerules.functions.EqualityPositions").resolve(
+        spark._jsparkSession, plan, key, nul_joined(names), nul_joined(missing), max_rows)
+
+
+def with_equality_positions(spark: SparkSession, base, resolved, eq_names: list[str], other_names: list[str]):
+    """A PositionDeleteSet: ``base``'s positions (a PositionDeleteSet or None) united with the
+    ``resolved`` ones of ``eq_names``, and base's of ``other_names``; None when empty."""
+    return jclass(spark, "io.lakerules.functions.EqualityPositions").united(
+        spark._jsparkSession, base, resolved, nul_joined(eq_names), nul_joined(other_names))
+
+
+def clear_equality_positions(spark: SparkSession) -> None:
+    jclass(spark, "io.lakerules.functions.EqualityPositions").clear()

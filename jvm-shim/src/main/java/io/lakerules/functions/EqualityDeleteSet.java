@@ -443,6 +443,15 @@ public final class EqualityDeleteSet implements Serializable {
    * task (the caller names every file it reads).
    */
   public LogicalPlan filterLive(LogicalPlan data, Attribute fileName, Attribute key, String files) {
+    return new Filter(live(fileName, key, files), data);
+  }
+
+  /** Filter(NOT isLive(file, key)) over data: its rows that a delete of this set removes (as filterLive names files). */
+  public LogicalPlan filterDeleted(LogicalPlan data, Attribute fileName, Attribute key, String files) {
+    return new Filter(new org.apache.spark.sql.catalyst.expressions.Not(live(fileName, key, files)), data);
+  }
+
+  private Expression live(Attribute fileName, Attribute key, String files) {
     String[] parts = files.isEmpty() ? new String[0] : files.split("\0", -1);
     HashMap<String, long[]> byName = new HashMap<>();
     for (int i = 0; i + 2 < parts.length; i += 3) {
@@ -450,12 +459,16 @@ public final class EqualityDeleteSet implements Serializable {
     }
     Probe probe = new Probe(tables, byName);
     Expression target = Literal.create(probe, new ObjectType(Probe.class));
-    List<Expression> args = longKeys ? List.of(fileName, key, new IsNull(key)) : List.of(fileName, key);
+    // a long key goes as a non-NULL value and its NULL flag: Spark's Invoke returns NULL, whatever
+    // propagateNull says, when a nullable argument of a primitive parameter is NULL (a Filter would
+    // then drop a row whose key is NULL although no delete has a NULL key)
+    Expression value = new org.apache.spark.sql.catalyst.expressions.Coalesce(
+        scala.jdk.javaapi.CollectionConverters.asScala(List.<Expression>of(key, Literal.create(0L, DataTypes.LongType))).toList());
+    List<Expression> args = longKeys ? List.of(fileName, value, new IsNull(key)) : List.of(fileName, key);
     scala.collection.immutable.Seq<Expression> seq = scala.jdk.javaapi.CollectionConverters.asScala(args).toList();
     scala.collection.immutable.Seq<org.apache.spark.sql.types.AbstractDataType> none =
         scala.collection.immutable.List$.MODULE$.empty();
-    Expression live = new Invoke(target, "isLive", DataTypes.BooleanType, seq, none, false, false, true);
-    return new Filter(live, data);
+    return new Invoke(target, "isLive", DataTypes.BooleanType, seq, none, false, false, true);
   }
 
   /** The per-row test: a plan's object, deserialized per task (its cursor state is the task's own). */
