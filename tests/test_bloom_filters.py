@@ -116,3 +116,23 @@ def test_deleted_rows_stay_deleted_and_filters_are_kept_across_queries(spark, ns
     assert jvm_filters.cached_files(spark) == 3  # read once; the next query asks no file
     _both(spark, f"SELECT id FROM {table} WHERE id = 8")
     assert jvm_filters.cached_files(spark) == 3
+
+
+def test_a_delete_by_key_reads_only_the_files_whose_filters_admit_it(spark, ns, iceberg_catalog):
+    """DELETE / UPDATE WHERE key = value plan the files they read the same way (EXPLAIN says how many)."""
+    table = f"lake.{ns}.bloomdml"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING) TBLPROPERTIES ("
+              "'write.parquet.bloom-filter-enabled.column.id'='true', 'write.delete.mode'='merge-on-read', "
+              "'write.update.mode'='merge-on-read')")
+    for k in range(4):
+        spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id * 4 + {k}, 'v' FROM range(1000)")
+    for statement, files in ((f"DELETE FROM {table} WHERE id = 2001", 1),
+                             (f"UPDATE {table} SET v = 'u' WHERE id IN (2002, 3)", 2)):
+        text = spark.sql(f"EXPLAIN {statement}").collect()[0][0]
+        assert f"{files} of 4 data files may hold matching rows" in text, text
+        spark.sql(statement)
+    rows = {r.id: r.v for r in spark.table(table).collect()}
+    assert len(rows) == 3999 and 2001 not in rows and rows[2002] == rows[3] == "u" and rows[4] == "v"
+    t = iceberg_catalog.load_table(f"{ns}.bloomdml")
+    assert sorted((r["id"], r["v"]) for r in t.scan(row_filter="id IN (2001, 2002, 3)").to_arrow().to_pylist()) == [
+        (3, "u"), (2002, "u")]

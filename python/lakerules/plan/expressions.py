@@ -152,6 +152,9 @@ class _Translator:
         """The column's Iceberg name: a struct's field (GetStructField over a table column) is
         named by its path, "s.a", as pyiceberg binds it."""
         fields = []
+        # a cast to the type the column has already (an UPDATE's condition as analyzed): the column
+        while J.simple_name(e) == "Cast" and e.child().dataType().equals(e.dataType()):
+            e = e.child()
         while J.simple_name(e) == "GetStructField":
             fields.append(e.childSchema().apply(e.ordinal()).name())
             e = e.child()

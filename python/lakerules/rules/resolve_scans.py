@@ -78,7 +78,7 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
         output=rel.output,
         iceberg=table,
         schema=schema,
-        plan=bloom_filters.prune(ctx, table, schema, plan, row_filter),
+        plan=bloom_filters.prune(ctx.spark, ctx.conf, table, schema, plan, row_filter),
         row_filter=row_filter,
     )
 

@@ -74,13 +74,14 @@ def probes(schema: Schema, properties: dict, row_filter: BooleanExpression) -> l
     return out
 
 
-def prune(ctx, table, schema: Schema, plan: ScanPlan, row_filter: BooleanExpression) -> ScanPlan:
-    """``plan`` without the data files whose bloom filters exclude a conjunct's values."""
-    if not settings.flag(KEY, ctx.conf(KEY, None), True) or len(plan.files) < 2:
+def prune(spark, conf, table, schema: Schema, plan: ScanPlan, row_filter: BooleanExpression) -> ScanPlan:
+    """``plan`` without the data files whose bloom filters exclude a conjunct's values (``conf``:
+    the session's settings, a function of a key and a default)."""
+    if not settings.flag(KEY, conf(KEY, None), True) or len(plan.files) < 2:
         return plan
     files = list(plan.files)
     for field_id, kind, values in probes(schema, table.properties, row_filter):
-        keep = bloom_filters.may_contain(ctx.spark, [p.file.file_path for p in files], field_id, kind, values)
+        keep = bloom_filters.may_contain(spark, [p.file.file_path for p in files], field_id, kind, values)
         files = [p for p, k in zip(files, keep) if k]
         if not files:
             break

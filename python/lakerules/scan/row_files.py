@@ -24,7 +24,7 @@ from pyiceberg.typedef import KeyDefaultDict
 
 from lakerules.spark import jvm as J
 from lakerules.iceberg import pyiceberg_edge as edge
-from lakerules.scan import lineage, manifest_columns, manifest_job, manifests
+from lakerules.scan import bloom_filters, lineage, manifest_columns, manifest_job, manifests
 from lakerules.errors import LakeError
 from lakerules.plan.expressions import to_iceberg
 from lakerules.scan.planning import PlannedFile, ScanPlan, plan_scan
@@ -202,6 +202,9 @@ def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, pr
     remote = manifest_job.remote_reader(spark, lambda key: spark.conf.get(key, None), table, table.schema(),
                                         manifests.CACHE)
     planned = plan_scan(table, snapshot.snapshot_id, expr, remote=remote, bulk=manifest_columns.reader(spark, table))
+    # a key's row among many small files: only those whose bloom filters admit the key are read
+    planned = bloom_filters.prune(spark, lambda key, default=None: spark.conf.get(key, default), table, table.schema(),
+                                  planned, expr)
     proven = None
     if drop_whole and exact and condition is not None and not _has_subquery(spark, condition):
         proven = _all_rows_match(table, expr)
