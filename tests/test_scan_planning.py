@@ -552,6 +552,27 @@ def test_equality_deletes_resolved_to_positions_once(spark, ns, iceberg_catalog,
                 spark.table(table).collect()
 
 
+def test_equality_deletes_past_the_positions_kept_are_probed(spark, ns, monkeypatch):
+    """More deleted rows than the driver keeps positions for: the rows are probed per row, and
+    the set is not resolved again on the next read."""
+    from lakerules.scan import equality_deletes
+
+    table = f"lake.{ns}.eqmany"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING)")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id, 'v' FROM range(100)")
+    monkeypatch.setattr(equality_deletes, "POSITIONS_MAX_ROWS", 5)
+    calls = []
+    real = equality_deletes.delete_sets.resolve_equality_positions
+    monkeypatch.setattr(equality_deletes.delete_sets, "resolve_equality_positions",
+                        lambda *a: calls.append(1) or real(*a))
+    with settings(spark, {"spark.lakerules.read.equalityDeleteFilterThreshold": "0"}):
+        lakerules.delete_by_key(spark, table, spark.range(10, 20), on=["id"])
+        for _ in range(2):
+            assert sorted(r.id for r in spark.table(table).collect()) == [*range(10), *range(20, 100)]
+            assert PROBE in executed(spark.table(table))
+    assert len(calls) == 1, calls
+
+
 def test_partitioned_equality_deletes_stay_in_their_partition(spark, ns, iceberg_catalog):
     table = f"lake.{ns}.peq"
     spark.sql(f"CREATE TABLE {table} (id BIGINT, kind STRING) PARTITIONED BY (kind)")

@@ -294,6 +294,8 @@ def positions(ctx, scan, sets: Sets, reader) -> Resolved | None:
     names = reader.status_names(spark, [p.file.file_path for p in files])
     scopes = sorted({_scope(scan, d) for d in group.deletes} - {None})
     key = hashlib.sha1(repr((_set_key(ctx, scan, group, scopes)[0], group.present)).encode()).hexdigest()
+    if key in _too_many:  # found once to delete more rows than are kept: probed per row
+        return None
     spark_names = [names[p.file.file_path] for p in files]
     missing = [p for p, kept in zip(files, delete_sets.equality_positions_kept(spark, key, spark_names)) if not kept]
     plan = None
@@ -305,4 +307,11 @@ def positions(ctx, scan, sets: Sets, reader) -> Resolved | None:
         plan = J.analyzed(J.select(out, [reader.FILE_COL, reader.POS_COL]))
     found = delete_sets.resolve_equality_positions(spark, plan, key, spark_names,
                                                    [names[p.file.file_path] for p in missing], POSITIONS_MAX_ROWS)
+    if found is not None and found.containsKey(""):  # EqualityPositions.TOO_MANY
+        with _lock:
+            _too_many.add(key)
+        return None
     return None if found is None else Resolved(found, frozenset(spark_names), key)
+
+
+_too_many: set = set()  # sets whose deleted rows passed POSITIONS_MAX_ROWS (their fingerprints)

@@ -80,7 +80,8 @@ def resolve_equality_positions(spark: SparkSession, plan, key: str, names: list[
                                max_rows: int):
     """The positions the equality delete set ``key`` removes from the files ``names``, as a JVM
     map by name: those kept, and those of ``missing`` from ``plan`` (their deleted rows' (name,
-    position), one job; None when nothing is missing), then kept. None past ``max_rows``."""
+    position), one job; None when nothing is missing), then kept. Past ``max_rows``, a map of
+    only the name "" (EqualityPositions.TOO_MANY); None when kept positions were dropped meanwhile."""
     return jclass(spark, "io.lakerules.functions.EqualityPositions").resolve(
         spark._jsparkSession, plan, key, nul_joined(names), nul_joined(missing), max_rows)
 

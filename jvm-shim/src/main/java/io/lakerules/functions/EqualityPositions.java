@@ -23,6 +23,9 @@ public final class EqualityPositions {
   /** Positions kept at most, in all. */
   public static final long KEPT_ROWS = 8_000_000L;
 
+  /** The name (no file's) of resolve's answer when the positions pass its limit. */
+  public static final String TOO_MANY = "";
+
   private static final LinkedHashMap<String, long[]> KEPT = new LinkedHashMap<>(256, 0.75f, true);
   private static long keptRows = 0;
 
@@ -47,9 +50,10 @@ public final class EqualityPositions {
    * The positions the set's deletes remove from each of the files {@code names} (NUL-separated),
    * by name: those kept, and for the files {@code missing} names, those of {@code rows} (the
    * data file name and position of each deleted row of those files; null when none is missing),
-   * computed by one job and kept (a file with none: an empty array). Null, and nothing kept,
-   * when they pass {@code maxRows} (the executors then send only counts), or when a file's
-   * positions were dropped since the caller asked {@link #kept}.
+   * computed by one job and kept (a file with none: an empty array). When they pass
+   * {@code maxRows} (the executors then send only counts), nothing is kept and the map holds only
+   * {@link #TOO_MANY}. Null when a file's positions were dropped since the caller asked
+   * {@link #kept}.
    */
   public static HashMap<String, long[]> resolve(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows,
                                                 String set, String names, String missing, long maxRows) {
@@ -57,7 +61,9 @@ public final class EqualityPositions {
     if (rows != null) {
       PositionDeleteFiles.Collected collected = PositionDeleteFiles.collect(session, rows, maxRows);
       if (!collected.complete()) {
-        return null;
+        HashMap<String, long[]> tooMany = new HashMap<>();
+        tooMany.put(TOO_MANY, new long[0]);
+        return tooMany;
       }
       for (String name : split(missing)) {
         long[] p = collected.byName.get(name);
