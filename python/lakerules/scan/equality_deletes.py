@@ -305,12 +305,12 @@ def positions(ctx, scan, sets: Sets, reader) -> Resolved | None:
                                                               reader.FILE_COL, reader)
         out = J.dataframe(spark, deleted.filterDeleted(keyed, file_attr, key_attr, listing))
         plan = J.analyzed(J.select(out, [reader.FILE_COL, reader.POS_COL]))
-    found = delete_sets.resolve_equality_positions(spark, plan, key, spark_names,
-                                                   [names[p.file.file_path] for p in missing], POSITIONS_MAX_ROWS)
-    if found is not None and found.containsKey(""):  # EqualityPositions.TOO_MANY
+    found, too_many = delete_sets.resolve_equality_positions(spark, plan, key, spark_names,
+                                                             [names[p.file.file_path] for p in missing],
+                                                             POSITIONS_MAX_ROWS)
+    if too_many:
         with _lock:
             _too_many.add(key)
-        return None
     return None if found is None else Resolved(found, frozenset(spark_names), key)
 
 

@@ -77,13 +77,17 @@ def equality_positions_kept(spark: SparkSession, key: str, names: list[str]) -> 
 
 
 def resolve_equality_positions(spark: SparkSession, plan, key: str, names: list[str], missing: list[str],
-                               max_rows: int):
+                               max_rows: int) -> tuple[object, bool]:
     """The positions the equality delete set ``key`` removes from the files ``names``, as a JVM
     map by name: those kept, and those of ``missing`` from ``plan`` (their deleted rows' (name,
-    position), one job; None when nothing is missing), then kept. Past ``max_rows``, a map of
-    only the name "" (EqualityPositions.TOO_MANY); None when kept positions were dropped meanwhile."""
-    return jclass(spark, "io.lakerules.functions.EqualityPositions").resolve(
+    position), one job; None when nothing is missing), then kept; and whether they passed
+    ``max_rows`` (then nothing is kept and the map is None). The map is also None when kept
+    positions were dropped meanwhile."""
+    found = jclass(spark, "io.lakerules.functions.EqualityPositions").resolve(
         spark._jsparkSession, plan, key, nul_joined(names), nul_joined(missing), max_rows)
+    if found is not None and found.containsKey(""):  # EqualityPositions.TOO_MANY
+        return None, True
+    return found, False
 
 
 def with_equality_positions(spark: SparkSession, base, resolved, eq_names: list[str], other_names: list[str]):
