@@ -136,3 +136,27 @@ def test_a_delete_by_key_reads_only_the_files_whose_filters_admit_it(spark, ns, 
     t = iceberg_catalog.load_table(f"{ns}.bloomdml")
     assert sorted((r["id"], r["v"]) for r in t.scan(row_filter="id IN (2001, 2002, 3)").to_arrow().to_pylist()) == [
         (3, "u"), (2002, "u")]
+
+
+def test_a_merge_of_a_few_keys_reads_only_the_files_whose_filters_admit_them(spark, ns, iceberg_catalog, monkeypatch):
+    """A small MERGE source's keys are probed in the target files' bloom filters: of four files
+    whose bounds all admit the keys, only those holding one are read; the rows are MERGE's."""
+    from lakerules.rowlevel import merge_source
+
+    table = f"lake.{ns}.bloommerge"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING) TBLPROPERTIES ("
+              "'write.parquet.bloom-filter-enabled.column.id'='true', 'write.merge.mode'='merge-on-read')")
+    for k in range(4):
+        spark.sql(f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ id * 4 + {k}, 'v' FROM range(1000)")
+    seen = []
+    real = merge_source.within_bounds
+    monkeypatch.setattr(merge_source, "within_bounds", lambda *a, **kw: seen.append(len(out := real(*a, **kw))) or out)
+    spark.createDataFrame([(2001, "u"), (9999999, "new"), (2005, None)], "id long, v string").createOrReplaceTempView("src")
+    spark.sql(f"""MERGE INTO {table} t USING src s ON t.id = s.id
+                  WHEN MATCHED AND s.v IS NULL THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v
+                  WHEN NOT MATCHED THEN INSERT *""")
+    assert seen == [1], seen  # 2001 and 2005 are both in the file of ids 4x + 1
+    rows = {r.id: r.v for r in spark.table(table).collect()}
+    assert len(rows) == 4000 and rows[2001] == "u" and 2005 not in rows and rows[9999999] == "new" and rows[2002] == "v"
+    t = iceberg_catalog.load_table(f"{ns}.bloommerge")
+    assert t.scan().to_arrow().num_rows == 4000

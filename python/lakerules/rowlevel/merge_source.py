@@ -13,11 +13,11 @@ from __future__ import annotations
 import bisect
 import dataclasses
 
-from pyiceberg.expressions import And, GreaterThanOrEqual, LessThanOrEqual
+from pyiceberg.expressions import And, GreaterThanOrEqual, In, LessThanOrEqual
 from pyiceberg.types import IntegerType, LongType, StringType
 from pyspark.sql import functions as F
 
-from lakerules.scan import manifest_columns, manifest_job, manifests
+from lakerules.scan import bloom_filters, manifest_columns, manifest_job, manifests
 from lakerules.scan.bounds import file_bounds
 from lakerules.scan.planning import plan_scan
 from lakerules.spark import jvm as J, progress
@@ -25,6 +25,9 @@ from lakerules.spark.local_keys import local_keys
 
 _BOUNDED = (IntegerType, LongType, StringType)
 _SPARK_BOUNDED = ("int", "bigint", "string")  # a collated string compares otherwise than its bytes
+# a small source's keys probed in the target files' bloom filters at most (lakerules.scan.bloom_filters):
+# more keys than this would find nearly every file anyway
+BLOOM_KEYS = 1000
 
 
 def computed_once(spark, node):
@@ -140,7 +143,11 @@ def within_bounds(spark, table, snapshot, expr, files: list, bounds: list, keys=
     if not isinstance(field.field_type, _BOUNDED):
         return files
     values = keys()
-    return [p for p in files if _holds_a_key(p.file, field, values)]
+    files = [p for p in files if _holds_a_key(p.file, field, values)]
+    if 0 < len(values) <= BLOOM_KEYS:  # a few keys: the files whose bloom filters admit one of them
+        files = bloom_filters.kept(spark, lambda key, default=None: spark.conf.get(key, default), table, schema, files,
+                                   In(field.name, values))
+    return files
 
 
 def _holds_a_key(data_file, field, values: list) -> bool:

@@ -74,17 +74,22 @@ def probes(schema: Schema, properties: dict, row_filter: BooleanExpression) -> l
     return out
 
 
-def prune(spark, conf, table, schema: Schema, plan: ScanPlan, row_filter: BooleanExpression) -> ScanPlan:
-    """``plan`` without the data files whose bloom filters exclude a conjunct's values (``conf``:
-    the session's settings, a function of a key and a default)."""
-    if not settings.flag(KEY, conf(KEY, None), True) or len(plan.files) < 2:
-        return plan
-    files = list(plan.files)
+def kept(spark, conf, table, schema: Schema, files: list, row_filter: BooleanExpression) -> list:
+    """The planned ``files`` whose bloom filters admit each conjunct's values (``conf``: the
+    session's settings, a function of a key and a default)."""
+    if not settings.flag(KEY, conf(KEY, None), True) or len(files) < 2:
+        return files
     for field_id, kind, values in probes(schema, table.properties, row_filter):
         keep = bloom_filters.may_contain(spark, [p.file.file_path for p in files], field_id, kind, values)
         files = [p for p, k in zip(files, keep) if k]
         if not files:
             break
+    return files
+
+
+def prune(spark, conf, table, schema: Schema, plan: ScanPlan, row_filter: BooleanExpression) -> ScanPlan:
+    """``plan`` without the data files whose bloom filters exclude a conjunct's values."""
+    files = kept(spark, conf, table, schema, list(plan.files), row_filter)
     if len(files) == len(plan.files):
         return plan
     return replace(plan, files=tuple(files),
