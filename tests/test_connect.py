@@ -342,6 +342,33 @@ def test_a_format_version_3_table_through_connect(client, lake):
                      (5, "UPDATE_AFTER"), (5, "UPDATE_BEFORE"), (20, "INSERT")]
 
 
+def test_bloom_filters_and_equality_positions_through_connect(client, lake):
+    """A point query from a Connect client reads only the files whose bloom filters admit the
+    key (EXPLAIN says how many of the files), and equality deletes (committed here with
+    pyiceberg: delete_by_key is a Python call of a classic session) read through the server's
+    positions."""
+    client.sql("CREATE NAMESPACE lake.bloom")
+    t = "lake.bloom.t"
+    client.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) TBLPROPERTIES ('write.parquet.bloom-filter-enabled.column.id'='true')")
+    for k in range(3):
+        client.sql(f"INSERT INTO {t} SELECT /*+ COALESCE(1) */ id * 3 + {k}, 'v' FROM range(100)").collect()
+    text = client.sql(f"EXPLAIN EXTENDED SELECT * FROM {t} WHERE id = 31").collect()[0][0]
+    assert "files=1/3" in text, text
+    assert [tuple(r) for r in client.sql(f"SELECT * FROM {t} WHERE id = 31").collect()] == [(31, "v")]
+    from pyiceberg.typedef import Record
+    from deletes_util import commit_deletes, equality_delete_file
+
+    for keys in ([31, 32], [50]):  # past a filter threshold of 0 (below): hash tables, resolved to positions
+        commit_deletes(lake, "bloom.t", [equality_delete_file(lake.load_table("bloom.t"), {"id": keys}, Record())])
+    client.conf.set("spark.lakerules.read.equalityDeleteFilterThreshold", "0")
+    try:
+        ours = sorted(r.id for r in client.sql(f"SELECT id FROM {t}").collect())
+        assert ours == [i for i in range(300) if i not in (31, 32, 50)]
+        assert client.sql(f"SELECT * FROM {t} WHERE id = 32").collect() == []
+    finally:
+        client.conf.unset("spark.lakerules.read.equalityDeleteFilterThreshold")
+
+
 EXPLAINED = [
     "EXPLAIN DELETE FROM {t} WHERE id = 1",
     "EXPLAIN EXTENDED DELETE FROM {t} WHERE id = 1",
