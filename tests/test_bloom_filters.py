@@ -83,8 +83,9 @@ def test_a_key_in_no_file_reads_only_the_unfiltered_one(spark, keyed):
 
 
 def test_what_filters_cannot_answer_prunes_nothing_they_do_not_know(spark, keyed):
-    # a range, an OR, an expression of the column: the bounds decide alone
-    for where in ("id > 4000 AND id < 4002", "id = 4001 OR id = 4002", "id + 1 = 4002"):
+    # a range, an OR, an expression of the column, a string with a NUL: the bounds decide alone
+    for where in ("id > 4000 AND id < 4002", "id = 4001 OR id = 4002", "id + 1 = 4002",
+                  "s = concat('s4003é', char(0))"):
         rows, pruned, every = _both(spark, f"SELECT id FROM {keyed} WHERE {where}")
         assert pruned == every == 5, (where, pruned, every)
 

@@ -145,8 +145,7 @@ def within_bounds(spark, table, snapshot, expr, files: list, bounds: list, keys=
     values = keys()
     files = [p for p in files if _holds_a_key(p.file, field, values)]
     if 0 < len(values) <= BLOOM_KEYS:  # a few keys: the files whose bloom filters admit one of them
-        files = bloom_filters.kept(spark, lambda key, default=None: spark.conf.get(key, default), table, schema, files,
-                                   In(field.name, values))
+        files = bloom_filters.kept(spark, spark.conf.get, table, schema, files, In(field.name, values))
     return files
 
 

@@ -70,7 +70,10 @@ def probes(schema: Schema, properties: dict, row_filter: BooleanExpression) -> l
         if str(properties.get(ENABLED + field.name, "false")).strip().lower() != "true":
             continue
         literals = [bound.literal] if isinstance(bound, BoundEqualTo) else list(bound.literals)
-        out.append((field.field_id, kind, sorted(lit.value for lit in literals)))
+        values = sorted(lit.value for lit in literals)
+        if kind == "s" and any("\0" in v for v in values):
+            continue  # the values cross to the JVM NUL-separated
+        out.append((field.field_id, kind, values))
     return out
 
 

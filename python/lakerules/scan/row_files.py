@@ -203,8 +203,7 @@ def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, pr
                                         manifests.CACHE)
     planned = plan_scan(table, snapshot.snapshot_id, expr, remote=remote, bulk=manifest_columns.reader(spark, table))
     # a key's row among many small files: only those whose bloom filters admit the key are read
-    planned = bloom_filters.prune(spark, lambda key, default=None: spark.conf.get(key, default), table, table.schema(),
-                                  planned, expr)
+    planned = bloom_filters.prune(spark, spark.conf.get, table, table.schema(), planned, expr)
     proven = None
     if drop_whole and exact and condition is not None and not _has_subquery(spark, condition):
         proven = _all_rows_match(table, expr)

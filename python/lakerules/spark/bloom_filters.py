@@ -7,6 +7,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from lakerules.spark.jclasses import jclass
+from lakerules.spark.jvm import nul_joined
 
 INDEX = "io.lakerules.functions.BloomFilterIndex"
 
@@ -15,8 +16,8 @@ def may_contain(spark: SparkSession, paths: list[str], field_id: int, kind: str,
     """For each of ``paths``, whether its bloom filters for the top-level column of ``field_id``
     admit one of ``values`` (``kind``: 'i' 32-bit integers and dates, 'l' 64-bit integers,
     's' strings); True where the file has no such filter."""
-    out = jclass(spark, INDEX).mayContain(spark._jsparkSession, "\0".join(paths), field_id, kind,
-                                          "\0".join(str(v) for v in values))
+    out = jclass(spark, INDEX).mayContain(spark._jsparkSession, nul_joined(paths), field_id, kind,
+                                          nul_joined(str(v) for v in values))
     return [b != 0 for b in bytes(out)]
 
 

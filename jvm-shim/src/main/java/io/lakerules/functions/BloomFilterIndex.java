@@ -142,58 +142,55 @@ public final class BloomFilterIndex {
         keep(files[i] + "\u0000" + fieldId, found[i]);
       }
     }
+    // the values' hashes depend on the files' physical type only: computed once for each
+    java.util.EnumMap<PrimitiveType.PrimitiveTypeName, long[]> hashed = new java.util.EnumMap<>(PrimitiveType.PrimitiveTypeName.class);
     for (int i = 0; i < files.length; i++) {
-      out[i] = (byte) (mayContain(found[i], kind.charAt(0), texts) ? 1 : 0);
+      Filters f = found[i];
+      if (f.type == null) {
+        out[i] = 1;
+      } else if (f.groups.length == 0) {
+        out[i] = 0;  // no row groups: no rows
+      } else {
+        long[] hashes = hashed.computeIfAbsent(f.type, t -> hashes(f.groups[0], t, kind.charAt(0), texts));
+        out[i] = (byte) (hashes == null || admits(f, hashes) ? 1 : 0);
+      }
     }
     return out;
   }
 
-  private static boolean mayContain(Filters f, char kind, String[] values) {
-    if (f.type == null) {
-      return true;
+  /**
+   * The hashes of {@code values} as a column of physical type {@code type} stores them, by the
+   * filter's hash; null when such a column cannot be compared with values of that kind (then
+   * its files are read). A value beyond a 32-bit column's range has no hash: no such row.
+   */
+  private static long[] hashes(BloomFilter filter, PrimitiveType.PrimitiveTypeName type, char kind, String[] values) {
+    if ((type == PrimitiveType.PrimitiveTypeName.BINARY) != (kind == 's')
+        || (type != PrimitiveType.PrimitiveTypeName.INT32 && type != PrimitiveType.PrimitiveTypeName.INT64
+            && type != PrimitiveType.PrimitiveTypeName.BINARY)) {
+      return null;
     }
-    long[] hashes = new long[values.length];
+    long[] out = new long[values.length];
     int n = 0;
-    BloomFilter any = null;
-    for (BloomFilter g : f.groups) {
-      if (g == null) {
-        return true;
-      }
-      any = g;
-    }
-    if (any == null) {
-      return false; // no row groups: no rows
-    }
     for (String v : values) {
-      switch (f.type) {
-        case INT32:
-          if (kind == 's') {
-            return true;
-          }
-          long x = Long.parseLong(v);
-          if (x >= Integer.MIN_VALUE && x <= Integer.MAX_VALUE) {
-            hashes[n++] = any.hash((int) x);
-          } // else: a 32-bit column holds no such value
-          break;
-        case INT64:
-          if (kind == 's') {
-            return true;
-          }
-          hashes[n++] = any.hash(Long.parseLong(v));
-          break;
-        case BINARY:
-          if (kind != 's') {
-            return true;
-          }
-          hashes[n++] = any.hash(Binary.fromConstantByteArray(v.getBytes(StandardCharsets.UTF_8)));
-          break;
-        default:
-          return true;
+      if (type == PrimitiveType.PrimitiveTypeName.BINARY) {
+        out[n++] = filter.hash(Binary.fromConstantByteArray(v.getBytes(StandardCharsets.UTF_8)));
+      } else if (type == PrimitiveType.PrimitiveTypeName.INT64) {
+        out[n++] = filter.hash(Long.parseLong(v));
+      } else {
+        long x = Long.parseLong(v);
+        if (x >= Integer.MIN_VALUE && x <= Integer.MAX_VALUE) {
+          out[n++] = filter.hash((int) x);
+        }
       }
     }
+    return java.util.Arrays.copyOf(out, n);
+  }
+
+  /** Whether a row group's filter admits one of the hashes. */
+  private static boolean admits(Filters f, long[] hashes) {
     for (BloomFilter g : f.groups) {
-      for (int i = 0; i < n; i++) {
-        if (g.findHash(hashes[i])) {
+      for (long h : hashes) {
+        if (g.findHash(h)) {
           return true;
         }
       }
