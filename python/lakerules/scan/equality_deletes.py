@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from pyiceberg.schema import Schema
@@ -38,6 +37,7 @@ from pyspark.sql.types import IntegerType as SparkInt, LongType as SparkLong, St
 
 from lakerules.spark import delete_sets, jvm as J, settings
 from lakerules.iceberg.schema import iceberg_to_spark
+from lakerules.scan.kept import Kept
 
 SET_BYTES_KEY = "spark.lakerules.read.equalityDeleteSetBytes"
 SET_BYTES_DEFAULT = 128 << 20  # about 1.9M delete rows of long keys: room in a 1 GiB driver
@@ -197,7 +197,7 @@ def _data_scope(f) -> str:
 
 
 _lock = threading.Lock()
-_sets: OrderedDict = OrderedDict()  # (application, what the set is built from) -> JVM EqualityDeleteSet
+_sets = Kept(lambda s: s.bytes(), _SETS_KEPT_BYTES)  # (application, what the set is built from) -> JVM EqualityDeleteSet
 
 
 def _set_key(ctx, scan, group: Group, scopes: list[str]) -> tuple[tuple, list]:
@@ -215,12 +215,12 @@ def _set_key(ctx, scan, group: Group, scopes: list[str]) -> tuple[tuple, list]:
 def _set(ctx, scan, group: Group, scopes: list[str], reader):
     """The JVM EqualityDeleteSet of a group's delete files, built once per process and
     application (delete files never change)."""
-    spark = ctx.spark
     cache_key, info = _set_key(ctx, scan, group, scopes)
-    with _lock:
-        if cache_key in _sets:
-            _sets.move_to_end(cache_key)
-            return _sets[cache_key]
+    return _sets.get(cache_key, lambda: _build_set(ctx, group, info, len(scopes), reader))
+
+
+def _build_set(ctx, group: Group, info: list, scopes: int, reader):
+    spark = ctx.spark
     dnames = reader.status_names(spark, [d.file_path for d in group.deletes])
     by_name = J.local_frame(spark, [(dnames[path], seq, scope) for path, seq, scope in info],
                             StructType([StructField("__lakerules_ef", SparkString()), StructField("__lakerules_eseq", SparkLong()),
@@ -229,13 +229,7 @@ def _set(ctx, scan, group: Group, scopes: list[str], reader):
     rows = rows.join(F.broadcast(by_name), rows[reader.FILE_COL] == by_name["__lakerules_ef"])
     rows = rows.select(_key(group, [rows[J.quote(f.name)] for f in group.fields]).alias("key"),
                        "__lakerules_eseq", "__lakerules_escope")
-    deleted = delete_sets.equality_delete_set(spark, J.analyzed(rows), len(scopes))
-    with _lock:
-        _sets[cache_key] = deleted
-        while len(_sets) > 1 and sum(s.bytes() for s in _sets.values()) > _SETS_KEPT_BYTES:
-            _, evicted = _sets.popitem(last=False)
-            evicted.release()
-    return deleted
+    return delete_sets.equality_delete_set(spark, J.analyzed(rows), scopes)
 
 
 # ---- equality deletes resolved to positions ---------------------------------------------------
@@ -259,21 +253,10 @@ class Resolved:
         other = sorted(n for n in names if n not in self.names)
         cache_key = (spark.sparkContext.applicationId, self.key, None if base is None else base.id(), tuple(eq),
                      tuple(other))
-        with _lock:
-            if cache_key in _united:
-                _united.move_to_end(cache_key)
-                return _united[cache_key]
-        out = delete_sets.with_equality_positions(spark, base, self.positions, eq, other)
-        with _lock:
-            _united[cache_key] = out
-            while len(_united) > 1 and sum(s.rows() for s in _united.values() if s is not None) > POSITIONS_MAX_ROWS:
-                _, evicted = _united.popitem(last=False)
-                if evicted is not None:
-                    evicted.release()
-        return out
+        return _united.get(cache_key, lambda: delete_sets.with_equality_positions(spark, base, self.positions, eq, other))
 
 
-_united: OrderedDict = OrderedDict()  # (application, set, base set, names) -> JVM PositionDeleteSet or None
+_united = Kept(lambda s: s.rows(), POSITIONS_MAX_ROWS)  # (application, set, base set, names) -> JVM PositionDeleteSet or None
 
 
 def positions(ctx, scan, sets: Sets, reader) -> Resolved | None:

@@ -42,6 +42,7 @@ from lakerules.spark import delete_sets, jvm as J, settings, shared
 from lakerules.errors import LakeError
 from lakerules.scan import deletion_vectors, equality_deletes, lineage as row_lineage
 from lakerules.scan.explain import remember
+from lakerules.scan.kept import Kept
 from lakerules.plan.nodes import LakeScan
 from lakerules.iceberg.schema import iceberg_to_spark
 
@@ -270,8 +271,8 @@ def _position_delete_files(spark, files: list) -> tuple[list, dict]:
     return [by_path[k] for k in sorted(by_path)], names
 
 
-_position_sets: OrderedDict = OrderedDict()  # (application, pairs) -> JVM PositionDeleteSet
 _POSITION_SET_ROWS = 20_000_000  # cached delete rows at most (8 bytes each on the driver)
+_position_sets = Kept(lambda s: s.rows(), _POSITION_SET_ROWS)  # (application, pairs) -> JVM PositionDeleteSet
 
 
 def _position_set(ctx, pairs: list[tuple[str, str, str]], delete_files: list, names: dict):
@@ -285,11 +286,12 @@ def _position_set(ctx, pairs: list[tuple[str, str, str]], delete_files: list, na
     job, whose scheduling costs more than reading a few small files (measured: 100,000 rows in
     10 files read on the driver took ~0.6 s more than the job on 2 cores); more by a Spark job."""
     spark = ctx.spark
-    key = (spark.sparkContext.applicationId, tuple(pairs))
-    with _cache_lock:
-        if key in _position_sets:
-            _position_sets.move_to_end(key)
-            return _position_sets[key]
+    return _position_sets.get((spark.sparkContext.applicationId, tuple(pairs)),
+                              lambda: _build_position_set(ctx, pairs, delete_files, names))
+
+
+def _build_position_set(ctx, pairs: list[tuple[str, str, str]], delete_files: list, names: dict):
+    spark = ctx.spark
     files = [(d.file_path, d.file_size_in_bytes) for d in delete_files]
     missing = [d for d, gone in zip(delete_files, delete_sets.uncached_delete_files(spark, files)) if gone]
     on_driver = settings.count(POS_DRIVER_KEY, ctx.conf(POS_DRIVER_KEY, None), POS_DRIVER_DEFAULT, "rows")
@@ -303,13 +305,7 @@ def _position_set(ctx, pairs: list[tuple[str, str, str]], delete_files: list, na
                 .select(F.concat_ws("\0", "d_key", "d_path"), "pos"))
         delete_sets.cache_delete_files(spark, J.analyzed(rows))
     index = {names[d.file_path]: i for i, d in enumerate(delete_files)}
-    deleted = delete_sets.position_delete_set_on_driver(spark, files, [(index[d], path, name) for d, path, name in pairs])
-    with _cache_lock:
-        _position_sets[key] = deleted
-        while len(_position_sets) > 1 and sum(s.rows() for s in _position_sets.values()) > _POSITION_SET_ROWS:
-            _, evicted = _position_sets.popitem(last=False)
-            evicted.release()
-    return deleted
+    return delete_sets.position_delete_set_on_driver(spark, files, [(index[d], path, name) for d, path, name in pairs])
 
 
 def _position_anti_join(ctx, data: DataFrame, files: list) -> DataFrame:
