@@ -254,3 +254,25 @@ def test_row_group_reader_reads_only_the_listed_rows_pages(spark, tmp_path):
     want = [3, 4, 5, 17, 203, 399]
     assert [(r[0], r[1], tuple(r[2]), r[3]) for r in got] == [
         (i, None if i % 7 == 0 else f"s{i}", (i, None if i % 2 else str(i)), i) for i in want]
+
+
+def test_local_files_are_read_without_parquet_vectored_io_unless_set(spark, wide):
+    """Phase two reads page ranges; on the local file system a vectored read starts a thread per
+    range on a small JVM (io.lakerules.LakeFileIndex.VECTORED_IO), so our reads of local files turn
+    parquet-mr's vectored reads off, unless the session sets parquet.hadoop.vectored.io.enabled."""
+    from lakerules.scan.read import read_files
+
+    table = lakerules._backend.catalogs.get("lake").load_table(wide.split(".", 1)[1])
+    files = [task.file for task in table.scan().plan_files()]
+    schema = table.schema()
+
+    def option():
+        plan = read_files(spark, schema, files)._jdf.queryExecution().analyzed()
+        relations = plan.collectLeaves()
+        relation = relations.apply(0).relation()
+        return relation.options().get("parquet.hadoop.vectored.io.enabled")
+
+    assert str(option()) == "Some(false)"
+    with settings(spark, {"parquet.hadoop.vectored.io.enabled": "true"}):
+        assert str(option()) == "None"
+    assert rows(spark, f"SELECT id FROM {wide} WHERE {NEEDLE}", "on") == [(112,)]
