@@ -382,3 +382,21 @@ def test_a_written_file_a_listing_would_hide_fails_the_write(spark, tmp_path):
     for listing in (write._list_files, write._list_files_hadoop):
         with pytest.raises(LakeError, match="made a file on a hidden path, '._trunc=x61/part-2.parquet'"):
             listing(spark, f"file://{tmp_path}")
+
+
+def test_attribute_ids_and_names_cross_in_one_call(spark):
+    """lakerules.spark.attributes reads a plan's column names and exprIds as one string: names with
+    its separators (commas, digits after them), line breaks, NUL and characters outside the BMP read
+    back exactly, each with its own exprId."""
+    from pyspark.sql import functions as F
+
+    from lakerules.spark import attributes, jvm as J
+
+    names = ["1,2", ",", "12,3,x", "a\nb", "\0", "\U0001F600,\U0001F600", "日本", ""]
+    df = spark.range(1).select(*[F.lit(i).alias(n) for i, n in enumerate(names)])
+    output = df._jdf.queryExecution().analyzed().output()
+    got = attributes.with_objects(output)
+    assert [name for _, name, _ in got] == names
+    assert [ident for ident, _, _ in got] == [a.exprId().id() for a in J.from_seq(output)]
+    assert [a.name() for _, _, a in got] == names
+    assert attributes.expr_ids(output) == [ident for ident, _, _ in got]

@@ -103,7 +103,7 @@ def relation(name: str | P.TableRef = "lake.db.t", columns=("id", "kind"), *, sn
              metadata_table: str | None = None) -> P.LakeRelation:
     """A lake relation as from_jvm makes it; its attributes have exprIds 0, 1, ..."""
     ref = name if isinstance(name, P.TableRef) else table_ref(name)
-    output = tuple(P.Attribute(c, Jvm("AttributeReference", c, expr_id=i)) for i, c in enumerate(columns))
+    output = tuple(P.Attribute(c, Jvm("AttributeReference", c, expr_id=i), i) for i, c in enumerate(columns))
     return P.LakeRelation(table=ref, snapshot_id=snapshot_id, time_travel=time_travel, output=output,
                           jvm=Jvm("DataSourceV2Relation", str(ref)), filters=tuple(filters),
                           options=tuple(sorted((options or {}).items())), metadata_table=metadata_table)

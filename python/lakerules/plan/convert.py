@@ -25,7 +25,7 @@ from lakerules.plan.nodes import (
     UpdateLake,
     WriteToLake,
 )
-from lakerules.spark import jvm as J, shared
+from lakerules.spark import attributes, jvm as J, shared
 
 
 # ---- JVM -> lakerules ---------------------------------------------------------------------
@@ -207,7 +207,7 @@ def _relation(plan) -> LakeRelation:
         metadata_table=meta,
         snapshot_id=None if snapshot < 0 else snapshot,
         time_travel=bool(plan.timeTravelSpec().isDefined()),
-        output=tuple(Attribute(a.name(), a) for a in J.from_seq(plan.output())),
+        output=tuple(Attribute(name, a, ident) for ident, name, a in attributes.with_objects(plan.output())),
         jvm=plan,
         options=_options(plan.options()),
     )

@@ -48,10 +48,12 @@ class TableRef:
 
 @dataclass(frozen=True, eq=False)
 class Attribute:
-    """An output column of a Spark node: the name and the JVM attribute (with its exprId)."""
+    """An output column of a Spark node: the name, the JVM attribute and its exprId's id (read
+    with the name in one call for all of a node's columns: lakerules.spark.attributes)."""
 
     name: str
     jvm: Any = field(repr=False)
+    expr_id: int = field(repr=False)
 
 
 @dataclass(frozen=True, eq=False)

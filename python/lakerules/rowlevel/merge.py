@@ -116,8 +116,8 @@ def _run_keyed(ctx, node, table, snapshot, expr, planned, files, unique_keys: bo
         if a.kind == "update":
             for _, value in a.assignments:
                 needed |= J.reference_ids(value)
-    first = [a for a in output if a.jvm.exprId().id() in on_ids]
-    later = [a for a in output if a.jvm.exprId().id() in needed and a.jvm.exprId().id() not in on_ids]
+    first = [a for a in output if a.expr_id in on_ids]
+    later = [a for a in output if a.expr_id in needed and a.expr_id not in on_ids]
     check = _checks_cardinality(node.matched) and not unique_keys
     row_ids = v3_rows.applies(table)
     source = J.analyzed(F.broadcast(J.dataframe(spark, node.source)))
@@ -194,7 +194,7 @@ def _inserted(spark, node, matches, first, row_ids: bool = False):
     source = node.source
     if matches is not None:
         # the matched target rows with their exprIds: what the ON condition refers to
-        ids = {a.jvm.exprId().id() for a in first}
+        ids = {a.expr_id for a in first}
         found = J.analyzed(matches)
         matched = J.project(spark, found, [a for a in J.from_seq(found.output()) if a.exprId().id() in ids])
         source = J.join(spark, source, matched, "leftanti", node.condition)
@@ -227,7 +227,7 @@ def _actions_plan(spark, node, plan, branches, carried, extra=()):
     conds = [c for c, _ in branches]
     exprs, names = [], []
     for attr in node.relation.output:
-        ident = attr.jvm.exprId().id()
+        ident = attr.expr_id
         null = J.literal(spark, None, attr.jvm.dataType())
         per_branch = []
         for _, a in branches:

@@ -53,7 +53,7 @@ class Keys:
 
     def __init__(self, spark, node):
         self.spark, self.node = spark, node
-        target = {a.jvm.exprId().id(): a for a in node.relation.output}
+        target = {a.expr_id: a for a in node.relation.output}
         source = {a.exprId().id() for a in J.from_seq(node.source.output())}
         self.pairs = []  # (column name, source expression)
         for left, right in J.equi_keys(node.condition, set(target), source):

@@ -363,7 +363,7 @@ def _new_values(spark, node, plan, keep_positions: bool):
     """Project over plan (the relation's columns, then FILE_COL, POS_COL, on v3 after the row id):
     each column its assigned value or itself, then the columns after them if asked."""
     values = {key.exprId().id(): value for key, value in node.assignments}
-    exprs = [values.get(a.jvm.exprId().id(), a.jvm) for a in node.relation.output]
+    exprs = [values.get(a.expr_id, a.jvm) for a in node.relation.output]
     names = [a.name for a in node.relation.output]
     if keep_positions:
         for attr in J.from_seq(plan.output())[len(node.relation.output):]:

@@ -97,7 +97,7 @@ def _answer(ctx, agg: SparkNode, scan: LakeScan, filters: list):
     if J.from_seq(agg.jvm.groupingExpressions()):
         raise NotExact("GROUP BY")
     computed = lineage.requested(scan.iceberg, scan.schema, scan.output)  # v3's row lineage: no metrics
-    columns = {a.jvm.exprId().id(): a.name for a in scan.output if a.name not in computed}
+    columns = {a.expr_id: a.name for a in scan.output if a.name not in computed}
     parts = []
     for node in filters:
         for c in node.conjuncts:

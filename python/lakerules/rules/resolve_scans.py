@@ -97,6 +97,6 @@ def _metadata_scan(rel: LakeRelation, ctx) -> MetadataScan:
 def _row_filter(rel: LakeRelation, computed: tuple[str, ...] = ()):
     """The relation's filters as one pyiceberg expression; a condition on a column the scan
     computes (``computed``: v3's row lineage columns) prunes nothing."""
-    columns = {a.jvm.exprId().id(): a.name for a in rel.output if a.name not in computed}
+    columns = {a.expr_id: a.name for a in rel.output if a.name not in computed}
     parts = [to_iceberg(c, columns)[0] for c in rel.filters]
     return reduce(And, parts, AlwaysTrue())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from lakerules.spark import jvm as J, shared
+from lakerules.spark import attributes, jvm as J, shared
 
 _MODES = {None: "simple", "EXTENDED": "extended", "FORMATTED": "formatted", "CODEGEN": "codegen", "COST": "cost"}
 _labels: OrderedDict = OrderedDict()
@@ -28,14 +28,15 @@ def scan_label(scan) -> str:
     )
 
 
-def _key(attributes) -> tuple:
-    return tuple(a.exprId().id() for a in attributes)
+def _key(output) -> tuple:
+    """A node's output (lakerules.plan.nodes.Attribute) as the key of its notes: the exprIds."""
+    return tuple(a.expr_id for a in output)
 
 
 def remember(scan, note: str | None = None) -> None:
     """Remember a planned scan's label; ``note`` (e.g. late materialization's decision) is
     shown on its own line under it, after any note add_note left for the scan."""
-    key = _key(a.jvm for a in scan.output)
+    key = _key(scan.output)
     with _lock:
         earlier = _notes.get(key)
     label = scan_label(scan) + (f"\n  {earlier}" if earlier else "") + (f"\n  {note}" if note else "")
@@ -48,7 +49,7 @@ def remember(scan, note: str | None = None) -> None:
 def remember_label(output, label: str) -> None:
     """Remember the label of a read that is not a planned scan (a metadata table)."""
     with _lock:
-        _labels[_key(a.jvm for a in output)] = label
+        _labels[_key(output)] = label
         while len(_labels) > _KEEP:
             _labels.popitem(last=False)
 
@@ -57,7 +58,7 @@ def add_note(output, note: str) -> None:
     """A note for the scan of the relation with these output attributes, shown when it is
     remembered (e.g. why an aggregate was not answered from metadata)."""
     with _lock:
-        _notes[_key(a.jvm for a in output)] = note
+        _notes[_key(output)] = note
         while len(_notes) > _KEEP:
             _notes.popitem(last=False)
 
@@ -69,7 +70,7 @@ def scan_notes(plan) -> list[str]:
     def walk(node):
         if J.simple_name(node) == "DataSourceV2Relation" and J.class_name(node.table()) == shared.TABLE_CLASS:
             with _lock:
-                label = _labels.get(_key(J.from_seq(node.output())))
+                label = _labels.get(tuple(attributes.expr_ids(node.output())))
             out.append(label or f"{node.table().name()} (not planned yet)")
         for child in J.from_seq(node.children()):
             walk(child)

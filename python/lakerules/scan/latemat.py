@@ -87,7 +87,7 @@ from pyiceberg.schema import Schema
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from lakerules.spark import jvm as J, settings
+from lakerules.spark import attributes, jvm as J, settings
 from lakerules.iceberg import schema as schemas
 from lakerules.errors import LakeError
 from lakerules.scan.explain import remember
@@ -155,7 +155,7 @@ def late_materialize(plan: Node, ctx) -> Node:
         case SparkNode(kids=(Filter(kids=(LateScan() as late,)) as filt,)) if (
                 late.needed_columns == tuple(a.name for a in late.output)
                 and J.simple_name(plan.jvm) in ("Project", "Aggregate")):
-            ids = {a.exprId().id() for a in J.from_seq(plan.jvm.references().toSeq())}
+            ids = set(attributes.expr_ids(plan.jvm.references().toSeq()))
             narrowed = decide(late, filt.conjuncts, None, late.mode, needed_ids=ids, min_bytes=min_bytes(ctx))
             if narrowed.needed_columns == late.needed_columns:
                 return plan
@@ -198,21 +198,21 @@ def decide(scan: LakeScan, conjuncts: tuple, project, m: str, needed_ids: set | 
            min_bytes: int = MIN_BYTES_DEFAULT) -> LateScan:
     """The static part of the decision: what the filter reads, against what the scan reads
     (the columns under ``project``, or ``needed_ids`` plus the filter's, or all)."""
-    by_id = {a.jvm.exprId().id(): a.name for a in scan.output}
+    by_id = {a.expr_id: a.name for a in scan.output}
     if project is not None:
-        needed = [by_id[a.exprId().id()] for a in J.from_seq(project.jvm.output()) if a.exprId().id() in by_id]
+        needed = [by_id[i] for i in attributes.expr_ids(project.jvm.output()) if i in by_id]
     else:
         needed = [a.name for a in scan.output]
     predicate: list[str] = []
     for c in conjuncts:
-        for a in J.from_seq(c.references().toSeq()):
-            name = by_id.get(a.exprId().id())
+        for i in attributes.expr_ids(c.references().toSeq()):
+            name = by_id.get(i)
             if name is not None and name not in predicate:
                 predicate.append(name)
     order = {a.name: i for i, a in enumerate(scan.output)}
     predicate.sort(key=order.get)
     if needed_ids is not None:
-        needed = [a.name for a in scan.output if a.jvm.exprId().id() in needed_ids or a.name in predicate]
+        needed = [a.name for a in scan.output if a.expr_id in needed_ids or a.name in predicate]
     late = LateScan(**{f: getattr(scan, f) for f in LakeScan.__dataclass_fields__},
                     conjuncts=tuple(conjuncts), predicate_columns=tuple(predicate),
                     needed_columns=tuple(needed), mode=m)

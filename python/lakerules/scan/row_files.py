@@ -197,7 +197,7 @@ def plan_files(spark, table: Table, relation, condition, *, drop_whole: bool, pr
     expr, exact = AlwaysTrue(), True
     if condition is not None and prune:
         computed = lineage.requested(table, table.schema(), relation.output)  # v3's row lineage: no metrics
-        columns = {a.jvm.exprId().id(): a.name for a in relation.output if a.name not in computed}
+        columns = {a.expr_id: a.name for a in relation.output if a.name not in computed}
         expr, exact = to_iceberg(condition, columns)
     remote = manifest_job.remote_reader(spark, lambda key: spark.conf.get(key, None), table, table.schema(),
                                         manifests.CACHE)

@@ -26,7 +26,11 @@ _classes: dict = {}  # (gateway client, class name) -> _Class
 def jclass(spark: SparkSession, fqn: str) -> JavaClass:
     """The JVM class ``fqn`` (a primitive's name too: ``int``, ``long``), made once per gateway;
     nothing is asked of the JVM until a member is used."""
-    client = spark._sc._gateway._gateway_client
+    return jclass_of(spark._sc._gateway._gateway_client, fqn)
+
+
+def jclass_of(client, fqn: str) -> JavaClass:
+    """jclass, by the gateway client (a JVM object's ``_gateway_client``)."""
     key = (client, fqn)
     cls = _classes.get(key)
     if cls is None:

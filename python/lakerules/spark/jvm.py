@@ -1,8 +1,7 @@
 """Small helpers at the Py4J edge: Scala collections and Options, class names, Datasets over
-JVM plans, and the small result plans commands return. The shim's static entry points are
-reached only through here: io.lakerules.Bridge (the registry: attach, detach, a catalog's
-options, touchesLake) and io.lakerules.PlanBuilders (Catalyst plans and expressions built in one
-call)."""
+JVM plans, and the small result plans commands return. The shim's static entry points are reached
+only through here (and lakerules.spark.attributes): io.lakerules.Bridge (the registry: attach,
+detach, a catalog's options, touchesLake) and io.lakerules.PlanBuilders (built in one call)."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ from py4j.java_gateway import JavaClass
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from lakerules.errors import LakeError
+from lakerules.spark import attributes
 from lakerules.spark.jclasses import import_pyspark_names, jclass
 
 
@@ -298,8 +298,8 @@ def estimated_bytes(df: DataFrame) -> int:
 
 
 def reference_ids(expr) -> set:
-    """The exprIds of the attributes an expression refers to."""
-    return {a.exprId().id() for a in from_seq(expr.references().toSeq())}
+    """The exprIds of the attributes an expression refers to (one call)."""
+    return set(attributes.expr_ids(expr.references().toSeq()))
 
 
 def true_literal(spark: SparkSession):
