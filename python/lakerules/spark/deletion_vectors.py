@@ -6,22 +6,29 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from lakerules.spark.jclasses import jclass
+from lakerules.spark.jvm import nul_joined
 
-def _java_array(spark: SparkSession, kind, values):
-    out = spark.sparkContext._gateway.new_array(kind, len(values))
-    for i, v in enumerate(values):
-        out[i] = v
-    return out
+_DV = "io.lakerules.functions.DeletionVectors"
+
+
+def _strings(spark: SparkSession, values):
+    """A Java String[] of ``values`` in one Py4J call (a Py4J array is filled one call an element)."""
+    return jclass(spark, _DV).strings(nul_joined(values))
+
+
+def _longs(spark: SparkSession, values):
+    """A Java long[] of ``values`` in one Py4J call."""
+    return jclass(spark, _DV).longs(",".join(str(int(v)) for v in values))
 
 
 def deletion_vector_set(spark: SparkSession, names: list[str], paths: list[str], offsets: list[int],
                         lengths: list[int]):
     """io.lakerules.functions.PositionDeleteSet of the deletion vectors at (paths, offsets, lengths),
     read once on the driver (io.lakerules.functions.DeletionVectors), by data file name."""
-    jvm = spark._jvm
-    return jvm.io.lakerules.functions.DeletionVectors.deleteSet(
-        spark._jsparkSession, _java_array(spark, jvm.String, names), _java_array(spark, jvm.String, paths),
-        _java_array(spark, jvm.long, offsets), _java_array(spark, jvm.long, lengths))
+    return jclass(spark, _DV).deleteSet(
+        spark._jsparkSession, _strings(spark, names), _strings(spark, paths), _longs(spark, offsets),
+        _longs(spark, lengths))
 
 
 def write_deletion_vectors(spark: SparkSession, plan, puffin_path: str, created_by: str,
@@ -29,19 +36,17 @@ def write_deletion_vectors(spark: SparkSession, plan, puffin_path: str, created_
     """io.lakerules.functions.DeletionVectors.writePuffin: the deletion vectors of the rows of
     ``plan`` (data file path, position), each merged with its data file's current one (``bases``:
     (data file path, DV path, offset, length)), written as one Puffin file; its JSON description."""
-    jvm = spark._jvm
     cols = list(zip(*bases)) if bases else [[], [], [], []]
-    return str(jvm.io.lakerules.functions.DeletionVectors.writePuffin(
-        spark._jsparkSession, plan, puffin_path, created_by, _java_array(spark, jvm.String, cols[0]),
-        _java_array(spark, jvm.String, cols[1]), _java_array(spark, jvm.long, cols[2]),
-        _java_array(spark, jvm.long, cols[3])))
+    return str(jclass(spark, _DV).writePuffin(
+        spark._jsparkSession, plan, puffin_path, created_by, _strings(spark, cols[0]), _strings(spark, cols[1]),
+        _longs(spark, cols[2]), _longs(spark, cols[3])))
 
 
 def deletion_vector_blob(spark: SparkSession, positions: list[int]) -> bytes:
     """The deletion-vector-v1 blob of ``positions`` (io.lakerules.functions.DeletionVectors.blob)."""
-    return bytes(spark._jvm.io.lakerules.functions.DeletionVectors.blob(_java_array(spark, spark._jvm.long, positions)))
+    return bytes(jclass(spark, _DV).blob(_longs(spark, positions)))
 
 
 def deletion_vector_positions(spark: SparkSession, path: str, offset: int, length: int) -> list[int]:
     """The positions the deletion vector at (path, offset, length) deletes, ascending."""
-    return list(spark._jvm.io.lakerules.functions.DeletionVectors.readPositions(spark._jsparkSession, path, offset, length))
+    return list(jclass(spark, _DV).readPositions(spark._jsparkSession, path, offset, length))
