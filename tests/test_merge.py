@@ -255,6 +255,44 @@ def test_a_small_source_is_computed_once(spark, ns, engines, tmp_path):
     engines.assert_same(table, expected=[(i,) for i in (1, 3, 5, 7, 9, 10, 12, 14, 16, 18)])
 
 
+def test_a_small_cached_source_is_read_in_one_task(spark, ns, engines):
+    """A cached source (rows in memory, kept in the partitions that cached them) small enough to
+    broadcast is read in one task by the keys' job, the broadcast and the inserted rows (a coalesce:
+    a task per cached partition cost more than the reading). Same rows; a duplicate key still fails
+    the cardinality check."""
+    from dataclasses import make_dataclass
+
+    from lakerules.rowlevel import merge_source
+    from lakerules.spark import attributes
+
+    table = f"lake.{ns}.cached"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING)")
+    spark.sql(f"INSERT INTO {table} SELECT id, 'old' FROM range(20)")
+    src = spark.range(10, 30, 1, 8).selectExpr("id", "'new' AS v").repartition(8).persist()
+    try:
+        assert src.count() == 20 and src.rdd.getNumPartitions() == 8
+        src.createOrReplaceTempView("cached_src")
+        plan = src._jdf.queryExecution().analyzed()
+        once = merge_source.computed_once(spark, make_dataclass("Node", ["source"])(plan))
+        assert once.source.getClass().getSimpleName() == "Repartition" and once.source.numPartitions() == 1
+        assert attributes.expr_ids(once.source.output()) == attributes.expr_ids(plan.output())
+        (r,) = spark.sql(f"""MERGE INTO {table} t USING cached_src s ON t.id = s.id
+            WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *""").collect()
+        assert (r.num_updated_rows, r.num_inserted_rows) == (10, 10)
+        engines.assert_same(table, expected=[(i, "old" if i < 10 else "new") for i in range(30)])
+    finally:
+        src.unpersist()
+    dup = spark.range(0, 4, 1, 4).selectExpr("id % 2 AS id", "'dup' AS v").persist()
+    try:
+        dup.count()
+        dup.createOrReplaceTempView("dup_src")
+        with pytest.raises(Exception, match="MERGE_CARDINALITY_VIOLATION"):
+            spark.sql(f"MERGE INTO {table} t USING dup_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
+    finally:
+        dup.unpersist()
+    engines.assert_same(table, expected=[(i, "old" if i < 10 else "new") for i in range(30)])
+
+
 def test_a_local_sources_keys_are_summed_up_without_a_job(spark):
     """A small MERGE source, materialized as local rows, has its integer keys' bounds, their
     distinctness and the first key's values summed up in the driver's JVM: no Spark job."""

@@ -34,10 +34,16 @@ def computed_once(spark, node):
     """The node with its source computed once, now, into a LocalRelation when Spark estimates it
     small enough to broadcast (as Spark's broadcast would collect it to the driver anyway): the
     keys, the join and the inserted rows then read it, not the source's plan three times. A
-    source reading only what is in memory (a cached DataFrame, local rows) is left as it is: the
-    collect would cost more (~0.05 s) than reading it again."""
+    source reading only what is in memory (a cached DataFrame, local rows) is not collected (that
+    would cost more, ~0.05 s, than reading it again); when it is that small, it is read in one
+    task (a coalesce, same rows and attributes): a cached DataFrame keeps the partitions that
+    cached it (8 after a window over 8 shuffle partitions), and a job of a task per partition
+    took 0.11 s to collect 10,000 keys, one task 0.07 s, for the keys, the broadcast and the
+    inserted rows each."""
     source = J.dataframe(spark, node.source)
     if J.reads_only_memory(source):
+        if _estimated_small(spark, source):
+            return dataclasses.replace(node, source=J.analyzed(source.coalesce(1)))
         return node
     if _estimated_small(spark, source):
         progress.step(spark, "read the source")
