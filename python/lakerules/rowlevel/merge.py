@@ -61,7 +61,7 @@ from lakerules.rowlevel.run import (
 from lakerules.scan import lineage, row_files as row_plans
 from lakerules.scan.planning import ScanPlan
 from lakerules.scan.read import FILE_COL, POS_COL, status_names
-from lakerules.spark import jvm as J, progress
+from lakerules.spark import attributes, jvm as J, progress
 from lakerules.write import files as write, position_deletes, row_delta
 
 OP_COL = "__lakerules_op"
@@ -196,7 +196,7 @@ def _inserted(spark, node, matches, first, row_ids: bool = False):
         # the matched target rows with their exprIds: what the ON condition refers to
         ids = {a.expr_id for a in first}
         found = J.analyzed(matches)
-        matched = J.project(spark, found, [a for a in J.from_seq(found.output()) if a.exprId().id() in ids])
+        matched = J.project(spark, found, [a for i, _, a in attributes.with_objects(found.output()) if i in ids])
         source = J.join(spark, source, matched, "leftanti", node.condition)
     branches = [(J.true_literal(spark) if a.condition is None else a.condition, a) for a in node.not_matched]
     # a new row: no target side, no file or position (v3: fresh ids from its file's first_row_id)
@@ -226,13 +226,14 @@ def _actions_plan(spark, node, plan, branches, carried, extra=()):
     codes = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
     conds = [c for c, _ in branches]
     exprs, names = [], []
+    # each branch's assignments by the target column's exprId, read once (not again per column)
+    assigned = [{k.exprId().id(): v for k, v in a.assignments} for _, a in branches]
     for attr in node.relation.output:
         ident = attr.expr_id
         null = J.literal(spark, None, attr.jvm.dataType())
         per_branch = []
-        for _, a in branches:
-            assigned = {k.exprId().id(): v for k, v in a.assignments}
-            per_branch.append(assigned.get(ident, attr.jvm) if a.kind == "update" else assigned.get(ident, null))
+        for (_, a), values in zip(branches, assigned):
+            per_branch.append(values.get(ident, attr.jvm) if a.kind == "update" else values.get(ident, null))
         exprs.append(J.case_when(spark, conds, per_branch, null) if branches else null)
         names.append(attr.name)
     codes_of = [J.literal(spark, codes[a.kind]) for _, a in branches]

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from lakerules.scan import bloom_filters, manifest_columns, manifest_job, manifests
 from lakerules.scan.bounds import file_bounds
 from lakerules.scan.planning import plan_scan
-from lakerules.spark import jvm as J, progress
+from lakerules.spark import attributes, jvm as J, progress
 from lakerules.spark.local_keys import local_keys
 
 _BOUNDED = (IntegerType, LongType, StringType)
@@ -60,7 +60,7 @@ class Keys:
     def __init__(self, spark, node):
         self.spark, self.node = spark, node
         target = {a.expr_id: a for a in node.relation.output}
-        source = {a.exprId().id() for a in J.from_seq(node.source.output())}
+        source = set(attributes.expr_ids(node.source.output()))
         self.pairs = []  # (column name, source expression)
         for left, right in J.equi_keys(node.condition, set(target), source):
             if J.simple_name(left) != "AttributeReference" or left.exprId().id() not in target:
