@@ -42,8 +42,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * each) and 100 of 10,000 rows weigh 48 MiB and 400 MiB to Spark, so one task got 9.2M of 10M
  * rows and three others the rest, on 2 cores. The manifests know each file's rows
  * ({@link LakeFileIndex#rowsOf}): the same splits Spark cut (row-group ranges of large files) are
- * dealt into as many tasks (rounded up to a multiple of the cores when there are more tasks than
- * cores) so that the cores end together, a split weighing its share of the file's rows
+ * dealt into as many tasks as their bytes need (see {@link #plan}) so that the cores end together,
+ * a split weighing its share of the file's rows
  * plus {@link #OPEN_ROWS} for opening it. Spark's own tasks are kept when they would end within
  * {@link #TOLERANCE} of the dealt ones ({@link #plan}), when a file's rows are unknown, and when
  * Parquet's reader filters rows ({@link #filtered}).
