@@ -6,8 +6,10 @@ pyiceberg's reader gives, and plan the same files, cold and warm."""
 
 from __future__ import annotations
 
+import enum
 import json
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 
@@ -51,7 +53,10 @@ def _entries(table, manifest):
 
 
 def _plain(value):
-    """A data file's field as comparable text (its maps are lazy dicts)."""
+    """A data file's field as comparable text (its maps are lazy dicts; an enum as its value: pyiceberg
+    reads a v1 manifest's absent content as 0, DataFileContent.DATA)."""
+    if isinstance(value, enum.Enum):
+        return repr(value.value)
     if hasattr(value, "items"):
         return repr(sorted(dict(value).items()))
     return repr(value)
@@ -119,7 +124,25 @@ def _rows(entries):
 
 
 def test_manifests_decoded_in_the_jvm_give_the_entries_pyiceberg_reads(spark, ns, iceberg_catalog):
-    table = _table(spark, ns, iceberg_catalog)
+    _same_entries(spark, _table(spark, ns, iceberg_catalog))
+
+
+def test_format_version_1_manifests_decode_as_pyiceberg_reads_them(spark, ns, iceberg_catalog):
+    """A v1 manifest's schema has no content or sequence numbers and has fields v2 dropped
+    (block_size_in_bytes): the shim decodes by the file's own schema."""
+    t = f"lake.{ns}.v1"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING, d DATE, x DECIMAL(9, 2), f FLOAT) "
+              "PARTITIONED BY (s, d, x, truncate(10, id)) TBLPROPERTIES ('format-version' = '1')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', DATE '2024-01-01', 1.50, 1.1), (2, 'b', NULL, -2.25, NULL)")
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'é', DATE '1969-12-31', NULL, CAST('NaN' AS FLOAT)), "
+              "(4, NULL, DATE '2024-01-02', 0.01, -0.0)")
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")  # a copy-on-write overwrite: DELETED entries
+    table = iceberg_catalog.load_table(f"{ns}.v1")
+    assert table.metadata.format_version == 1
+    _same_entries(spark, table)
+
+
+def _same_entries(spark, table):
     manifests = table.current_snapshot().manifests(table.io)
     got = manifest_columns.reader(spark, table)(manifests)
     assert set(got) == {m.manifest_path for m in manifests}
@@ -191,10 +214,10 @@ def _recoded(spark, source: str, target: str, codec: str) -> None:
     stream.close()
 
 
-@pytest.mark.parametrize("codec", ["null", "deflate", "snappy"])
+@pytest.mark.parametrize("codec", ["null", "deflate", "snappy", "zstandard"])
 def test_manifests_of_any_block_size_and_codec_decode_alike(spark, ns, iceberg_catalog, tmp_path, codec):
     """The shim reads a manifest's blocks itself ("null" and "deflate", one inflater for the file);
-    Avro's reader takes any other codec. Each gives the columns of the manifest as pyiceberg wrote
+    Avro's codecs decompress any other. Each gives the columns of the manifest as pyiceberg wrote
     it (deflate, one entry a block)."""
     from lakerules.scan import manifest_job
     from lakerules.scan.manifest_columns import _PARTITION_KINDS
@@ -215,3 +238,40 @@ def test_manifests_of_any_block_size_and_codec_decode_alike(spark, ns, iceberg_c
         assert ours.schema == theirs.schema
         for name in theirs.column_names:  # repr: NaN bounds compare equal
             assert repr(ours.column(name).to_pylist()) == repr(theirs.column(name).to_pylist()), (name, m.manifest_path)
+
+
+def _damaged(source: str, target: str, change: int) -> None:
+    """``source`` (one block, codec null) written to ``target`` with its block's count of records
+    changed by ``change``: a count the block's bytes do not hold."""
+    data = bytearray(open(source, "rb").read())
+    sync = bytes(data[-16:])
+    at = data.index(sync) + 16  # the header ends with the sync marker; the block's count follows
+    count = data[at] >> 1  # zigzag, one byte for a count below 64
+    assert data[at] < 0x80 and count > 0
+    data[at] = (count + change) << 1
+    open(target, "wb").write(bytes(data))
+
+
+def test_a_manifest_whose_block_does_not_hold_its_count_is_refused_then_read_by_pyiceberg(
+        spark, ns, iceberg_catalog, tmp_path):
+    """The shim decodes Avro's encoding itself: a block whose count of records runs past its bytes,
+    or leaves bytes over, is named damaged, never decoded from the next block's bytes; planning
+    then reads that manifest with pyiceberg, which says what it finds."""
+    from py4j.protocol import Py4JError
+
+    from lakerules.spark import manifest_io
+
+    table = _table(spark, ns, iceberg_catalog, "damaged")
+    manifest = table.current_snapshot().manifests(table.io)[0]
+    plain = str(tmp_path / "plain.avro")
+    _recoded(spark, manifest.manifest_path.removeprefix("file://"), plain, "null")
+    kinds = ["string", "int", "binary", "long"]
+    [good] = manifest_io.manifest_columns(spark, [plain], kinds, [(1, "long")])
+    assert good.num_rows > 0
+    for change, words in ((1, "runs past the end"), (-1, "more bytes than its records")):
+        target = str(tmp_path / f"damaged{change}.avro")
+        _damaged(plain, target, change)
+        with pytest.raises(Py4JError, match=words):
+            manifest_io.manifest_columns(spark, [target], kinds, [(1, "long")])
+        damaged = SimpleNamespace(manifest_path=target, partition_spec_id=manifest.partition_spec_id)
+        assert manifest_columns.reader(spark, table)([damaged]) == {}  # left to pyiceberg

@@ -11,7 +11,6 @@ import java.util.zip.DataFormatException;
 import java.util.zip.Inflater;
 
 import org.apache.avro.Schema;
-import org.apache.avro.file.DataFileStream;
 import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.avro.io.BinaryDecoder;
@@ -22,7 +21,9 @@ import org.apache.avro.io.DecoderFactory;
  * one buffer for the whole file. Avro's DataFileStream allocates a decompression stream and an
  * 8 KiB buffer per block, and pyiceberg writes a manifest as one block per entry: for such a file
  * that was most of the decoding's time. Codecs "null" and "deflate" (what Iceberg's writers use
- * for manifests) are read here; a file with another codec is read by Avro's DataFileStream.
+ * for manifests) are decompressed here, any other by Avro's Codec. {@link #open} gives the
+ * records as Avro's GenericRecords; {@link #blocks} gives the decompressed blocks' bytes, for a
+ * reader that decodes Avro's binary encoding itself (ManifestColumns).
  */
 final class AvroBlocks {
   private static final byte[] MAGIC = {'O', 'b', 'j', 1};
@@ -53,55 +54,45 @@ final class AvroBlocks {
 
   /** The records of the file {@code opener} opens. */
   static Records open(Opener opener) throws IOException {
+    return container(opener);
+  }
+
+  /**
+   * A file's blocks, decompressed: {@link #advance} moves to the next block and returns how many
+   * records it holds (-1 after the last block); their encoded bytes are {@code data()[0, length())}.
+   */
+  interface Blocks extends Closeable {
+    Schema schema();
+
+    long advance() throws IOException;
+
+    byte[] data();
+
+    int length();
+  }
+
+  /** The blocks of the file {@code opener} opens. */
+  static Blocks blocks(Opener opener) throws IOException {
+    return container(opener);
+  }
+
+  private static Container container(Opener opener) throws IOException {
     InputStream stream = opener.open();
-    Container file;
     try {
-      file = new Container(stream);
+      return new Container(stream);
     } catch (IOException | RuntimeException e) {
       stream.close();
       throw e;
     }
-    if ("null".equals(file.codec) || "deflate".equals(file.codec)) {
-      return file;
-    }
-    file.close();
-    return avro(opener.open());
   }
 
-  /** Avro's own reader, for the codecs this one leaves to it. */
-  private static Records avro(InputStream stream) throws IOException {
-    DataFileStream<GenericRecord> records;
-    try {
-      records = new DataFileStream<>(stream, new GenericDatumReader<>());
-    } catch (IOException | RuntimeException e) {
-      stream.close();
-      throw e;
-    }
-    return new Records() {
-      private GenericRecord last;
-
-      @Override
-      public GenericRecord next() throws IOException {
-        if (!records.hasNext()) {
-          return null;
-        }
-        last = records.next(last);
-        return last;
-      }
-
-      @Override
-      public void close() throws IOException {
-        records.close();
-      }
-    };
-  }
-
-  /** A container file read here: codec null or deflate. */
-  private static final class Container implements Records {
+  /** A container file: codec null or deflate read here, any other through Avro's Codec. */
+  private static final class Container implements Records, Blocks {
     private final InputStream stream;
     private final BinaryDecoder in;
     private final Schema schema;
     private final String codec;
+    private org.apache.avro.file.Codec other;  // a codec besides null and deflate
     private final byte[] sync = new byte[16];
     private final byte[] marker = new byte[16];
     private GenericDatumReader<GenericRecord> reader;
@@ -109,6 +100,8 @@ final class AvroBlocks {
     private byte[] block = new byte[1 << 12];
     private byte[] plain = new byte[1 << 14];
     private BinaryDecoder decoder;
+    private byte[] data;  // the current block, decompressed
+    private int length;
     private GenericRecord record;
     private long left;  // records left in the current block
 
@@ -139,6 +132,43 @@ final class AvroBlocks {
           text -> new Schema.Parser().parse(text));
       byte[] rawCodec = meta.get("avro.codec");
       codec = rawCodec == null ? "null" : new String(rawCodec, StandardCharsets.UTF_8);
+      if (!"null".equals(codec) && !"deflate".equals(codec)) {
+        try {  // CodecFactory's createInstance is protected; DataFileStream calls it the same way
+          java.lang.reflect.Method create = org.apache.avro.file.CodecFactory.class.getDeclaredMethod("createInstance");
+          create.setAccessible(true);
+          other = (org.apache.avro.file.Codec) create.invoke(org.apache.avro.file.CodecFactory.fromString(codec));
+        } catch (ReflectiveOperationException | org.apache.avro.AvroRuntimeException e) {
+          throw new IOException("an Avro file with codec " + codec + ", which this reader does not know", e);
+        }
+      }
+    }
+
+    @Override
+    public Schema schema() {
+      return schema;
+    }
+
+    @Override
+    public byte[] data() {
+      return data;
+    }
+
+    @Override
+    public int length() {
+      return length;
+    }
+
+    @Override
+    public long advance() throws IOException {
+      if (in.isEnd()) {
+        return -1;
+      }
+      long count = in.readLong();
+      if (count < 0) {
+        throw new IOException("a block of a negative count of records: the file is damaged");
+      }
+      nextBlock();
+      return count;
     }
 
     @Override
@@ -149,6 +179,10 @@ final class AvroBlocks {
         }
         left = in.readLong();
         nextBlock();
+        if (reader == null) {
+          reader = new GenericDatumReader<>(schema);
+        }
+        decoder = DecoderFactory.get().binaryDecoder(data, 0, length, decoder);
       }
       left--;
       record = reader.read(record, decoder);
@@ -157,6 +191,9 @@ final class AvroBlocks {
 
     private void nextBlock() throws IOException {
       int size = Math.toIntExact(in.readLong());
+      if (size < 0) {
+        throw new IOException("a block of negative size: the file is damaged");
+      }
       if (block.length < size) {
         block = new byte[Math.max(size, block.length * 2)];
       }
@@ -165,34 +202,42 @@ final class AvroBlocks {
       if (!Arrays.equals(marker, sync)) {
         throw new IOException("a block's sync marker does not match the file's: the file is damaged");
       }
-      if (reader == null) {
-        reader = new GenericDatumReader<>(schema);
+      if ("null".equals(codec)) {
+        data = block;
+        length = size;
+      } else if (other != null) {
+        java.nio.ByteBuffer plainBlock = other.decompress(java.nio.ByteBuffer.wrap(block, 0, size));
+        data = new byte[plainBlock.remaining()];
+        plainBlock.get(data);
+        length = data.length;
+      } else {
+        inflate(size);
       }
-      if (!"deflate".equals(codec)) {
-        decoder = DecoderFactory.get().binaryDecoder(block, 0, size, decoder);
-        return;
-      }
+    }
+
+    private void inflate(int size) throws IOException {
       if (inflater == null) {
         inflater = new Inflater(true);
       }
       inflater.reset();
       inflater.setInput(block, 0, size);
-      int length = 0;
+      int n = 0;
       try {
         while (!inflater.finished()) {
-          if (length == plain.length) {
+          if (n == plain.length) {
             plain = Arrays.copyOf(plain, plain.length * 2);
           }
-          int n = inflater.inflate(plain, length, plain.length - length);
-          length += n;
-          if (n == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
+          int got = inflater.inflate(plain, n, plain.length - n);
+          n += got;
+          if (got == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
             throw new IOException("a block's deflate data ends early: the file is damaged");
           }
         }
       } catch (DataFormatException e) {
         throw new IOException("a block's deflate data is damaged: " + e.getMessage(), e);
       }
-      decoder = DecoderFactory.get().binaryDecoder(plain, 0, length, decoder);
+      data = plain;
+      length = n;
     }
 
     @Override

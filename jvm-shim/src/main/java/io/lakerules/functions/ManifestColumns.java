@@ -1,60 +1,43 @@
 package io.lakerules.functions;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.channels.Channels;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.BitVector;
-import org.apache.arrow.vector.FieldVector;
-import org.apache.arrow.vector.Float4Vector;
-import org.apache.arrow.vector.Float8Vector;
-import org.apache.arrow.vector.IntVector;
-import org.apache.arrow.vector.VarBinaryVector;
-import org.apache.arrow.vector.VarCharVector;
-import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.ipc.ArrowStreamWriter;
-import org.apache.avro.Schema;
-import org.apache.avro.generic.GenericData;
-import org.apache.avro.generic.GenericRecord;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * Decodes one Iceberg manifest on the driver into Arrow columns, one row per live entry, for
- * scan planning's manifest cache (lakerules.scan.manifest_columns): no Python object per entry.
- * The entry's scalar fields are columns of their own; its metric maps travel as one binary
- * value each (little-endian: per key an int key, then a long value, or an int length and the
- * bytes); split offsets and equality ids as little-endian longs and ints. Partition values are
- * columns p0.. of the kinds asked for (int, long, float, double, boolean, string; anything else
- * as its bytes), and the lower and upper bounds of the columns asked for are decoded from
- * Iceberg's single-value serialization (ManifestEntries.decode) into lower_ID and upper_ID.
+ * Decodes Iceberg manifests on the driver into columns, one row per live entry, for scan
+ * planning's manifest cache (lakerules.scan.manifest_columns): no Python object per entry. The
+ * entries are decoded from Avro's binary encoding by the file's own schema (AvroBinary), with no
+ * GenericRecord per entry: a process's first planning of a table runs this code JIT-cold, and
+ * Avro's generic reader spent most of that time. The entry's scalar fields are columns of their
+ * own; its metric maps travel as one binary value each (little-endian: per key an int key, then a
+ * long value, or an int length and the bytes); split offsets and equality ids as little-endian
+ * longs and ints. Partition values are columns p0.. of the kinds asked for (int, long, float,
+ * double, boolean, string; anything else as its bytes), and the lower and upper bounds of the
+ * columns asked for are decoded from Iceberg's single-value serialization (as
+ * ManifestEntries.decode does) into lower_ID and upper_ID. A manifest whose schema holds a field
+ * of another type than Iceberg's is refused (IllegalArgumentException): pyiceberg reads it.
  */
 public final class ManifestColumns {
   private static final int DELETED = 2;
-  private static final BufferAllocator ROOT = new RootAllocator(Long.MAX_VALUE);
+  private static final byte[] MAGIC = {'L', 'R', 'M', 'C', 1, 0, 0, 0};
 
   private ManifestColumns() {
   }
 
   /**
    * Writes the live entries of the manifests {@code paths} (NUL-separated, all of one partition
-   * spec) as one Arrow IPC stream of one batch, manifest after manifest, to the local file
-   * {@code out} (a temporary file of the Python process: Py4J's transfer of a byte array costs
-   * more than the decoding), and returns how many rows each manifest has, comma-separated. The
-   * manifests are read in parallel; one batch for all of them, as Arrow's allocations cost more
-   * than a small manifest's rows. {@code partitionKinds}: the kinds of the spec's partition
-   * fields, comma-separated; {@code bounds}: the columns whose bounds to decode, "id:kind",
-   * comma-separated.
+   * spec) as columns to the local file {@code out} (a temporary file of the Python process: Py4J's
+   * transfer of a byte array costs more than the decoding): after 8 bytes of magic, the columns
+   * of all the manifests' entries, manifest after manifest, as ColumnBuffers writes them. Returns
+   * how many rows each manifest has, comma-separated. The manifests are read in parallel. {@code partitionKinds}: the
+   * kinds of the spec's partition fields, comma-separated; {@code bounds}: the columns whose
+   * bounds to decode, "id:kind", comma-separated.
    */
   public static String read(SparkSession session, String paths, String partitionKinds, String bounds, String out)
       throws Exception {
@@ -71,75 +54,52 @@ public final class ManifestColumns {
     java.util.function.Supplier<Configuration> conf = ManifestMerge.hadoopConf(session);
     int threads = Math.max(1, Math.min(manifests.length, Runtime.getRuntime().availableProcessors()));
     java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
-    List<Entry> entries = new ArrayList<>();
     StringBuilder counts = new StringBuilder();
+    List<ColumnBuffers.Column[]> parts = new ArrayList<>();
     try {
-      List<java.util.concurrent.Future<List<Entry>>> done = new ArrayList<>();
+      List<java.util.concurrent.Future<ColumnBuffers.Column[]>> done = new ArrayList<>();
       for (String manifest : manifests) {
         done.add(pool.submit(() -> live(conf, manifest, kinds, boundIds, boundKinds)));
       }
-      for (java.util.concurrent.Future<List<Entry>> f : done) {
-        List<Entry> some;
+      for (java.util.concurrent.Future<ColumnBuffers.Column[]> f : done) {
         try {
-          some = f.get();
+          parts.add(f.get());
         } catch (java.util.concurrent.ExecutionException e) {
           throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
         }
-        entries.addAll(some);
-        counts.append(counts.length() == 0 ? "" : ",").append(some.size());
+        counts.append(counts.length() == 0 ? "" : ",").append(parts.get(parts.size() - 1)[0].size);
       }
     } finally {
       pool.shutdownNow();
     }
-    try (BufferAllocator alloc = ROOT.newChildAllocator("manifests", 0, Long.MAX_VALUE);
-         java.io.OutputStream file = new java.io.BufferedOutputStream(
-             java.nio.file.Files.newOutputStream(java.nio.file.Paths.get(out)), 1 << 16)) {
-      columns(alloc, entries, kinds, boundIds, boundKinds, file);
+    try (java.io.OutputStream file = new java.io.BufferedOutputStream(
+        java.nio.file.Files.newOutputStream(java.nio.file.Paths.get(out)), 1 << 16)) {
+      file.write(MAGIC);
+      ColumnBuffers.write(parts, file);
     } catch (IOException e) {
       throw new UncheckedIOException("lakerules: cannot write the columns of manifests: " + e.getMessage(), e);
     }
     return counts.toString();
   }
 
-  /** The live entries of one manifest, each decoded into an {@link Entry} (on a pool thread). */
-  private static List<Entry> live(java.util.function.Supplier<Configuration> conf, String path, String[] kinds,
-                                  int[] boundIds, String[] boundKinds) {
-    List<Entry> entries = new ArrayList<>();
-    Layout layout = null;
-    try (AvroBlocks.Records records = AvroBlocks.open(() -> ManifestMerge.open(conf, path))) {
-      for (GenericRecord entry = records.next(); entry != null; entry = records.next()) {
-        if (layout == null || layout.schema != entry.getSchema()) {
-          layout = new Layout(entry.getSchema());
+  /** The live entries of one manifest as columns (on a pool thread). */
+  private static ColumnBuffers.Column[] live(java.util.function.Supplier<Configuration> conf, String path,
+                                             String[] kinds, int[] boundIds, String[] boundKinds) {
+    try (AvroBlocks.Blocks blocks = AvroBlocks.blocks(() -> ManifestMerge.open(conf, path))) {
+      Decoder decoder = new Decoder(AvroBinary.compile(blocks.schema()), kinds, boundIds, boundKinds);
+      for (long count = blocks.advance(); count >= 0; count = blocks.advance()) {
+        AvroBinary.In in = new AvroBinary.In(blocks.data(), 0, blocks.length());
+        for (long i = 0; i < count; i++) {
+          decoder.entry(in);
         }
-        if (((Number) entry.get(layout.status)).intValue() != DELETED) {
-          entries.add(layout.entry(entry, kinds, boundIds, boundKinds));
+        if (in.pos != in.end) {
+          throw new java.io.IOException("an Avro block holds more bytes than its records: the file is damaged");
         }
       }
+      return decoder.columns;
     } catch (IOException e) {
       throw new UncheckedIOException("lakerules: cannot read manifest " + path + ": " + e.getMessage(), e);
     }
-    return entries;
-  }
-
-  /** What the columns hold of one live entry, copied out of its (reused) Avro record. */
-  private static final class Entry {
-    int status;
-    Long snapshot;
-    Long sequence;
-    Long fileSequence;
-    int content;
-    byte[] path;
-    byte[] format;
-    Long records;
-    Long size;
-    byte[] keyMetadata;
-    Integer sortOrder;
-    byte[] splits;
-    byte[] equalityIds;
-    final byte[][] maps = new byte[MAPS.length][];
-    Object[] partition;
-    Object[] lower;
-    Object[] upper;
   }
 
   private static final String[] MAPS = {"column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
@@ -147,366 +107,488 @@ public final class ManifestColumns {
   private static final int LOWER = 4;
   private static final int UPPER = 5;
 
-  /** Field positions of a manifest entry schema (-1: absent), looked up once per schema. */
-  private static final class Layout {
-    final Schema schema;
-    final int status;
-    final int snapshot;
-    final int sequence;
-    final int fileSequence;
-    final int dataFile;
-    Schema fileSchema;
-    int content;
-    int path;
-    int format;
-    int records;
-    int size;
-    int keyMetadata;
-    int sortOrder;
-    int splits;
-    int equalityIds;
-    int partition;
-    final int[] maps = new int[MAPS.length];
-
-    Layout(Schema schema) {
-      this.schema = schema;
-      status = pos(schema, "status");
-      snapshot = pos(schema, "snapshot_id");
-      sequence = pos(schema, "sequence_number");
-      fileSequence = pos(schema, "file_sequence_number");
-      dataFile = pos(schema, "data_file");
-    }
-
-    private void file(Schema s) {
-      fileSchema = s;
-      content = pos(s, "content");
-      path = pos(s, "file_path");
-      format = pos(s, "file_format");
-      records = pos(s, "record_count");
-      size = pos(s, "file_size_in_bytes");
-      keyMetadata = pos(s, "key_metadata");
-      sortOrder = pos(s, "sort_order_id");
-      splits = pos(s, "split_offsets");
-      equalityIds = pos(s, "equality_ids");
-      partition = pos(s, "partition");
-      for (int k = 0; k < MAPS.length; k++) {
-        maps[k] = pos(s, MAPS[k]);
-      }
-    }
-
-    private static int pos(Schema s, String name) {
-      Schema.Field f = s.getField(name);
-      return f == null ? -1 : f.pos();
-    }
-
-    private static Object get(GenericRecord r, int pos) {
-      return pos < 0 ? null : r.get(pos);
-    }
-
-    Entry entry(GenericRecord record, String[] kinds, int[] boundIds, String[] boundKinds) {
-      GenericRecord file = (GenericRecord) record.get(dataFile);
-      if (file.getSchema() != fileSchema) {
-        file(file.getSchema());
-      }
-      Entry e = new Entry();
-      e.status = ((Number) record.get(status)).intValue();
-      e.snapshot = asLong(get(record, snapshot));
-      e.sequence = asLong(get(record, sequence));
-      e.fileSequence = asLong(get(record, fileSequence));
-      Object c = get(file, content);
-      e.content = c == null ? 0 : ((Number) c).intValue();
-      e.path = text(get(file, path));
-      e.format = text(get(file, format));
-      e.records = asLong(get(file, records));
-      e.size = asLong(get(file, size));
-      Object key = get(file, keyMetadata);
-      e.keyMetadata = key == null ? null : ManifestEntries.bytes(key);
-      Object order = get(file, sortOrder);
-      e.sortOrder = order == null ? null : ((Number) order).intValue();
-      e.splits = numbers(get(file, splits), 8);
-      e.equalityIds = numbers(get(file, equalityIds), 4);
-      for (int k = 0; k < MAPS.length; k++) {
-        e.maps[k] = packed(get(file, maps[k]), k >= LOWER);
-      }
-      GenericRecord p = (GenericRecord) get(file, partition);
-      int fields = p == null ? 0 : Math.min(kinds.length, p.getSchema().getFields().size());
-      e.partition = new Object[kinds.length];
-      for (int k = 0; k < fields; k++) {
-        e.partition[k] = partitionValue(kinds[k], p.get(k));
-      }
-      e.lower = new Object[boundIds.length];
-      e.upper = new Object[boundIds.length];
-      if (boundIds.length > 0) {
-        Object lowers = get(file, maps[LOWER]);
-        Object uppers = get(file, maps[UPPER]);
-        for (int k = 0; k < boundIds.length; k++) {
-          e.lower[k] = ManifestEntries.decode(boundKinds[k], ManifestEntries.bytes(valueOf(lowers, boundIds[k])));
-          e.upper[k] = ManifestEntries.decode(boundKinds[k], ManifestEntries.bytes(valueOf(uppers, boundIds[k])));
-        }
-      }
-      return e;
-    }
-  }
-
-  private static Long asLong(Object v) {
-    return v == null ? null : ((Number) v).longValue();
-  }
-
-  /** A string's UTF-8 bytes (Avro's Utf8 without decoding it). */
-  private static byte[] text(Object v) {
-    if (v == null) {
-      return null;
-    }
-    if (v instanceof org.apache.avro.util.Utf8) {
-      org.apache.avro.util.Utf8 u = (org.apache.avro.util.Utf8) v;
-      return java.util.Arrays.copyOf(u.getBytes(), u.getByteLength());
-    }
-    return v.toString().getBytes(StandardCharsets.UTF_8);
-  }
+  // what a field of the entry record, or of its data_file record, is read into
+  private static final int SKIP = 0;
+  private static final int STATUS = 1;
+  private static final int SNAPSHOT = 2;
+  private static final int SEQUENCE = 3;
+  private static final int FILE_SEQUENCE = 4;
+  private static final int DATA_FILE = 5;
+  private static final int CONTENT = 6;
+  private static final int PATH = 7;
+  private static final int FORMAT = 8;
+  private static final int RECORDS = 9;
+  private static final int SIZE = 10;
+  private static final int KEY_METADATA = 11;
+  private static final int SORT_ORDER = 12;
+  private static final int SPLITS = 13;
+  private static final int EQUALITY_IDS = 14;
+  private static final int PARTITION = 15;
+  private static final int MAP0 = 16;  // MAP0 + k: MAPS[k]
+  private static final String[] ENTRY_FIELDS = {null, "status", "snapshot_id", "sequence_number",
+      "file_sequence_number", "data_file"};
+  private static final String[] FILE_FIELDS = {null, null, null, null, null, null, "content", "file_path",
+      "file_format", "record_count", "file_size_in_bytes", "key_metadata", "sort_order_id", "split_offsets",
+      "equality_ids", "partition"};
+  /** The column each action fills (the order of the columns the Python side reads). */
+  private static final int[] COLUMN_OF = {-1, 0, 1, 2, 3, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1};
+  private static final int[] FIXED_KINDS = {ColumnBuffers.INT, ColumnBuffers.LONG, ColumnBuffers.LONG,
+      ColumnBuffers.LONG, ColumnBuffers.INT, ColumnBuffers.STRING, ColumnBuffers.STRING, ColumnBuffers.LONG,
+      ColumnBuffers.LONG, ColumnBuffers.BINARY, ColumnBuffers.INT, ColumnBuffers.BINARY, ColumnBuffers.BINARY};
+  private static final int CONTENT_COLUMN = 4;
 
   /**
-   * An int-keyed metric map (Iceberg writes an array of key/value records; an Avro map is read
-   * too) packed as the column holds it: per key an int key, then a long value ({@code binary}
-   * false) or an int length and the bytes; a key with no value is left out.
+   * Decodes manifest entries from Avro's binary encoding by the file's schema into columns: the
+   * entry's fields (FIXED_KINDS, then the six metric maps packed as the class comment says), the
+   * partition values p0.., then lower and upper bounds of each column asked for. A field the
+   * schema lacks is null (content: 0, data); a deleted entry's row is dropped.
    */
-  @SuppressWarnings("unchecked")
-  private static byte[] packed(Object raw, boolean binary) {
-    if (raw == null) {
-      return null;
-    }
-    int n = raw instanceof Map ? ((Map<Object, Object>) raw).size() : ((List<Object>) raw).size();
-    int[] keys = new int[n];
-    Object[] values = new Object[n];
-    int k = 0;
-    if (raw instanceof Map) {
-      for (Map.Entry<Integer, Object> e : ManifestEntries.intMap(raw).entrySet()) {
-        keys[k] = e.getKey();
-        values[k++] = e.getValue();
-      }
-    } else {
-      for (Object kv : (List<Object>) raw) {
-        GenericRecord r = (GenericRecord) kv;
-        keys[k] = ((Number) r.get(0)).intValue();
-        values[k++] = r.get(1);
-      }
-    }
-    int size = 0;
-    for (int i = 0; i < n; i++) {
-      if (values[i] != null) {
-        values[i] = binary ? ManifestEntries.bytes(values[i]) : values[i];
-        size += binary ? 8 + ((byte[]) values[i]).length : 12;
-      }
-    }
-    ByteBuffer buf = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
-    for (int i = 0; i < n; i++) {
-      if (values[i] == null) {
-        continue;
-      }
-      buf.putInt(keys[i]);
-      if (binary) {
-        buf.putInt(((byte[]) values[i]).length);
-        buf.put((byte[]) values[i]);
-      } else {
-        buf.putLong(((Number) values[i]).longValue());
-      }
-    }
-    return buf.array();
-  }
+  private static final class Decoder {
+    final ColumnBuffers.Column[] columns;
+    private final int[] entryActions;
+    private final AvroBinary.Node entry;
+    private AvroBinary.Node file;
+    private int[] fileActions;
+    private final ColumnBuffers.Column[] partition;
+    private final ColumnBuffers.Column[] lower;
+    private final ColumnBuffers.Column[] upper;
+    private final int[] boundIds;
+    private final boolean[] seen;  // bounds set for the row, lower then upper
+    private int status;  // the row's
+    private AvroBinary.Node keyValue;  // a metric map's item record, checked
 
-  /** The value of {@code key} in an int-keyed map as {@link #packed} reads it (null: none). */
-  @SuppressWarnings("unchecked")
-  private static Object valueOf(Object raw, int key) {
-    if (raw == null) {
-      return null;
-    }
-    if (raw instanceof Map) {
-      return ManifestEntries.intMap(raw).get(key);
-    }
-    for (Object kv : (List<Object>) raw) {
-      GenericRecord r = (GenericRecord) kv;
-      if (((Number) r.get(0)).intValue() == key) {
-        return r.get(1);
+    Decoder(AvroBinary.Node entry, String[] kinds, int[] boundIds, String[] boundKinds) {
+      if (entry.type != AvroBinary.RECORD) {
+        throw new IllegalArgumentException("lakerules: a manifest whose entries are not records");
       }
-    }
-    return null;
-  }
-
-  private static void columns(BufferAllocator alloc, List<Entry> entries, String[] partitionKinds,
-                              int[] boundIds, String[] boundKinds, java.io.OutputStream out) {
-    int n = entries.size();
-    IntVector status = new IntVector("status", alloc);
-    BigIntVector snapshot = new BigIntVector("snapshot_id", alloc);
-    BigIntVector sequence = new BigIntVector("sequence_number", alloc);
-    BigIntVector fileSequence = new BigIntVector("file_sequence_number", alloc);
-    IntVector content = new IntVector("content", alloc);
-    VarCharVector filePath = new VarCharVector("file_path", alloc);
-    VarCharVector format = new VarCharVector("file_format", alloc);
-    BigIntVector recordCount = new BigIntVector("record_count", alloc);
-    BigIntVector fileSize = new BigIntVector("file_size_in_bytes", alloc);
-    VarBinaryVector keyMetadata = new VarBinaryVector("key_metadata", alloc);
-    IntVector sortOrder = new IntVector("sort_order_id", alloc);
-    VarBinaryVector splits = new VarBinaryVector("split_offsets", alloc);
-    VarBinaryVector equalityIds = new VarBinaryVector("equality_ids", alloc);
-    VarBinaryVector[] maps = new VarBinaryVector[MAPS.length];
-    for (int k = 0; k < maps.length; k++) {
-      maps[k] = new VarBinaryVector(MAPS[k], alloc);
-    }
-    FieldVector[] partition = new FieldVector[partitionKinds.length];
-    for (int k = 0; k < partition.length; k++) {
-      partition[k] = vector(alloc, "p" + k, partitionKinds[k]);
-    }
-    FieldVector[] lower = new FieldVector[boundIds.length];
-    FieldVector[] upper = new FieldVector[boundIds.length];
-    for (int k = 0; k < boundIds.length; k++) {
-      lower[k] = vector(alloc, "lower_" + boundIds[k], boundKinds[k]);
-      upper[k] = vector(alloc, "upper_" + boundIds[k], boundKinds[k]);
-    }
-    List<FieldVector> all = new ArrayList<>(List.of(status, snapshot, sequence, fileSequence, content, filePath,
-        format, recordCount, fileSize, keyMetadata, sortOrder, splits, equalityIds));
-    all.addAll(List.of(maps));
-    all.addAll(List.of(partition));
-    for (int k = 0; k < boundIds.length; k++) {
-      all.add(lower[k]);
-      all.add(upper[k]);
-    }
-    for (FieldVector v : all) {
-      v.setInitialCapacity(Math.max(n, 1));
-      v.allocateNew();
-    }
-    for (int i = 0; i < n; i++) {
-      Entry e = entries.get(i);
-      status.setSafe(i, e.status);
-      setLong(snapshot, i, e.snapshot);
-      setLong(sequence, i, e.sequence);
-      setLong(fileSequence, i, e.fileSequence);
-      content.setSafe(i, e.content);
-      setBytes(filePath, i, e.path);
-      setBytes(format, i, e.format);
-      setLong(recordCount, i, e.records);
-      setLong(fileSize, i, e.size);
-      setBytes(keyMetadata, i, e.keyMetadata);
-      if (e.sortOrder != null) {
-        sortOrder.setSafe(i, e.sortOrder);
+      this.entry = entry;
+      this.boundIds = boundIds;
+      entryActions = actions(entry, ENTRY_FIELDS, 0);
+      int fixed = FIXED_KINDS.length;
+      columns = new ColumnBuffers.Column[fixed + MAPS.length + kinds.length + 2 * boundIds.length];
+      int c = 0;
+      for (int kind : FIXED_KINDS) {
+        columns[c++] = new ColumnBuffers.Column(kind);
       }
-      setBytes(splits, i, e.splits);
-      setBytes(equalityIds, i, e.equalityIds);
-      for (int k = 0; k < maps.length; k++) {
-        setBytes(maps[k], i, e.maps[k]);
+      for (int k = 0; k < MAPS.length; k++) {
+        columns[c++] = new ColumnBuffers.Column(ColumnBuffers.BINARY);
       }
-      for (int k = 0; k < partition.length; k++) {
-        set(partition[k], partitionKinds[k], i, e.partition[k]);
+      partition = new ColumnBuffers.Column[kinds.length];
+      for (int k = 0; k < kinds.length; k++) {
+        partition[k] = columns[c++] = new ColumnBuffers.Column(ColumnBuffers.kind(kinds[k]));
       }
+      lower = new ColumnBuffers.Column[boundIds.length];
+      upper = new ColumnBuffers.Column[boundIds.length];
       for (int k = 0; k < boundIds.length; k++) {
-        set(lower[k], boundKinds[k], i, e.lower[k]);
-        set(upper[k], boundKinds[k], i, e.upper[k]);
+        lower[k] = columns[c++] = new ColumnBuffers.Column(ColumnBuffers.kind(boundKinds[k]));
+        upper[k] = columns[c++] = new ColumnBuffers.Column(ColumnBuffers.kind(boundKinds[k]));
+      }
+      seen = new boolean[2 * boundIds.length];
+    }
+
+    private static int[] actions(AvroBinary.Node record, String[] names, int from) {
+      int[] out = new int[record.names.length];
+      for (int i = 0; i < out.length; i++) {
+        for (int a = from; a < names.length; a++) {
+          if (names[a] != null && names[a].equals(record.names[i])) {
+            out[i] = a;
+          }
+        }
+        for (int k = 0; k < MAPS.length; k++) {
+          if (from > 0 && MAPS[k].equals(record.names[i])) {
+            out[i] = MAP0 + k;
+          }
+        }
+      }
+      return out;
+    }
+
+    void entry(AvroBinary.In in) throws IOException {
+      int row = columns[0].size;
+      java.util.Arrays.fill(seen, false);
+      for (int i = 0; i < entryActions.length; i++) {
+        int action = entryActions[i];
+        if (action == SKIP) {
+          AvroBinary.skip(entry.fields[i], in);
+        } else if (action == DATA_FILE) {
+          dataFile(in.branch(entry.fields[i]), in);
+        } else {
+          number(entry.fields[i], in, columns[COLUMN_OF[action]]);
+        }
+      }
+      if (columns[0].size == row || columns[0].isNull(row)) {
+        throw new IOException("a manifest entry without a status");
+      }
+      for (int c = 0; c < columns.length; c++) {
+        if (columns[c].size == row) {
+          if (c == CONTENT_COLUMN) {
+            columns[c].addInt(0);  // data, as a v1 manifest's entries are
+          } else {
+            columns[c].addNull();
+          }
+        }
+      }
+      if (status == DELETED) {
+        for (ColumnBuffers.Column c : columns) {
+          c.truncate(row);
+        }
       }
     }
-    for (FieldVector v : all) {
-      v.setValueCount(n);
-    }
-    try (VectorSchemaRoot root = new VectorSchemaRoot(all)) {
-      root.setRowCount(n);
-      try (ArrowStreamWriter writer = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
-        writer.start();
-        writer.writeBatch();
-        writer.end();
+
+    private void dataFile(AvroBinary.Node record, AvroBinary.In in) throws IOException {
+      if (record.type == AvroBinary.NULL) {
+        return;
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+      if (record.type != AvroBinary.RECORD) {
+        throw new IllegalArgumentException("lakerules: a manifest whose data_file is not a record");
+      }
+      if (record != file) {
+        file = record;
+        fileActions = actions(record, FILE_FIELDS, CONTENT);
+      }
+      for (int i = 0; i < fileActions.length; i++) {
+        AvroBinary.Node n = record.fields[i];
+        int action = fileActions[i];
+        switch (action) {
+          case SKIP:
+            AvroBinary.skip(n, in);
+            break;
+          case CONTENT:
+          case RECORDS:
+          case SIZE:
+          case SORT_ORDER:
+            number(n, in, columns[COLUMN_OF[action]]);
+            break;
+          case PATH:
+          case FORMAT:
+          case KEY_METADATA:
+            bytes(n, in, columns[COLUMN_OF[action]]);
+            break;
+          case SPLITS:
+          case EQUALITY_IDS:
+            numbers(n, in, columns[COLUMN_OF[action]], action == SPLITS);
+            break;
+          case PARTITION:
+            partition(in.branch(n), in);
+            break;
+          default:
+            metrics(n, in, action - MAP0);
+        }
+      }
     }
-  }
 
-  private static FieldVector vector(BufferAllocator alloc, String name, String kind) {
-    switch (kind) {
-      case "int":
-        return new IntVector(name, alloc);
-      case "long":
-        return new BigIntVector(name, alloc);
-      case "float":
-        return new Float4Vector(name, alloc);
-      case "double":
-        return new Float8Vector(name, alloc);
-      case "boolean":
-        return new BitVector(name, alloc);
-      case "string":
-        return new VarCharVector(name, alloc);
-      default:
-        return new VarBinaryVector(name, alloc);
-    }
-  }
-
-  private static Object partitionValue(String kind, Object v) {
-    if (v == null) {
-      return null;
-    }
-    switch (kind) {
-      case "int":
-      case "long":
-      case "float":
-      case "double":
-      case "boolean":
-        return v;
-      case "string":
-        return v.toString();
-      default:
-        return ManifestEntries.bytes(v);
-    }
-  }
-
-  private static void set(FieldVector vector, String kind, int i, Object v) {
-    if (v == null) {
-      return;  // left null
-    }
-    switch (kind) {
-      case "int":
-        ((IntVector) vector).setSafe(i, ((Number) v).intValue());
-        break;
-      case "long":
-        ((BigIntVector) vector).setSafe(i, ((Number) v).longValue());
-        break;
-      case "float":
-        ((Float4Vector) vector).setSafe(i, ((Number) v).floatValue());
-        break;
-      case "double":
-        ((Float8Vector) vector).setSafe(i, ((Number) v).doubleValue());
-        break;
-      case "boolean":
-        ((BitVector) vector).setSafe(i, ((Boolean) v) ? 1 : 0);
-        break;
-      case "string":
-        ((VarCharVector) vector).setSafe(i, ((String) v).getBytes(StandardCharsets.UTF_8));
-        break;
-      default:
-        ((VarBinaryVector) vector).setSafe(i, (byte[]) v);
-    }
-  }
-
-  private static void setLong(BigIntVector v, int i, Long value) {
-    if (value != null) {
-      v.setSafe(i, value);
-    }
-  }
-
-  private static void setBytes(org.apache.arrow.vector.BaseVariableWidthVector v, int i, byte[] value) {
-    if (value != null) {
-      v.setSafe(i, value);
-    }
-  }
-
-  @SuppressWarnings("unchecked")
-  private static byte[] numbers(Object list, int width) {
-    if (list == null) {
-      return null;
-    }
-    List<Object> values = (List<Object>) list;
-    ByteBuffer buf = ByteBuffer.allocate(values.size() * width).order(ByteOrder.LITTLE_ENDIAN);
-    for (Object x : values) {
-      if (width == 8) {
-        buf.putLong(((Number) x).longValue());
+    /** An int or long (or a union of one with null) into an INT or LONG column. */
+    private void number(AvroBinary.Node n, AvroBinary.In in, ColumnBuffers.Column c) throws IOException {
+      n = in.branch(n);
+      if (n.type == AvroBinary.NULL) {
+        c.addNull();
+        return;
+      }
+      if (n.type != AvroBinary.INT && n.type != AvroBinary.LONG) {
+        throw new IllegalArgumentException("lakerules: a manifest field of Avro type " + n.type + ", not a number");
+      }
+      long v = in.readLong();
+      if (c == columns[0]) {
+        status = (int) v;
+      }
+      if (c.kind == ColumnBuffers.INT) {
+        c.addInt((int) v);
       } else {
-        buf.putInt(((Number) x).intValue());
+        c.addLong(v);
       }
     }
-    return buf.array();
+
+    /** A string, bytes, fixed or enum value as its bytes. */
+    private static void bytes(AvroBinary.Node n, AvroBinary.In in, ColumnBuffers.Column c) throws IOException {
+      n = in.branch(n);
+      switch (n.type) {
+        case AvroBinary.NULL:
+          c.addNull();
+          return;
+        case AvroBinary.STRING:
+        case AvroBinary.BYTES: {
+          int len = in.readLength();
+          c.addBytes(in.b, in.pos, len);
+          in.pos += len;
+          return;
+        }
+        case AvroBinary.FIXED: {
+          int at = in.pos;
+          in.advance(n.size);
+          c.addBytes(in.b, at, n.size);
+          return;
+        }
+        case AvroBinary.ENUM: {
+          int i = in.readInt();
+          if (i < 0 || i >= n.symbols.length) {
+            throw AvroBinary.In.damaged();
+          }
+          c.addBytes(n.symbols[i], 0, n.symbols[i].length);
+          return;
+        }
+        default:
+          throw new IllegalArgumentException("lakerules: a manifest field of Avro type " + n.type + ", not bytes");
+      }
+    }
+
+    /** An array of longs (split offsets) or ints (equality ids), packed little-endian. */
+    private static void numbers(AvroBinary.Node n, AvroBinary.In in, ColumnBuffers.Column c, boolean longs)
+        throws IOException {
+      n = in.branch(n);
+      if (n.type == AvroBinary.NULL) {
+        c.addNull();
+        return;
+      }
+      if (n.type != AvroBinary.ARRAY) {
+        throw new IllegalArgumentException("lakerules: a manifest field of Avro type " + n.type + ", not an array");
+      }
+      c.begin();
+      for (long count = in.blockCount(); count != 0; count = in.blockCount()) {
+        for (long i = 0; i < count; i++) {
+          AvroBinary.Node item = in.branch(n.item);
+          if (item.type != AvroBinary.INT && item.type != AvroBinary.LONG) {
+            throw new IllegalArgumentException("lakerules: an array item of Avro type " + item.type + ", not a number");
+          }
+          long v = in.readLong();
+          if (longs) {
+            c.putLong(v);
+          } else {
+            c.putInt((int) v);
+          }
+        }
+      }
+      c.end();
+    }
+
+    private void partition(AvroBinary.Node record, AvroBinary.In in) throws IOException {
+      if (record.type == AvroBinary.NULL) {
+        return;
+      }
+      if (record.type != AvroBinary.RECORD) {
+        throw new IllegalArgumentException("lakerules: a manifest whose partition is not a record");
+      }
+      for (int i = 0; i < record.fields.length; i++) {
+        if (i >= partition.length) {
+          AvroBinary.skip(record.fields[i], in);
+          continue;
+        }
+        ColumnBuffers.Column c = partition[i];
+        AvroBinary.Node n = in.branch(record.fields[i]);
+        switch (n.type) {
+          case AvroBinary.NULL:
+            c.addNull();
+            break;
+          case AvroBinary.INT:
+          case AvroBinary.LONG:
+            numberAs(c, in.readLong());
+            break;
+          case AvroBinary.FLOAT:
+            realAs(c, Float.intBitsToFloat(in.readFixedInt()));
+            break;
+          case AvroBinary.DOUBLE:
+            realAs(c, Double.longBitsToDouble(in.readFixedLong()));
+            break;
+          case AvroBinary.BOOLEAN:
+            if (c.kind != ColumnBuffers.BOOLEAN) {
+              throw mismatch(c, n);
+            }
+            c.addBoolean(in.readBoolean());
+            break;
+          case AvroBinary.STRING:
+          case AvroBinary.BYTES:
+          case AvroBinary.FIXED:
+            if (c.kind != ColumnBuffers.STRING && c.kind != ColumnBuffers.BINARY) {
+              throw mismatch(c, n);
+            }
+            bytes(n, in, c);
+            break;
+          default:
+            throw mismatch(c, n);
+        }
+      }
+    }
+
+    private static IllegalArgumentException mismatch(ColumnBuffers.Column c, AvroBinary.Node n) {
+      return new IllegalArgumentException("lakerules: a partition value of Avro type " + n.type
+          + " for a column of kind " + c.kind);
+    }
+
+    private static void numberAs(ColumnBuffers.Column c, long v) {
+      switch (c.kind) {
+        case ColumnBuffers.INT:
+          c.addInt((int) v);
+          return;
+        case ColumnBuffers.LONG:
+          c.addLong(v);
+          return;
+        case ColumnBuffers.FLOAT:
+          c.addFloat(v);
+          return;
+        case ColumnBuffers.DOUBLE:
+          c.addDouble(v);
+          return;
+        default:
+          throw new IllegalArgumentException("lakerules: a number as a partition value of kind " + c.kind);
+      }
+    }
+
+    private static void realAs(ColumnBuffers.Column c, double v) {
+      switch (c.kind) {
+        case ColumnBuffers.INT:
+          c.addInt((int) v);
+          return;
+        case ColumnBuffers.LONG:
+          c.addLong((long) v);
+          return;
+        case ColumnBuffers.FLOAT:
+          c.addFloat((float) v);
+          return;
+        case ColumnBuffers.DOUBLE:
+          c.addDouble(v);
+          return;
+        default:
+          throw new IllegalArgumentException("lakerules: a number as a partition value of kind " + c.kind);
+      }
+    }
+
+    /**
+     * An int-keyed metric map (Iceberg writes an array of key/value records; an Avro map with
+     * the keys as strings is read too) packed as the column holds it: per key an int key, then a
+     * long value, or an int length and the bytes; a key with no value is left out. The bounds of
+     * the columns asked for are decoded on the way.
+     */
+    private void metrics(AvroBinary.Node n, AvroBinary.In in, int k) throws IOException {
+      ColumnBuffers.Column c = columns[FIXED_KINDS.length + k];
+      n = in.branch(n);
+      if (n.type == AvroBinary.NULL) {
+        c.addNull();
+        return;
+      }
+      boolean binary = k >= LOWER;
+      ColumnBuffers.Column[] bounds = k == LOWER ? lower : k == UPPER ? upper : null;
+      int seenAt = k == UPPER ? boundIds.length : 0;
+      c.begin();
+      if (n.type == AvroBinary.MAP) {
+        for (long count = in.blockCount(); count != 0; count = in.blockCount()) {
+          for (long i = 0; i < count; i++) {
+            int len = in.readLength();
+            int key;
+            try {
+              key = Integer.parseInt(new String(in.b, in.pos, len, java.nio.charset.StandardCharsets.UTF_8));
+            } catch (NumberFormatException e) {
+              throw new IllegalArgumentException("lakerules: a metric map whose key is not a field id");
+            }
+            in.pos += len;
+            value(in.branch(n.item), in, c, key, binary, bounds, seenAt);
+          }
+        }
+      } else if (n.type == AvroBinary.ARRAY) {
+        for (long count = in.blockCount(); count != 0; count = in.blockCount()) {
+          for (long i = 0; i < count; i++) {
+            AvroBinary.Node kv = in.branch(n.item);
+            if (kv != keyValue) {
+              if (kv.type != AvroBinary.RECORD || kv.fields.length != 2 || !"key".equals(kv.names[0])
+                  || !"value".equals(kv.names[1])) {
+                throw new IllegalArgumentException("lakerules: a metric map whose items are not key/value records");
+              }
+              keyValue = kv;
+            }
+            AvroBinary.Node keyNode = in.branch(kv.fields[0]);
+            if (keyNode.type != AvroBinary.INT && keyNode.type != AvroBinary.LONG) {
+              throw new IllegalArgumentException("lakerules: a metric map whose keys are not ints");
+            }
+            int key = in.readInt();
+            value(in.branch(kv.fields[1]), in, c, key, binary, bounds, seenAt);
+          }
+        }
+      } else {
+        throw new IllegalArgumentException("lakerules: a metric map of Avro type " + n.type);
+      }
+      c.end();
+    }
+
+    private void value(AvroBinary.Node v, AvroBinary.In in, ColumnBuffers.Column c, int key, boolean binary,
+                       ColumnBuffers.Column[] bounds, int seenAt) throws IOException {
+      if (v.type == AvroBinary.NULL) {
+        return;  // a key with no value: left out
+      }
+      if (!binary) {
+        if (v.type != AvroBinary.INT && v.type != AvroBinary.LONG) {
+          throw new IllegalArgumentException("lakerules: a count metric of Avro type " + v.type);
+        }
+        c.putInt(key);
+        c.putLong(in.readLong());
+        return;
+      }
+      int len;
+      if (v.type == AvroBinary.BYTES) {
+        len = in.readLength();
+      } else if (v.type == AvroBinary.FIXED) {
+        len = v.size;
+      } else {
+        throw new IllegalArgumentException("lakerules: a bound of Avro type " + v.type);
+      }
+      int at = in.pos;
+      in.advance(len);
+      c.putInt(key);
+      c.putInt(len);
+      c.put(in.b, at, len);
+      for (int j = 0; j < boundIds.length; j++) {
+        if (boundIds[j] == key && !seen[seenAt + j]) {
+          seen[seenAt + j] = true;
+          bound(bounds[j], in.b, at, len);
+        }
+      }
+    }
+  }
+
+  /** A bound in Iceberg's single-value serialization into a column of its kind (ManifestEntries.decode). */
+  private static void bound(ColumnBuffers.Column c, byte[] b, int at, int len) {
+    switch (c.kind) {
+      case ColumnBuffers.INT:
+        if (len < 4) {
+          c.addNull();
+        } else {
+          c.addInt(AvroBinary.intAt(b, at));
+        }
+        return;
+      case ColumnBuffers.LONG:  // a column promoted from int keeps its 4-byte bounds
+        if (len == 4) {
+          c.addLong(AvroBinary.intAt(b, at));
+        } else if (len < 8) {
+          c.addNull();
+        } else {
+          c.addLong(AvroBinary.longAt(b, at));
+        }
+        return;
+      case ColumnBuffers.FLOAT:
+        if (len < 4) {
+          c.addNull();
+        } else {
+          c.addInt(AvroBinary.intAt(b, at));
+        }
+        return;
+      case ColumnBuffers.DOUBLE:
+        if (len == 4) {
+          c.addDouble(Float.intBitsToFloat(AvroBinary.intAt(b, at)));
+        } else if (len < 8) {
+          c.addNull();
+        } else {
+          c.addLong(AvroBinary.longAt(b, at));
+        }
+        return;
+      case ColumnBuffers.STRING:
+        for (int i = at; i < at + len; i++) {
+          if (b[i] < 0) {  // not ASCII: as a Java string reads it (malformed bytes replaced)
+            byte[] text = new String(b, at, len, StandardCharsets.UTF_8).getBytes(StandardCharsets.UTF_8);
+            c.addBytes(text, 0, text.length);
+            return;
+          }
+        }
+        c.addBytes(b, at, len);
+        return;
+      default:
+        c.addBytes(b, at, len);
+    }
   }
 }
