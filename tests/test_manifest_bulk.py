@@ -98,6 +98,36 @@ def test_a_merge_in_the_jvm_writes_what_pyiceberg_writes(spark, ns, iceberg_cata
     producer.clean_all_uncommitted()
 
 
+def test_a_merge_of_manifests_written_with_another_schema_converts_their_entries(spark, ns, iceberg_catalog):
+    """Entries whose data file schema is the merged manifest's are carried over as their encoded
+    bytes; those of a v1 manifest (another data file schema: no content, a block size) are
+    converted field by field. Both give what pyiceberg's writer writes for the same merge."""
+    t = f"lake.{ns}.up"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRING) PARTITIONED BY (s) TBLPROPERTIES ('format-version' = '1', "
+              "'commit.manifest-merge.enabled' = 'false')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'a')")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version' = '2')")
+    spark.sql(f"INSERT INTO {t} VALUES (4, NULL)")
+    table = iceberg_catalog.load_table(f"{ns}.up")
+    manifests = table.current_snapshot().manifests(table.io)
+    assert table.metadata.format_version == 2 and len(manifests) == 3
+    tx = edge.CachingTransaction(table)
+    producer = commit.AppendFiles(operation=Operation.APPEND, transaction=tx, io=table.io,
+                                  **commit.producer_args(table, None))
+    spec_id = manifests[0].partition_spec_id
+    content = ManifestContent.DATA
+    ours = manifest_bulk.merged(spark, producer, manifest_merge.manifest_writer(producer, content, spec_id),
+                                content, spec_id, manifests)
+    theirs = manifest_merge._merged_here(producer, content, spec_id, manifests)
+    assert len(ours) == len(theirs) == 1
+    assert _summary(ours[0]) == _summary(theirs[0])
+    assert _entries(table, ours[0]) == _entries(table, theirs[0])
+    assert len(_entries(table, ours[0])) == 4
+    assert _header(table, ours[0]) == _header(table, theirs[0])
+    producer.clean_all_uncommitted()
+
+
 def test_commits_merging_in_the_jvm_read_the_same_in_every_engine(spark, ns, iceberg_catalog, engines):
     table = _table(spark, ns, iceberg_catalog)
     t = f"lake.{ns}.t"

@@ -3,6 +3,7 @@ package io.lakerules.functions;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -247,6 +248,161 @@ final class AvroBlocks {
         inflater = null;
       }
       stream.close();
+    }
+  }
+
+  /**
+   * An Avro container file written from records already encoded (Avro's binary encoding of the
+   * file's schema): the header (magic, the schema, the codec, the caller's metadata, a sync
+   * marker), then blocks of about 64,000 bytes as Avro's DataFileWriter cuts them, each
+   * compressed with the codec (deflate here, any other through Avro's Codec).
+   */
+  static final class Writer implements Closeable {
+    private static final int BLOCK = 64000;  // Avro's DataFileConstants.DEFAULT_SYNC_INTERVAL
+    private final OutputStream out;
+    private final String codec;
+    private final org.apache.avro.file.Codec other;
+    private final java.util.zip.Deflater deflater;
+    private final byte[] sync = new byte[16];
+    private byte[] buffer = new byte[BLOCK + 4096];
+    private int used;
+    private long count;
+    private byte[] packed = new byte[BLOCK + 4096];
+    private final byte[] varint = new byte[10];
+
+    Writer(OutputStream out, String schema, String[] metaKeys, String[] metaValues, String codec) throws IOException {
+      this.out = out;
+      this.codec = codec;
+      if ("deflate".equals(codec)) {
+        deflater = new java.util.zip.Deflater(java.util.zip.Deflater.DEFAULT_COMPRESSION, true);
+        other = null;
+      } else if ("null".equals(codec)) {
+        deflater = null;
+        other = null;
+      } else {
+        deflater = null;
+        try {
+          java.lang.reflect.Method create = org.apache.avro.file.CodecFactory.class.getDeclaredMethod("createInstance");
+          create.setAccessible(true);
+          other = (org.apache.avro.file.Codec) create.invoke(org.apache.avro.file.CodecFactory.fromString(codec));
+        } catch (ReflectiveOperationException | org.apache.avro.AvroRuntimeException e) {
+          throw new IOException("no Avro codec " + codec, e);
+        }
+      }
+      new java.security.SecureRandom().nextBytes(sync);
+      out.write(MAGIC);
+      java.util.LinkedHashMap<String, byte[]> meta = new java.util.LinkedHashMap<>();
+      meta.put("avro.schema", schema.getBytes(StandardCharsets.UTF_8));
+      meta.put("avro.codec", codec.getBytes(StandardCharsets.UTF_8));
+      for (int i = 0; i < metaKeys.length; i++) {
+        meta.put(metaKeys[i], metaValues[i].getBytes(StandardCharsets.UTF_8));
+      }
+      writeLong(meta.size());
+      for (Map.Entry<String, byte[]> e : meta.entrySet()) {
+        byte[] key = e.getKey().getBytes(StandardCharsets.UTF_8);
+        writeLong(key.length);
+        out.write(key);
+        writeLong(e.getValue().length);
+        out.write(e.getValue());
+      }
+      writeLong(0);
+      out.write(sync);
+    }
+
+    private void writeLong(long v) throws IOException {
+      out.write(varint, 0, encode(v, varint, 0));
+    }
+
+    /** Avro's zigzag varint of {@code v} into {@code b} at {@code at}; returns its length. */
+    static int encode(long v, byte[] b, int at) {
+      long n = (v << 1) ^ (v >> 63);
+      int i = at;
+      while ((n & ~0x7FL) != 0) {
+        b[i++] = (byte) ((n & 0x7f) | 0x80);
+        n >>>= 7;
+      }
+      b[i++] = (byte) n;
+      return i - at;
+    }
+
+    /** Room for {@code n} more bytes of the record being appended; returns the buffer. */
+    byte[] room(int n) {
+      if (used + n > buffer.length) {
+        buffer = Arrays.copyOf(buffer, Math.max(used + n, 2 * buffer.length));
+      }
+      return buffer;
+    }
+
+    int used() {
+      return used;
+    }
+
+    void advance(int n) {
+      used += n;
+    }
+
+    void putLong(long v) {
+      room(10);
+      used += encode(v, buffer, used);
+    }
+
+    void put(byte[] b, int off, int len) {
+      room(len);
+      System.arraycopy(b, off, buffer, used, len);
+      used += len;
+    }
+
+    /** Ends the record appended since the last call; cuts a block when it is large enough. */
+    void endRecord() throws IOException {
+      count++;
+      if (used >= BLOCK) {
+        flush();
+      }
+    }
+
+    private void flush() throws IOException {
+      if (count == 0) {
+        return;
+      }
+      byte[] data = buffer;
+      int length = used;
+      if (deflater != null) {
+        deflater.reset();
+        deflater.setInput(buffer, 0, used);
+        deflater.finish();
+        length = 0;
+        while (!deflater.finished()) {
+          if (length == packed.length) {
+            packed = Arrays.copyOf(packed, packed.length * 2);
+          }
+          length += deflater.deflate(packed, length, packed.length - length);
+        }
+        data = packed;
+      } else if (other != null) {
+        java.nio.ByteBuffer c = other.compress(java.nio.ByteBuffer.wrap(buffer, 0, used));
+        data = new byte[c.remaining()];
+        c.get(data);
+        length = data.length;
+      }
+      writeLong(count);
+      writeLong(length);
+      out.write(data, 0, length);
+      out.write(sync);
+      count = 0;
+      used = 0;
+    }
+
+    @Override
+    public void close() throws IOException {
+      try {
+        flush();
+        out.flush();
+      } finally {
+        if (deflater != null) {
+          deflater.end();
+        }
+        out.close();
+      }
     }
   }
 }

@@ -16,8 +16,6 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.avro.Schema;
-import org.apache.avro.file.CodecFactory;
-import org.apache.avro.file.DataFileWriter;
 import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericDatumWriter;
 import org.apache.avro.generic.GenericRecord;
@@ -28,11 +26,13 @@ import org.apache.spark.sql.SparkSession;
 
 /**
  * Merges Iceberg manifests into one, on the driver, without a Python object per entry: the
- * bulk half of lakerules.write.manifest_bulk. Each entry of the input manifests is read as an
- * Avro record and written to the new manifest with its data file record carried over as it is
- * (converted field by field, by name, only when the input was written with another schema);
- * only the entry's status, snapshot id and sequence numbers are set, as pyiceberg's manifest
- * writer sets them (lakerules.write.manifest_merge says which entries are kept and how):
+ * bulk half of lakerules.write.manifest_bulk. An entry of an input whose data file schema is the
+ * new manifest's is read from its encoded bytes: its own fields are decoded, its data file's
+ * bytes are carried over as they are (only the record count and partition values are read on
+ * the way). An input written with another data file schema (a v1 manifest in an upgraded table)
+ * is read as Avro records and its data files converted field by field, by name. Only the entry's
+ * status, snapshot id and sequence numbers are set, as pyiceberg's manifest writer sets them
+ * (lakerules.write.manifest_merge says which entries are kept and how):
  * <ul>
  *   <li>a DELETED entry of another snapshot is dropped; one of this snapshot is kept as DELETED
  *       with this snapshot's id and its sequence numbers;</li>
@@ -92,94 +92,92 @@ public final class ManifestMerge {
     Schema schema = new Schema.Parser().parse(schemaJson);
     Schema fileSchema = nonNull(schema.getField("data_file").schema());
     Schema partitionSchema = nonNull(fileSchema.getField("partition").schema());
-    int partitionFields = partitionSchema.getFields().size();
-    List<LinkedHashSet<Object>> distinct = new ArrayList<>();
-    for (int i = 0; i < partitionFields; i++) {
-      distinct.add(new LinkedHashSet<>());
-    }
-    long[] files = new long[3];
-    long[] rows = new long[3];
-    Long minSequence = null;
-    long entries = 0;
+    Merged merged = new Merged(partitionSchema.getFields().size());
+    AvroBinary.Node outNode = AvroBinary.compile(schema);
     Map<Schema, Boolean> same = new IdentityHashMap<>();
-    DataFileWriter<GenericRecord> writer = null;
-    OutputStream out = null;
+    AvroBlocks.Writer writer = null;
     try {
       for (int m = 0; m < inputs.length; m++) {
         String input = inputs[m];
-        try (AvroBlocks.Records records = AvroBlocks.open(() -> open(conf, input))) {
-          // each record is reused for the next: it is serialized by append() before that
-          for (GenericRecord entry = records.next(); entry != null; entry = records.next()) {
-            int status = ((Number) entry.get("status")).intValue();
-            Long snapshot = asLong(field(entry, "snapshot_id"));
-            if (snapshot == null) {
-              snapshot = addedSnapshot[m];
-            }
-            boolean inherits = manifestSequence[m] == 0 || status == ADDED;
-            Long sequence = asLong(field(entry, "sequence_number"));
-            Long fileSequence = asLong(field(entry, "file_sequence_number"));
-            if (sequence == null && inherits) {
-              sequence = manifestSequence[m];
-            }
-            if (fileSequence == null && inherits) {
-              fileSequence = manifestSequence[m];
-            }
-            int newStatus;
-            if (status == DELETED) {
-              if (snapshot != ownSnapshot) {
-                continue;  // an earlier commit's removal: history, dropped
+        Entry e = new Entry(manifestSequence[m], addedSnapshot[m], ownSnapshot);
+        boolean copied = false;
+        try (AvroBlocks.Blocks blocks = AvroBlocks.blocks(() -> open(conf, input))) {
+          Raw raw = Raw.of(blocks.schema(), schema, outNode);
+          if (raw != null) {
+            for (long count = blocks.advance(); count >= 0; count = blocks.advance()) {
+              AvroBinary.In in = new AvroBinary.In(blocks.data(), 0, blocks.length());
+              for (long i = 0; i < count; i++) {
+                raw.read(in, e);
+                if (!e.decide()) {
+                  continue;
+                }
+                if (writer == null) {
+                  writer = new AvroBlocks.Writer(create(conf, output), schema.toString(), metaKeys, metaValues, codec);
+                }
+                raw.write(writer, e, in.b);
+                writer.endRecord();
+                merged.add(e);
               }
-              newStatus = DELETED;
-              snapshot = ownSnapshot;
-            } else if (status == ADDED && snapshot == ownSnapshot) {
-              newStatus = ADDED;
-              sequence = sequence != null && sequence == -1L ? null : sequence;  // unassigned yet
-              fileSequence = null;
-            } else {
-              newStatus = EXISTING;
+              if (in.pos != in.end) {
+                throw new IOException("an Avro block holds more bytes than its records: the file is damaged");
+              }
+            }
+            copied = true;
+          }
+        }
+        if (copied) {
+          continue;
+        }
+        // another writer's schema: each entry decoded, its data file converted by field name, encoded again
+        GenericDatumWriter<GenericRecord> encode = new GenericDatumWriter<>(schema);
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        org.apache.avro.io.BinaryEncoder encoder = null;
+        try (AvroBlocks.Records records = AvroBlocks.open(() -> open(conf, input))) {
+          // each record is reused for the next: it is encoded before that
+          for (GenericRecord entry = records.next(); entry != null; entry = records.next()) {
+            e.status = ((Number) entry.get("status")).intValue();
+            e.snapshot = asLong(field(entry, "snapshot_id"));
+            e.sequence = asLong(field(entry, "sequence_number"));
+            e.fileSequence = asLong(field(entry, "file_sequence_number"));
+            if (!e.decide()) {
+              continue;
             }
             GenericRecord file = (GenericRecord) entry.get("data_file");
             Schema from = file.getSchema();
-            Boolean equal = same.get(from);
-            if (equal == null) {
-              equal = from.equals(fileSchema);
-              same.put(from, equal);
-            }
+            Boolean equal = same.computeIfAbsent(from, f -> f.equals(fileSchema));
             GenericRecord carried = equal ? file : (GenericRecord) convert(file, from, fileSchema);
             GenericData.Record written = new GenericData.Record(schema);
-            written.put("status", newStatus);
-            written.put("snapshot_id", snapshot);
-            written.put("sequence_number", sequence);
-            written.put("file_sequence_number", fileSequence);
+            written.put("status", e.status);
+            written.put("snapshot_id", e.snapshot);
+            written.put("sequence_number", e.sequence);
+            written.put("file_sequence_number", e.fileSequence);
             written.put("data_file", carried);
             if (writer == null) {
-              writer = new DataFileWriter<>(new GenericDatumWriter<GenericRecord>(schema));
-              writer.setCodec(CodecFactory.fromString(codec));
-              for (int i = 0; i < metaKeys.length; i++) {
-                writer.setMeta(metaKeys[i], metaValues[i]);
-              }
-              out = create(conf, output);
-              writer.create(schema, out);
+              writer = new AvroBlocks.Writer(create(conf, output), schema.toString(), metaKeys, metaValues, codec);
             }
-            writer.append(written);
-            entries++;
-            long records1 = ((Number) carried.get("record_count")).longValue();
-            int k = newStatus == ADDED ? 0 : newStatus == EXISTING ? 1 : 2;
-            files[k]++;
-            rows[k] += records1;
-            if (newStatus != DELETED && sequence != null && (minSequence == null || sequence < minSequence)) {
-              minSequence = sequence;
-            }
+            bytes.reset();
+            encoder = org.apache.avro.io.EncoderFactory.get().binaryEncoder(bytes, encoder);
+            encode.write(written, encoder);
+            encoder.flush();
+            writer.put(bytes.toByteArray(), 0, bytes.size());
+            writer.endRecord();
+            e.records = ((Number) carried.get("record_count")).longValue();
             GenericRecord partition = (GenericRecord) carried.get("partition");
-            for (int i = 0; i < partitionFields; i++) {
-              distinct.get(i).add(normal(partition == null ? null : partition.get(i)));
+            if (e.partition.length != merged.distinct.size()) {
+              e.partition = new Object[merged.distinct.size()];
             }
+            for (int i = 0; i < e.partition.length; i++) {
+              e.partition[i] = partition == null || i >= partition.getSchema().getFields().size()
+                  ? null : normal(partition.get(i));
+            }
+            merged.add(e);
           }
         }
       }
       if (writer != null) {
-        writer.close();
+        AvroBlocks.Writer done = writer;
         writer = null;
+        done.close();
       }
     } catch (IOException e) {
       throw new UncheckedIOException("lakerules: cannot merge manifests into " + output + ": " + e.getMessage(), e);
@@ -192,23 +190,337 @@ public final class ManifestMerge {
         }
       }
     }
-    long length = entries == 0 ? 0 : length(conf, output);
-    StringBuilder json = new StringBuilder("{\"entries\":").append(entries).append(",\"length\":").append(length);
-    json.append(",\"files\":[").append(files[0]).append(',').append(files[1]).append(',').append(files[2]).append(']');
-    json.append(",\"rows\":[").append(rows[0]).append(',').append(rows[1]).append(',').append(rows[2]).append(']');
-    json.append(",\"min_sequence\":").append(minSequence == null ? "null" : minSequence.toString());
-    json.append(",\"partitions\":[");
-    for (int i = 0; i < partitionFields; i++) {
-      json.append(i == 0 ? "[" : ",[");
-      boolean first = true;
-      for (Object v : distinct.get(i)) {
-        json.append(first ? "" : ",");
-        first = false;
-        appendJson(json, v);
-      }
-      json.append(']');
+    long length = merged.entries == 0 ? 0 : length(conf, output);
+    return merged.json(length);
+  }
+
+  /**
+   * One entry as the merge writes it: read (status, snapshot id, sequence numbers as the input
+   * has them, its data file's record count and partition values), then {@link #decide}d.
+   */
+  private static final class Entry {
+    final long manifestSequence;
+    final long addedSnapshot;
+    final long ownSnapshot;
+    int status;
+    Long snapshot;
+    Long sequence;
+    Long fileSequence;
+    long records;
+    Object[] partition = new Object[0];
+
+    Entry(long manifestSequence, long addedSnapshot, long ownSnapshot) {
+      this.manifestSequence = manifestSequence;
+      this.addedSnapshot = addedSnapshot;
+      this.ownSnapshot = ownSnapshot;
     }
-    return json.append("]}").toString();
+
+    /** Sets the written status, snapshot id and sequence numbers; false: the entry is dropped. */
+    boolean decide() {
+      if (snapshot == null) {
+        snapshot = addedSnapshot;
+      }
+      boolean inherits = manifestSequence == 0 || status == ADDED;
+      if (sequence == null && inherits) {
+        sequence = manifestSequence;
+      }
+      if (fileSequence == null && inherits) {
+        fileSequence = manifestSequence;
+      }
+      if (status == DELETED) {
+        if (snapshot != ownSnapshot) {
+          return false;  // an earlier commit's removal: history, dropped
+        }
+        snapshot = ownSnapshot;
+      } else if (status == ADDED && snapshot == ownSnapshot) {
+        sequence = sequence != null && sequence == -1L ? null : sequence;  // unassigned yet
+        fileSequence = null;
+      } else {
+        status = EXISTING;
+      }
+      return true;
+    }
+  }
+
+  /** What the manifest-list entry of the merged manifest needs, added up entry by entry. */
+  private static final class Merged {
+    final List<LinkedHashSet<Object>> distinct = new ArrayList<>();
+    final long[] files = new long[3];
+    final long[] rows = new long[3];
+    Long minSequence;
+    long entries;
+
+    Merged(int partitionFields) {
+      for (int i = 0; i < partitionFields; i++) {
+        distinct.add(new LinkedHashSet<>());
+      }
+    }
+
+    void add(Entry e) {
+      entries++;
+      int k = e.status == ADDED ? 0 : e.status == EXISTING ? 1 : 2;
+      files[k]++;
+      rows[k] += e.records;
+      if (e.status != DELETED && e.sequence != null && (minSequence == null || e.sequence < minSequence)) {
+        minSequence = e.sequence;
+      }
+      for (int i = 0; i < distinct.size(); i++) {
+        distinct.get(i).add(i < e.partition.length ? e.partition[i] : null);
+      }
+    }
+
+    String json(long length) {
+      StringBuilder json = new StringBuilder("{\"entries\":").append(entries).append(",\"length\":").append(length);
+      json.append(",\"files\":[").append(files[0]).append(',').append(files[1]).append(',').append(files[2]).append(']');
+      json.append(",\"rows\":[").append(rows[0]).append(',').append(rows[1]).append(',').append(rows[2]).append(']');
+      json.append(",\"min_sequence\":").append(minSequence == null ? "null" : minSequence.toString());
+      json.append(",\"partitions\":[");
+      for (int i = 0; i < distinct.size(); i++) {
+        json.append(i == 0 ? "[" : ",[");
+        boolean first = true;
+        for (Object v : distinct.get(i)) {
+          json.append(first ? "" : ",");
+          first = false;
+          appendJson(json, v);
+        }
+        json.append(']');
+      }
+      return json.append("]}").toString();
+    }
+  }
+
+  /**
+   * The entries of an input whose data file schema is the merged manifest's, read from their
+   * encoded bytes: the entry's own fields decoded, its data file's bytes carried over as they
+   * are (only its record count and partition values read on the way), and written with the
+   * merged manifest's field order and the decided status, snapshot id and sequence numbers.
+   * Avro's generic records cost most of a merge run JIT-cold (a process's first DELETE on a table
+   * of many manifests).
+   */
+  private static final class Raw {
+    private static final int SKIP = 0;
+    private static final int STATUS = 1;
+    private static final int SNAPSHOT = 2;
+    private static final int SEQUENCE = 3;
+    private static final int FILE_SEQUENCE = 4;
+    private static final int DATA_FILE = 5;
+    private static final String[] NAMES = {null, "status", "snapshot_id", "sequence_number", "file_sequence_number",
+        "data_file"};
+
+    private final AvroBinary.Node in;
+    private final int[] inActions;
+    private final AvroBinary.Node out;
+    private final int[] outActions;
+    private AvroBinary.Node file;  // the data file record last met
+    private int records;
+    private int partition;
+    private int fileStart;
+    private int fileEnd;
+
+    private Raw(AvroBinary.Node in, int[] inActions, AvroBinary.Node out, int[] outActions) {
+      this.in = in;
+      this.inActions = inActions;
+      this.out = out;
+      this.outActions = outActions;
+    }
+
+    /** The reader of an input written with {@code writer}, or null when its entries must be converted. */
+    static Raw of(Schema writer, Schema merged, AvroBinary.Node out) {
+      Schema.Field from = writer.getType() == Schema.Type.RECORD ? writer.getField("data_file") : null;
+      if (from == null || !from.schema().equals(merged.getField("data_file").schema())) {
+        return null;
+      }
+      int[] outActions = actions(out);
+      for (int i = 0; i < outActions.length; i++) {
+        if (outActions[i] == SKIP || !writable(outActions[i], out.fields[i])) {
+          return null;  // a field the merge does not set
+        }
+      }
+      AvroBinary.Node in = AvroBinary.compile(writer);
+      return new Raw(in, actions(in), out, outActions);
+    }
+
+    private static int[] actions(AvroBinary.Node record) {
+      int[] out = new int[record.names.length];
+      for (int i = 0; i < out.length; i++) {
+        for (int a = 1; a < NAMES.length; a++) {
+          if (NAMES[a].equals(record.names[i])) {
+            out[i] = a;
+          }
+        }
+      }
+      return out;
+    }
+
+    private static boolean writable(int action, AvroBinary.Node n) {
+      if (action == DATA_FILE) {
+        return true;
+      }
+      if (n.type == AvroBinary.UNION) {
+        for (AvroBinary.Node b : n.branches) {
+          if (b.type != AvroBinary.NULL && b.type != AvroBinary.INT && b.type != AvroBinary.LONG) {
+            return false;
+          }
+        }
+        return true;
+      }
+      return n.type == AvroBinary.INT || n.type == AvroBinary.LONG;
+    }
+
+    void read(AvroBinary.In at, Entry e) throws IOException {
+      e.status = -1;
+      e.snapshot = null;
+      e.sequence = null;
+      e.fileSequence = null;
+      for (int i = 0; i < inActions.length; i++) {
+        switch (inActions[i]) {
+          case STATUS: {
+            Long v = number(in.fields[i], at);
+            e.status = v == null ? -1 : v.intValue();
+            break;
+          }
+          case SNAPSHOT:
+            e.snapshot = number(in.fields[i], at);
+            break;
+          case SEQUENCE:
+            e.sequence = number(in.fields[i], at);
+            break;
+          case FILE_SEQUENCE:
+            e.fileSequence = number(in.fields[i], at);
+            break;
+          case DATA_FILE:
+            fileStart = at.pos;
+            dataFile(in.fields[i], at, e);
+            fileEnd = at.pos;
+            break;
+          default:
+            AvroBinary.skip(in.fields[i], at);
+        }
+      }
+      if (e.status < 0) {
+        throw new IOException("a manifest entry without a status");
+      }
+    }
+
+    private static Long number(AvroBinary.Node n, AvroBinary.In at) throws IOException {
+      n = at.branch(n);
+      if (n.type == AvroBinary.NULL) {
+        return null;
+      }
+      if (n.type != AvroBinary.INT && n.type != AvroBinary.LONG) {
+        throw new IllegalArgumentException("lakerules: a manifest field of Avro type " + n.type + ", not a number");
+      }
+      return at.readLong();
+    }
+
+    private void dataFile(AvroBinary.Node n, AvroBinary.In at, Entry e) throws IOException {
+      n = at.branch(n);
+      if (n.type != AvroBinary.RECORD) {
+        throw new IllegalArgumentException("lakerules: a manifest whose data_file is not a record");
+      }
+      if (n != file) {
+        file = n;
+        records = n.field("record_count");
+        partition = n.field("partition");
+      }
+      for (int i = 0; i < n.fields.length; i++) {
+        if (i == records) {
+          Long v = number(n.fields[i], at);
+          e.records = v == null ? 0 : v;
+        } else if (i == partition) {
+          partitionValues(at.branch(n.fields[i]), at, e);
+        } else {
+          AvroBinary.skip(n.fields[i], at);
+        }
+      }
+    }
+
+    private static void partitionValues(AvroBinary.Node n, AvroBinary.In at, Entry e) throws IOException {
+      int fields = n.type == AvroBinary.RECORD ? n.fields.length : 0;
+      if (e.partition.length != fields) {
+        e.partition = new Object[fields];
+      }
+      for (int i = 0; i < fields; i++) {
+        AvroBinary.Node v = at.branch(n.fields[i]);
+        Object value;
+        switch (v.type) {
+          case AvroBinary.NULL:
+            value = null;
+            break;
+          case AvroBinary.BOOLEAN:
+            value = at.readBoolean();
+            break;
+          case AvroBinary.INT:
+            value = at.readInt();
+            break;
+          case AvroBinary.LONG:
+            value = at.readLong();
+            break;
+          case AvroBinary.FLOAT:
+            value = Float.intBitsToFloat(at.readFixedInt());
+            break;
+          case AvroBinary.DOUBLE:
+            value = Double.longBitsToDouble(at.readFixedLong());
+            break;
+          case AvroBinary.STRING: {
+            int len = at.readLength();
+            value = new String(at.b, at.pos, len, java.nio.charset.StandardCharsets.UTF_8);
+            at.pos += len;
+            break;
+          }
+          case AvroBinary.BYTES:
+          case AvroBinary.FIXED: {
+            int len = v.type == AvroBinary.FIXED ? v.size : at.readLength();
+            int from = at.pos;
+            at.advance(len);
+            value = normal(java.util.Arrays.copyOfRange(at.b, from, from + len));
+            break;
+          }
+          default:
+            throw new IllegalArgumentException("lakerules: a partition value of Avro type " + v.type);
+        }
+        e.partition[i] = value;
+      }
+    }
+
+    void write(AvroBlocks.Writer w, Entry e, byte[] block) {
+      for (int i = 0; i < outActions.length; i++) {
+        switch (outActions[i]) {
+          case STATUS:
+            nullable(w, out.fields[i], (long) e.status);
+            break;
+          case SNAPSHOT:
+            nullable(w, out.fields[i], e.snapshot);
+            break;
+          case SEQUENCE:
+            nullable(w, out.fields[i], e.sequence);
+            break;
+          case FILE_SEQUENCE:
+            nullable(w, out.fields[i], e.fileSequence);
+            break;
+          default:
+            w.put(block, fileStart, fileEnd - fileStart);
+        }
+      }
+    }
+
+    private static void nullable(AvroBlocks.Writer w, AvroBinary.Node n, Long v) {
+      if (n.type == AvroBinary.UNION) {
+        for (int b = 0; b < n.branches.length; b++) {
+          if ((v == null) == (n.branches[b].type == AvroBinary.NULL)) {
+            w.putLong(b);
+            if (v != null) {
+              w.putLong(v);
+            }
+            return;
+          }
+        }
+      } else if (v != null) {
+        w.putLong(v);
+        return;
+      }
+      throw new IllegalArgumentException("lakerules: a merged manifest's schema has no place for " + v);
+    }
   }
 
   static Schema nonNull(Schema s) {
@@ -239,7 +551,11 @@ public final class ManifestMerge {
         GenericData.Record out = new GenericData.Record(to);
         for (Schema.Field f : to.getFields()) {
           Schema.Field source = from.getField(f.name());
-          out.put(f.pos(), source == null ? null : convert(in.get(source.pos()), source.schema(), f.schema()));
+          Object value = source == null ? null : convert(in.get(source.pos()), source.schema(), f.schema());
+          if (value == null && source == null && f.name().equals("content") && f.schema().getType() == Schema.Type.INT) {
+            value = 0;  // a v1 data file: v1 has no content field, every file it lists holds data (0)
+          }
+          out.put(f.pos(), value);
         }
         return out;
       }
