@@ -1,5 +1,9 @@
 package io.lakerules;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.BinaryType;
@@ -57,6 +61,106 @@ final class KeptRows {
         || t instanceof TimestampType || t instanceof TimestampNTZType || t instanceof DayTimeIntervalType
         || t instanceof FloatType || t instanceof DoubleType || t instanceof DecimalType
         || t instanceof CalendarIntervalType || t instanceof NullType;
+  }
+
+  // the arrays Spark's on-heap vectors keep their values in (null: not reachable; rows move one by one)
+  private static final VarHandle NULLS;
+  private static final VarHandle BYTES;
+  private static final VarHandle SHORTS;
+  private static final VarHandle INTS;
+  private static final VarHandle LONGS;
+  private static final VarHandle FLOATS;
+  private static final VarHandle DOUBLES;
+  private static final VarHandle LENGTHS;
+  private static final VarHandle OFFSETS;
+
+  static {
+    VarHandle[] h = new VarHandle[9];
+    try {
+      MethodHandles.Lookup l = MethodHandles.privateLookupIn(OnHeapColumnVector.class, MethodHandles.lookup());
+      String[] names = {"nulls", "byteData", "shortData", "intData", "longData", "floatData", "doubleData",
+          "arrayLengths", "arrayOffsets"};
+      Class<?>[] types = {byte[].class, byte[].class, short[].class, int[].class, long[].class, float[].class,
+          double[].class, int[].class, int[].class};
+      for (int i = 0; i < h.length; i++) {
+        h[i] = l.findVarHandle(OnHeapColumnVector.class, names[i], types[i]);
+      }
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      java.util.Arrays.fill(h, null);  // another Spark's vectors: rows move one by one
+    }
+    NULLS = h[0];
+    BYTES = h[1];
+    SHORTS = h[2];
+    INTS = h[3];
+    LONGS = h[4];
+    FLOATS = h[5];
+    DOUBLES = h[6];
+    LENGTHS = h[7];
+    OFFSETS = h[8];
+  }
+
+  /**
+   * Runs of rows moved to the front: run {@code r} of {@code len[r]} rows from row {@code src[r]}
+   * to row {@code dst[r]} ({@code dst[r] <= src[r]}, runs ascending), each as one array copy of
+   * the on-heap vector's values (and null flags). False, with nothing moved, when {@code v} is not
+   * a vector whose values this moves so (off-heap, structs, intervals): the caller moves its rows
+   * one by one ({@link #compact}).
+   */
+  static boolean moveRuns(WritableColumnVector v, int[] src, int[] dst, int[] len, int runs) {
+    if (OFFSETS == null || !(v instanceof OnHeapColumnVector)) {
+      return false;
+    }
+    if (v.isAllNull()) {
+      return true;
+    }
+    DataType t = v.dataType();
+    Object[] arrays;
+    if (v.hasDictionary()) {
+      WritableColumnVector ids = v.getDictionaryIds();
+      if (!(ids instanceof OnHeapColumnVector)) {
+        return false;
+      }
+      arrays = new Object[] {INTS.get(ids)};
+    } else if (t instanceof IntegerType || t instanceof DateType || t instanceof YearMonthIntervalType
+        || (t instanceof DecimalType d && DecimalType.is32BitDecimalType(d))) {
+      arrays = new Object[] {INTS.get(v)};
+    } else if (t instanceof LongType || t instanceof TimestampType || t instanceof TimestampNTZType
+        || t instanceof DayTimeIntervalType || (t instanceof DecimalType d && DecimalType.is64BitDecimalType(d))) {
+      arrays = new Object[] {LONGS.get(v)};
+    } else if (t instanceof StringType || t instanceof BinaryType || t instanceof DecimalType
+        || t instanceof ArrayType || t instanceof MapType) {
+      arrays = new Object[] {OFFSETS.get(v), LENGTHS.get(v)};
+    } else if (t instanceof DoubleType) {
+      arrays = new Object[] {DOUBLES.get(v)};
+    } else if (t instanceof FloatType) {
+      arrays = new Object[] {FLOATS.get(v)};
+    } else if (t instanceof ShortType) {
+      arrays = new Object[] {SHORTS.get(v)};
+    } else if (t instanceof ByteType || t instanceof BooleanType) {
+      arrays = new Object[] {BYTES.get(v)};
+    } else if (t instanceof NullType) {
+      arrays = new Object[0];
+    } else {
+      return false;
+    }
+    for (Object a : arrays) {
+      if (a == null) {
+        return false;
+      }
+    }
+    Object nulls = v.hasNull() ? NULLS.get(v) : null;
+    for (int r = 0; r < runs; r++) {
+      if (src[r] == dst[r]) {
+        continue;
+      }
+      for (Object a : arrays) {
+        System.arraycopy(a, src[r], a, dst[r], len[r]);
+      }
+      if (nulls != null) {
+        System.arraycopy(nulls, src[r], nulls, dst[r], len[r]);
+      }
+    }
+    return true;
   }
 
   /** Rows {@code keep[from..k)} of {@code v} moved to rows {@code from..k}. */

@@ -32,11 +32,13 @@ import scala.runtime.AbstractFunction1;
  * reader, batch by batch: no position column, Filter or per-row call reaches the query's plan.
  *
  * <p>The reader is asked for Spark's row index column as well (the column the file source fills
- * for {@code _metadata.row_index}; counted by io.lakerules.RowIndexes); each batch's positions are
- * walked against the file's sorted deleted positions once. A batch none of whose rows is deleted
- * goes on as it is (without the index column when the query did not ask for it); in one with
- * deleted rows the kept rows are moved to the front of the reader's own vectors
- * (io.lakerules.KeptRows); a batch whose rows are all deleted is skipped. Rows (Spark's row-based
+ * for {@code _metadata.row_index}; counted by io.lakerules.RowIndexes). A batch none of whose rows
+ * is deleted goes on as it is (without the index column when the query did not ask for it); in
+ * one with deleted rows the kept rows are moved to the front of the reader's own vectors
+ * (io.lakerules.KeptRows); a batch whose rows are all deleted is skipped. A batch of consecutive
+ * positions (the usual one) finds its deleted rows among the file's sorted deleted positions in
+ * its range, with no test per row, and its kept rows move as runs, an array copy per run and
+ * column; any other batch walks its positions against them row by row. Rows (Spark's row-based
  * reader) are tested one by one and projected without the index column.
  */
 public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
@@ -187,6 +189,10 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
         plain.setNumRows(n);
         return plain;
       }
+      long first = positions.getLong(0);
+      if (positions.getLong(n - 1) - first == n - 1) {
+        return runs(b, n, first);  // the batch's rows are consecutive positions: the usual batch
+      }
       if (keep.length < n) {
         keep = new int[Math.max(n, 2 * keep.length)];
       }
@@ -212,6 +218,80 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
       }
       plain.setNumRows(k);
       return plain;
+    }
+
+    /**
+     * The kept rows of a batch of the consecutive positions {@code first..first+n-1}, moved to its
+     * front run by run: the runs between deleted rows come from the file's deleted positions in
+     * that range, with no test per row; each column's values move as whole runs where the vector
+     * allows (KeptRows.moveRuns), else row by row.
+     */
+    private ColumnarBatch runs(ColumnarBatch b, int n, long first) {
+      int runs = 0;
+      int k = 0;
+      int row = 0;  // the next row not yet kept or dropped
+      for (int i = deleted.indexOf(first); i < deleted.size(); i++) {
+        long gone = deleted.at(i) - first;
+        if (gone >= n) {
+          break;
+        }
+        int r = (int) gone;
+        if (r > row) {
+          runs = run(runs, row, k, r - row);
+          k += r - row;
+        }
+        row = Math.max(row, r + 1);
+      }
+      if (row < n) {
+        runs = run(runs, row, k, n - row);
+        k += n - row;
+      }
+      if (k == 0) {
+        return null;
+      }
+      if (k < n) {
+        int[] keptRows = null;
+        int from = runSrc[0] == runDst[0] ? (runs > 1 ? runDst[1] : k) : runDst[0];  // the first row that moves
+        for (int col = 0; col < plain.numCols(); col++) {
+          if (plain.column(col) instanceof WritableColumnVector v && !KeptRows.moveRuns(v, runSrc, runDst, runLen, runs)) {
+            if (keptRows == null) {
+              keptRows = keptOf(runs, k);
+            }
+            KeptRows.compact(v, keptRows, from, k);
+          }
+        }
+      }
+      plain.setNumRows(k);
+      return plain;
+    }
+
+    private int[] runSrc = new int[16];
+    private int[] runDst = new int[16];
+    private int[] runLen = new int[16];
+
+    private int run(int runs, int src, int dst, int len) {
+      if (runs == runSrc.length) {
+        runSrc = java.util.Arrays.copyOf(runSrc, 2 * runs);
+        runDst = java.util.Arrays.copyOf(runDst, 2 * runs);
+        runLen = java.util.Arrays.copyOf(runLen, 2 * runs);
+      }
+      runSrc[runs] = src;
+      runDst[runs] = dst;
+      runLen[runs] = len;
+      return runs + 1;
+    }
+
+    /** The kept rows of the runs, one by one (KeptRows.compact's {@code keep}). */
+    private int[] keptOf(int runs, int k) {
+      if (keep.length < k) {
+        keep = new int[Math.max(k, 2 * keep.length)];
+      }
+      for (int r = 0; r < runs; r++) {
+        for (int j = 0; j < runLen[r]; j++) {
+          keep[runDst[r] + j] = runSrc[r] + j;
+        }
+      }
+      return keep;
     }
 
     private void views(ColumnarBatch b) {

@@ -342,6 +342,25 @@ public final class PositionDeleteSet implements Serializable {
       return at < sorted.length && sorted[at] <= to;
     }
 
+    /**
+     * The index of the first deleted position at or after {@code p} ({@link #size} when none): the
+     * deleted positions from there on are {@link #at}(index), ascending.
+     */
+    public int indexOf(long p) {
+      seek(p);
+      return at;
+    }
+
+    /** The {@code i}th deleted position, ascending. */
+    public long at(int i) {
+      return sorted[i];
+    }
+
+    /** How many positions are deleted. */
+    public int size() {
+      return sorted.length;
+    }
+
     private void seek(long p) {
       if (p < last || last == Long.MIN_VALUE) {
         at = lowerBound(sorted, p);
