@@ -2,7 +2,8 @@
 io.lakerules.KeptRows, io.lakerules.RowIndexes): deletion vectors (v3) and position delete files
 (v2) over every column type Iceberg gives Spark, nulls in each, rows spread over many batches, row
 groups and file splits, whole batches deleted, the first and the last row; the vectorized reader
-and the row-based one. Each state is read identically by lakerules, pyiceberg and DuckDB."""
+with on-heap vectors (kept rows moved as runs) and off-heap ones (row by row), and the row-based
+one. Each state is read identically by lakerules, pyiceberg and DuckDB."""
 
 from __future__ import annotations
 
@@ -87,6 +88,13 @@ def test_deleted_rows_of_every_type_are_dropped_in_the_reader(spark, ns, engines
         _check(spark, engines, t, sorted(live), duckdb=version == "2" or step < 2)
     plan = spark.sql(f"EXPLAIN SELECT * FROM {t}").collect()[0][0]
     assert "position deletes:" in plan and "_metadata" not in plan, plan  # dropped in the reader, no Filter
+
+    # off-heap vectors: the kept rows move one by one (runs are array copies of on-heap vectors)
+    spark.conf.set("spark.sql.columnVector.offheap.enabled", "true")
+    try:
+        _check(spark, engines, t, sorted(live), duckdb=False)
+    finally:
+        spark.conf.unset("spark.sql.columnVector.offheap.enabled")
 
     spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")  # Spark's row-based reader
     try:
