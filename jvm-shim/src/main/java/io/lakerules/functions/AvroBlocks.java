@@ -53,6 +53,17 @@ final class AvroBlocks {
     GenericRecord next() throws IOException;
   }
 
+  /** Avro's codec named {@code name} (snappy, zstandard, ...), as Avro's own file reader and writer make it. */
+  private static org.apache.avro.file.Codec avroCodec(String name) throws IOException {
+    try {  // CodecFactory's createInstance is protected; DataFileStream and DataFileWriter call it
+      java.lang.reflect.Method create = org.apache.avro.file.CodecFactory.class.getDeclaredMethod("createInstance");
+      create.setAccessible(true);
+      return (org.apache.avro.file.Codec) create.invoke(org.apache.avro.file.CodecFactory.fromString(name));
+    } catch (ReflectiveOperationException | org.apache.avro.AvroRuntimeException e) {
+      throw new IOException("an Avro codec this reader does not know: " + name, e);
+    }
+  }
+
   /** The records of the file {@code opener} opens. */
   static Records open(Opener opener) throws IOException {
     return container(opener);
@@ -134,13 +145,7 @@ final class AvroBlocks {
       byte[] rawCodec = meta.get("avro.codec");
       codec = rawCodec == null ? "null" : new String(rawCodec, StandardCharsets.UTF_8);
       if (!"null".equals(codec) && !"deflate".equals(codec)) {
-        try {  // CodecFactory's createInstance is protected; DataFileStream calls it the same way
-          java.lang.reflect.Method create = org.apache.avro.file.CodecFactory.class.getDeclaredMethod("createInstance");
-          create.setAccessible(true);
-          other = (org.apache.avro.file.Codec) create.invoke(org.apache.avro.file.CodecFactory.fromString(codec));
-        } catch (ReflectiveOperationException | org.apache.avro.AvroRuntimeException e) {
-          throw new IOException("an Avro file with codec " + codec + ", which this reader does not know", e);
-        }
+        other = avroCodec(codec);
       }
     }
 
@@ -260,7 +265,6 @@ final class AvroBlocks {
   static final class Writer implements Closeable {
     private static final int BLOCK = 64000;  // Avro's DataFileConstants.DEFAULT_SYNC_INTERVAL
     private final OutputStream out;
-    private final String codec;
     private final org.apache.avro.file.Codec other;
     private final java.util.zip.Deflater deflater;
     private final byte[] sync = new byte[16];
@@ -272,7 +276,6 @@ final class AvroBlocks {
 
     Writer(OutputStream out, String schema, String[] metaKeys, String[] metaValues, String codec) throws IOException {
       this.out = out;
-      this.codec = codec;
       if ("deflate".equals(codec)) {
         deflater = new java.util.zip.Deflater(java.util.zip.Deflater.DEFAULT_COMPRESSION, true);
         other = null;
@@ -281,13 +284,7 @@ final class AvroBlocks {
         other = null;
       } else {
         deflater = null;
-        try {
-          java.lang.reflect.Method create = org.apache.avro.file.CodecFactory.class.getDeclaredMethod("createInstance");
-          create.setAccessible(true);
-          other = (org.apache.avro.file.Codec) create.invoke(org.apache.avro.file.CodecFactory.fromString(codec));
-        } catch (ReflectiveOperationException | org.apache.avro.AvroRuntimeException e) {
-          throw new IOException("no Avro codec " + codec, e);
-        }
+        other = avroCodec(codec);
       }
       new java.security.SecureRandom().nextBytes(sync);
       out.write(MAGIC);
