@@ -78,24 +78,32 @@ def _summary(manifest):
 def test_a_merge_in_the_jvm_writes_what_pyiceberg_writes(spark, ns, iceberg_catalog):
     table = _table(spark, ns, iceberg_catalog)
     manifests = table.current_snapshot().manifests(table.io)
-    tx = edge.CachingTransaction(table)
-    producer = commit.AppendFiles(operation=Operation.APPEND, transaction=tx, io=table.io,
-                                  **commit.producer_args(table, None))
     compared = 0
     for content in (ManifestContent.DATA, ManifestContent.DELETES):
         group = [m for m in manifests if m.content == content]
         assert group, (content, [s.summary for s in table.snapshots()], manifests)
-        spec_id = group[0].partition_spec_id
+        compared += _merged_alike(spark, table, content, group)
+    assert compared == 5  # 4 data files (an earlier DELETED entry dropped) and 1 delete file
+
+
+def _merged_alike(spark, table, content, manifests) -> int:
+    """Merges ``manifests`` in the JVM and with pyiceberg's writer, for a commit never made;
+    asserts the two manifests alike (entries, manifest-list entry, header); returns how many
+    entries they hold."""
+    producer = commit.AppendFiles(operation=Operation.APPEND, transaction=edge.CachingTransaction(table),
+                                  io=table.io, **commit.producer_args(table, None))
+    try:
+        spec_id = manifests[0].partition_spec_id
         ours = manifest_bulk.merged(spark, producer, manifest_merge.manifest_writer(producer, content, spec_id),
-                                    content, spec_id, group)
-        theirs = manifest_merge._merged_here(producer, content, spec_id, group)
+                                    content, spec_id, manifests)
+        theirs = manifest_merge._merged_here(producer, content, spec_id, manifests)
         assert len(ours) == len(theirs) == 1
         assert _summary(ours[0]) == _summary(theirs[0])
         assert _entries(table, ours[0]) == _entries(table, theirs[0])
         assert _header(table, ours[0]) == _header(table, theirs[0])
-        compared += len(_entries(table, ours[0]))
-    assert compared == 5  # 4 data files (an earlier DELETED entry dropped) and 1 delete file
-    producer.clean_all_uncommitted()
+        return len(_entries(table, ours[0]))
+    finally:
+        producer.clean_all_uncommitted()
 
 
 def test_a_merge_of_manifests_written_with_another_schema_converts_their_entries(spark, ns, iceberg_catalog):
@@ -112,20 +120,7 @@ def test_a_merge_of_manifests_written_with_another_schema_converts_their_entries
     table = iceberg_catalog.load_table(f"{ns}.up")
     manifests = table.current_snapshot().manifests(table.io)
     assert table.metadata.format_version == 2 and len(manifests) == 3
-    tx = edge.CachingTransaction(table)
-    producer = commit.AppendFiles(operation=Operation.APPEND, transaction=tx, io=table.io,
-                                  **commit.producer_args(table, None))
-    spec_id = manifests[0].partition_spec_id
-    content = ManifestContent.DATA
-    ours = manifest_bulk.merged(spark, producer, manifest_merge.manifest_writer(producer, content, spec_id),
-                                content, spec_id, manifests)
-    theirs = manifest_merge._merged_here(producer, content, spec_id, manifests)
-    assert len(ours) == len(theirs) == 1
-    assert _summary(ours[0]) == _summary(theirs[0])
-    assert _entries(table, ours[0]) == _entries(table, theirs[0])
-    assert len(_entries(table, ours[0])) == 4
-    assert _header(table, ours[0]) == _header(table, theirs[0])
-    producer.clean_all_uncommitted()
+    assert _merged_alike(spark, table, ManifestContent.DATA, manifests) == 4
 
 
 def test_commits_merging_in_the_jvm_read_the_same_in_every_engine(spark, ns, iceberg_catalog, engines):

@@ -9,6 +9,10 @@ import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 
+import static io.lakerules.functions.EntryFields.DATA_FILE;
+import static io.lakerules.functions.EntryFields.SKIP;
+import static io.lakerules.functions.EntryFields.STATUS;
+
 /**
  * Decodes Iceberg manifests on the driver into columns, one row per live entry, for scan
  * planning's manifest cache (lakerules.scan.manifest_columns): no Python object per entry. The
@@ -107,13 +111,7 @@ public final class ManifestColumns {
   private static final int LOWER = 4;
   private static final int UPPER = 5;
 
-  // what a field of the entry record, or of its data_file record, is read into
-  private static final int SKIP = 0;
-  private static final int STATUS = 1;
-  private static final int SNAPSHOT = 2;
-  private static final int SEQUENCE = 3;
-  private static final int FILE_SEQUENCE = 4;
-  private static final int DATA_FILE = 5;
+  // what a field of the data_file record is read into (after EntryFields' codes of the entry's own)
   private static final int CONTENT = 6;
   private static final int PATH = 7;
   private static final int FORMAT = 8;
@@ -125,8 +123,6 @@ public final class ManifestColumns {
   private static final int EQUALITY_IDS = 14;
   private static final int PARTITION = 15;
   private static final int MAP0 = 16;  // MAP0 + k: MAPS[k]
-  private static final String[] ENTRY_FIELDS = {null, "status", "snapshot_id", "sequence_number",
-      "file_sequence_number", "data_file"};
   private static final String[] FILE_FIELDS = {null, null, null, null, null, null, "content", "file_path",
       "file_format", "record_count", "file_size_in_bytes", "key_metadata", "sort_order_id", "split_offsets",
       "equality_ids", "partition"};
@@ -163,7 +159,7 @@ public final class ManifestColumns {
       }
       this.entry = entry;
       this.boundIds = boundIds;
-      entryActions = actions(entry, ENTRY_FIELDS, 0);
+      entryActions = EntryFields.of(entry);
       int fixed = FIXED_KINDS.length;
       columns = new ColumnBuffers.Column[fixed + MAPS.length + kinds.length + 2 * boundIds.length];
       int c = 0;
@@ -186,16 +182,17 @@ public final class ManifestColumns {
       seen = new boolean[2 * boundIds.length];
     }
 
-    private static int[] actions(AvroBinary.Node record, String[] names, int from) {
+    /** Per field of a data_file record, what it is read into (SKIP: nothing). */
+    private static int[] fileActions(AvroBinary.Node record) {
       int[] out = new int[record.names.length];
       for (int i = 0; i < out.length; i++) {
-        for (int a = from; a < names.length; a++) {
-          if (names[a] != null && names[a].equals(record.names[i])) {
+        for (int a = CONTENT; a < FILE_FIELDS.length; a++) {
+          if (FILE_FIELDS[a].equals(record.names[i])) {
             out[i] = a;
           }
         }
         for (int k = 0; k < MAPS.length; k++) {
-          if (from > 0 && MAPS[k].equals(record.names[i])) {
+          if (MAPS[k].equals(record.names[i])) {
             out[i] = MAP0 + k;
           }
         }
@@ -244,7 +241,7 @@ public final class ManifestColumns {
       }
       if (record != file) {
         file = record;
-        fileActions = actions(record, FILE_FIELDS, CONTENT);
+        fileActions = fileActions(record);
       }
       for (int i = 0; i < fileActions.length; i++) {
         AvroBinary.Node n = record.fields[i];
@@ -546,31 +543,22 @@ public final class ManifestColumns {
   private static void bound(ColumnBuffers.Column c, byte[] b, int at, int len) {
     switch (c.kind) {
       case ColumnBuffers.INT:
+      case ColumnBuffers.FLOAT:  // its bits, as the column keeps them
         if (len < 4) {
           c.addNull();
         } else {
           c.addInt(AvroBinary.intAt(b, at));
         }
         return;
-      case ColumnBuffers.LONG:  // a column promoted from int keeps its 4-byte bounds
-        if (len == 4) {
-          c.addLong(AvroBinary.intAt(b, at));
-        } else if (len < 8) {
-          c.addNull();
-        } else {
-          c.addLong(AvroBinary.longAt(b, at));
-        }
-        return;
-      case ColumnBuffers.FLOAT:
-        if (len < 4) {
-          c.addNull();
-        } else {
-          c.addInt(AvroBinary.intAt(b, at));
-        }
-        return;
-      case ColumnBuffers.DOUBLE:
-        if (len == 4) {
-          c.addDouble(Float.intBitsToFloat(AvroBinary.intAt(b, at)));
+      case ColumnBuffers.LONG:
+      case ColumnBuffers.DOUBLE:  // a double's bits, as the column keeps them
+        if (len == 4) {  // a column promoted from int or float keeps its 4-byte bounds
+          int four = AvroBinary.intAt(b, at);
+          if (c.kind == ColumnBuffers.LONG) {
+            c.addLong(four);
+          } else {
+            c.addDouble(Float.intBitsToFloat(four));
+          }
         } else if (len < 8) {
           c.addNull();
         } else {

@@ -24,6 +24,13 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 
+import static io.lakerules.functions.EntryFields.DATA_FILE;
+import static io.lakerules.functions.EntryFields.FILE_SEQUENCE;
+import static io.lakerules.functions.EntryFields.SEQUENCE;
+import static io.lakerules.functions.EntryFields.SKIP;
+import static io.lakerules.functions.EntryFields.SNAPSHOT;
+import static io.lakerules.functions.EntryFields.STATUS;
+
 /**
  * Merges Iceberg manifests into one, on the driver, without a Python object per entry: the
  * bulk half of lakerules.write.manifest_bulk. An entry of an input whose data file schema is the
@@ -298,14 +305,6 @@ public final class ManifestMerge {
    * of many manifests).
    */
   private static final class Raw {
-    private static final int SKIP = 0;
-    private static final int STATUS = 1;
-    private static final int SNAPSHOT = 2;
-    private static final int SEQUENCE = 3;
-    private static final int FILE_SEQUENCE = 4;
-    private static final int DATA_FILE = 5;
-    private static final String[] NAMES = {null, "status", "snapshot_id", "sequence_number", "file_sequence_number",
-        "data_file"};
 
     private final AvroBinary.Node in;
     private final int[] inActions;
@@ -330,26 +329,14 @@ public final class ManifestMerge {
       if (from == null || !from.schema().equals(merged.getField("data_file").schema())) {
         return null;
       }
-      int[] outActions = actions(out);
+      int[] outActions = EntryFields.of(out);
       for (int i = 0; i < outActions.length; i++) {
         if (outActions[i] == SKIP || !writable(outActions[i], out.fields[i])) {
           return null;  // a field the merge does not set
         }
       }
       AvroBinary.Node in = AvroBinary.compile(writer);
-      return new Raw(in, actions(in), out, outActions);
-    }
-
-    private static int[] actions(AvroBinary.Node record) {
-      int[] out = new int[record.names.length];
-      for (int i = 0; i < out.length; i++) {
-        for (int a = 1; a < NAMES.length; a++) {
-          if (NAMES[a].equals(record.names[i])) {
-            out[i] = a;
-          }
-        }
-      }
-      return out;
+      return new Raw(in, EntryFields.of(in), out, outActions);
     }
 
     private static boolean writable(int action, AvroBinary.Node n) {
