@@ -35,11 +35,11 @@ import scala.runtime.AbstractFunction1;
  * for {@code _metadata.row_index}; counted by io.lakerules.RowIndexes). A batch none of whose rows
  * is deleted goes on as it is (without the index column when the query did not ask for it); in
  * one with deleted rows the kept rows are moved to the front of the reader's own vectors
- * (io.lakerules.KeptRows); a batch whose rows are all deleted is skipped. A batch of consecutive
- * positions (the usual one) finds its deleted rows among the file's sorted deleted positions in
- * its range, with no test per row, and its kept rows move as runs, an array copy per run and
- * column; any other batch walks its positions against them row by row. Rows (Spark's row-based
- * reader) are tested one by one and projected without the index column.
+ * (io.lakerules.KeptRows) as runs of rows, an array copy per run and column; a batch whose rows
+ * are all deleted is skipped. A batch of consecutive positions (the usual one) finds its deleted
+ * rows among the file's sorted deleted positions in its range, with no test per row; any other
+ * batch walks its positions against them row by row. Rows (Spark's row-based reader) are tested
+ * one by one and projected without the index column.
  */
 public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
   private static final String INDEX = ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME();
@@ -190,44 +190,32 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
         return plain;
       }
       long first = positions.getLong(0);
-      if (positions.getLong(n - 1) - first == n - 1) {
-        return runs(b, n, first);  // the batch's rows are consecutive positions: the usual batch
-      }
-      if (keep.length < n) {
-        keep = new int[Math.max(n, 2 * keep.length)];
-      }
-      int k = 0;
-      int from = -1;  // the first row that moves
-      for (int i = 0; i < n; i++) {
-        if (!deleted.deleted(positions.getLong(i))) {
-          if (from < 0 && k != i) {
-            from = k;
-          }
-          keep[k++] = i;
-        }
-      }
+      int k = positions.getLong(n - 1) - first == n - 1
+          ? runsOfRange(n, first)  // the batch's rows are consecutive positions: the usual batch
+          : runsOfRows(positions, n);
       if (k == 0) {
         return null;
       }
-      if (from >= 0) {
-        for (int col = 0; col < plain.numCols(); col++) {
-          if (plain.column(col) instanceof WritableColumnVector v) {  // not the constant ones
-            KeptRows.compact(v, keep, from, k);
-          }
-        }
+      if (k < n) {
+        move(k);
       }
       plain.setNumRows(k);
       return plain;
     }
 
+    // the batch's kept rows as runs: run r is runLen[r] rows from row runSrc[r] to row runDst[r]
+    private int runs;
+    private int[] runSrc = new int[16];
+    private int[] runDst = new int[16];
+    private int[] runLen = new int[16];
+
     /**
-     * The kept rows of a batch of the consecutive positions {@code first..first+n-1}, moved to its
-     * front run by run: the runs between deleted rows come from the file's deleted positions in
-     * that range, with no test per row; each column's values move as whole runs where the vector
-     * allows (KeptRows.moveRuns), else row by row.
+     * The runs of a batch of the consecutive positions {@code first..first+n-1}: the rows between
+     * the file's deleted positions in that range, found with no test per row. Returns how many
+     * rows are kept.
      */
-    private ColumnarBatch runs(ColumnarBatch b, int n, long first) {
-      int runs = 0;
+    private int runsOfRange(int n, long first) {
+      runs = 0;
       int k = 0;
       int row = 0;  // the next row not yet kept or dropped
       for (int i = deleted.indexOf(first); i < deleted.size(); i++) {
@@ -237,39 +225,34 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
         }
         int r = (int) gone;
         if (r > row) {
-          runs = run(runs, row, k, r - row);
-          k += r - row;
+          k = keep(row, k, r - row);
         }
         row = Math.max(row, r + 1);
       }
-      if (row < n) {
-        runs = run(runs, row, k, n - row);
-        k += n - row;
-      }
-      if (k == 0) {
-        return null;
-      }
-      if (k < n) {
-        int[] keptRows = null;
-        int from = runSrc[0] == runDst[0] ? (runs > 1 ? runDst[1] : k) : runDst[0];  // the first row that moves
-        for (int col = 0; col < plain.numCols(); col++) {
-          if (plain.column(col) instanceof WritableColumnVector v && !KeptRows.moveRuns(v, runSrc, runDst, runLen, runs)) {
-            if (keptRows == null) {
-              keptRows = keptOf(runs, k);
-            }
-            KeptRows.compact(v, keptRows, from, k);
-          }
-        }
-      }
-      plain.setNumRows(k);
-      return plain;
+      return row < n ? keep(row, k, n - row) : k;
     }
 
-    private int[] runSrc = new int[16];
-    private int[] runDst = new int[16];
-    private int[] runLen = new int[16];
+    /** The runs of any other batch: each row's position tested. Returns how many rows are kept. */
+    private int runsOfRows(ColumnVector positions, int n) {
+      runs = 0;
+      int k = 0;
+      for (int i = 0; i < n; i++) {
+        if (!deleted.deleted(positions.getLong(i))) {
+          k = keep(i, k, 1);
+        }
+      }
+      return k;
+    }
 
-    private int run(int runs, int src, int dst, int len) {
+    /**
+     * Keeps {@code len} rows from row {@code src} as rows {@code dst..} (a run, or the last run
+     * extended when they follow it); returns how many rows are kept then.
+     */
+    private int keep(int src, int dst, int len) {
+      if (runs > 0 && runSrc[runs - 1] + runLen[runs - 1] == src) {
+        runLen[runs - 1] += len;
+        return dst + len;
+      }
       if (runs == runSrc.length) {
         runSrc = java.util.Arrays.copyOf(runSrc, 2 * runs);
         runDst = java.util.Arrays.copyOf(runDst, 2 * runs);
@@ -278,11 +261,36 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
       runSrc[runs] = src;
       runDst[runs] = dst;
       runLen[runs] = len;
-      return runs + 1;
+      runs++;
+      return dst + len;
     }
 
-    /** The kept rows of the runs, one by one (KeptRows.compact's {@code keep}). */
-    private int[] keptOf(int runs, int k) {
+    /**
+     * The {@code k} kept rows moved to the batch's front in every column the reader wrote: as
+     * whole runs where the vector allows (KeptRows.moveRuns), else row by row (KeptRows.compact).
+     */
+    private void move(int k) {
+      int from = k;  // the first row that moves
+      for (int r = 0; r < runs; r++) {
+        if (runSrc[r] != runDst[r]) {
+          from = runDst[r];
+          break;
+        }
+      }
+      int[] rows = null;
+      for (int col = 0; col < plain.numCols(); col++) {
+        if (plain.column(col) instanceof WritableColumnVector v  // not the constant ones
+            && !KeptRows.moveRuns(v, runSrc, runDst, runLen, runs)) {
+          if (rows == null) {
+            rows = keptRows(k);
+          }
+          KeptRows.compact(v, rows, from, k);
+        }
+      }
+    }
+
+    /** The kept rows one by one (KeptRows.compact's {@code keep}: row j becomes row keep[j]). */
+    private int[] keptRows(int k) {
       if (keep.length < k) {
         keep = new int[Math.max(k, 2 * keep.length)];
       }
