@@ -10,16 +10,17 @@ from lakerules.spark.jclasses import jclass
 from lakerules.spark.jvm import nul_joined
 
 _DV = "io.lakerules.functions.DeletionVectors"
+_JOINED = "io.lakerules.functions.Joined"
 
 
 def _strings(spark: SparkSession, values):
     """A Java String[] of ``values`` in one Py4J call (a Py4J array is filled one call an element)."""
-    return jclass(spark, _DV).strings(nul_joined(values))
+    return jclass(spark, _JOINED).strings(nul_joined(values))
 
 
 def _longs(spark: SparkSession, values):
     """A Java long[] of ``values`` in one Py4J call."""
-    return jclass(spark, _DV).longs(",".join(str(int(v)) for v in values))
+    return jclass(spark, _JOINED).longs(",".join(str(int(v)) for v in values))
 
 
 def deletion_vector_set(spark: SparkSession, names: list[str], paths: list[str], offsets: list[int],

@@ -81,6 +81,27 @@ final class AvroBlocks {
     byte[] data();
 
     int length();
+
+    /**
+     * Calls {@code read} once per record of every block, over a cursor on the block's bytes that
+     * it moves past the record; a block that holds more bytes than its records is damaged.
+     */
+    default void eachRecord(RecordReader read) throws IOException {
+      for (long count = advance(); count >= 0; count = advance()) {
+        AvroBinary.In in = new AvroBinary.In(data(), 0, length());
+        for (long i = 0; i < count; i++) {
+          read.record(in);
+        }
+        if (in.pos != in.end) {
+          throw new IOException("an Avro block holds more bytes than its records: the file is damaged");
+        }
+      }
+    }
+  }
+
+  /** What reads one record from a block's bytes (see {@link Blocks#eachRecord}). */
+  interface RecordReader {
+    void record(AvroBinary.In in) throws IOException;
   }
 
   /** The blocks of the file {@code opener} opens. */
@@ -274,8 +295,8 @@ final class AvroBlocks {
     private byte[] packed = new byte[BLOCK + 4096];
     private final byte[] varint = new byte[10];
 
-    Writer(OutputStream out, String schema, String[] metaKeys, String[] metaValues, String codec) throws IOException {
-      this.out = out;
+    Writer(OutputStream file, String schema, String[] metaKeys, String[] metaValues, String codec) throws IOException {
+      out = new java.io.BufferedOutputStream(file, 1 << 16);  // the header is many small writes
       if ("deflate".equals(codec)) {
         deflater = new java.util.zip.Deflater(java.util.zip.Deflater.DEFAULT_COMPRESSION, true);
         other = null;
@@ -322,20 +343,11 @@ final class AvroBlocks {
       return i - at;
     }
 
-    /** Room for {@code n} more bytes of the record being appended; returns the buffer. */
-    byte[] room(int n) {
+    /** Room for {@code n} more bytes of the record being appended. */
+    private void room(int n) {
       if (used + n > buffer.length) {
         buffer = Arrays.copyOf(buffer, Math.max(used + n, 2 * buffer.length));
       }
-      return buffer;
-    }
-
-    int used() {
-      return used;
-    }
-
-    void advance(int n) {
-      used += n;
     }
 
     void putLong(long v) {

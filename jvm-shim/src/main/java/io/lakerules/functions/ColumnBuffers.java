@@ -61,7 +61,6 @@ final class ColumnBuffers {
     private int[] offsets;  // STRING, BINARY
     private byte[] bytes;
     private int used;  // bytes used
-    private boolean open;  // a variable-width value being appended piece by piece
 
     Column(int kind) {
       this.kind = kind;
@@ -137,7 +136,6 @@ final class ColumnBuffers {
     /** Starts a variable-width value appended by {@link #put}, {@link #putInt}, {@link #putLong}. */
     void begin() {
       grow();
-      open = true;
     }
 
     private void room(int n) {
@@ -172,7 +170,6 @@ final class ColumnBuffers {
     }
 
     void end() {
-      open = false;
       valid[size] = 1;
       offsets[size + 1] = used;
       size++;
@@ -180,7 +177,6 @@ final class ColumnBuffers {
 
     /** Drops the values from the {@code n}th on. */
     void truncate(int n) {
-      open = false;
       if (n < size && offsets != null) {
         used = offsets[n];
       }

@@ -28,24 +28,6 @@ public final class DeletionVectors {
 
   private DeletionVectors() {}
 
-  /** Strings joined by NUL as an array: how Python hands a list over in one Py4J call. */
-  public static String[] strings(String joined) {
-    return joined.isEmpty() ? new String[0] : joined.split("\0", -1);
-  }
-
-  /** Numbers joined by commas as an array: how Python hands a list over in one Py4J call. */
-  public static long[] longs(String joined) {
-    if (joined.isEmpty()) {
-      return new long[0];
-    }
-    String[] parts = joined.split(",", -1);
-    long[] out = new long[parts.length];
-    for (int i = 0; i < parts.length; i++) {
-      out[i] = Long.parseLong(parts[i]);
-    }
-    return out;
-  }
-
   /** The blob of the deletion vector of {@code positions} (any order; duplicates ignored). */
   public static byte[] blob(long[] positions) {
     long[] sorted = positions.clone();

@@ -45,7 +45,7 @@ public final class ManifestColumns {
    */
   public static String read(SparkSession session, String paths, String partitionKinds, String bounds, String out)
       throws Exception {
-    String[] manifests = paths.split("\0", -1);
+    String[] manifests = Joined.strings(paths);
     String[] kinds = partitionKinds.isEmpty() ? new String[0] : partitionKinds.split(",");
     String[] pairs = bounds.isEmpty() ? new String[0] : bounds.split(",");
     int[] boundIds = new int[pairs.length];
@@ -91,15 +91,7 @@ public final class ManifestColumns {
                                              String[] kinds, int[] boundIds, String[] boundKinds) {
     try (AvroBlocks.Blocks blocks = AvroBlocks.blocks(() -> ManifestMerge.open(conf, path))) {
       Decoder decoder = new Decoder(AvroBinary.compile(blocks.schema()), kinds, boundIds, boundKinds);
-      for (long count = blocks.advance(); count >= 0; count = blocks.advance()) {
-        AvroBinary.In in = new AvroBinary.In(blocks.data(), 0, blocks.length());
-        for (long i = 0; i < count; i++) {
-          decoder.entry(in);
-        }
-        if (in.pos != in.end) {
-          throw new java.io.IOException("an Avro block holds more bytes than its records: the file is damaged");
-        }
-      }
+      blocks.eachRecord(decoder::entry);
       return decoder.columns;
     } catch (IOException e) {
       throw new UncheckedIOException("lakerules: cannot read manifest " + path + ": " + e.getMessage(), e);

@@ -63,10 +63,10 @@ public final class ManifestMerge {
    */
   public static String merge(SparkSession session, String inputPaths, String sequences, String snapshots,
                              String output, String schemaJson, String meta, String codec, long ownSnapshot) {
-    String[] inputs = inputPaths.split("\0", -1);
-    long[] manifestSequence = longs(sequences);
-    long[] addedSnapshot = longs(snapshots);
-    String[] pairs = meta.isEmpty() ? new String[0] : meta.split("\0", -1);
+    String[] inputs = Joined.strings(inputPaths);
+    long[] manifestSequence = Joined.longs(sequences);
+    long[] addedSnapshot = Joined.longs(snapshots);
+    String[] pairs = Joined.strings(meta);
     String[] metaKeys = new String[pairs.length / 2];
     String[] metaValues = new String[pairs.length / 2];
     for (int i = 0; i < metaKeys.length; i++) {
@@ -75,15 +75,6 @@ public final class ManifestMerge {
     }
     return merge(session, inputs, manifestSequence, addedSnapshot, output, schemaJson, metaKeys, metaValues, codec,
         ownSnapshot);
-  }
-
-  private static long[] longs(String text) {
-    String[] parts = text.split(",");
-    long[] out = new long[parts.length];
-    for (int i = 0; i < parts.length; i++) {
-      out[i] = Long.parseLong(parts[i].trim());
-    }
-    return out;
   }
 
   private static String merge(SparkSession session, String[] inputs, long[] manifestSequence, long[] addedSnapshot,
@@ -96,93 +87,128 @@ public final class ManifestMerge {
     Merged merged = new Merged(partitionSchema.getFields().size());
     AvroBinary.Node outNode = AvroBinary.compile(schema);
     Map<Schema, Boolean> same = new IdentityHashMap<>();
-    AvroBlocks.Writer writer = null;
-    try {
+    try (Output out = new Output(conf, output, schema.toString(), metaKeys, metaValues, codec)) {
       for (int m = 0; m < inputs.length; m++) {
         String input = inputs[m];
         Entry e = new Entry(manifestSequence[m], addedSnapshot[m], ownSnapshot);
-        boolean copied = false;
+        boolean copied;
         try (AvroBlocks.Blocks blocks = AvroBlocks.blocks(() -> open(conf, input))) {
-          EncodedEntries raw = EncodedEntries.of(blocks.schema(), schema, outNode);
-          if (raw != null) {
-            for (long count = blocks.advance(); count >= 0; count = blocks.advance()) {
-              AvroBinary.In in = new AvroBinary.In(blocks.data(), 0, blocks.length());
-              for (long i = 0; i < count; i++) {
-                raw.read(in, e);
-                if (!e.decide()) {
-                  continue;
-                }
-                if (writer == null) {
-                  writer = new AvroBlocks.Writer(create(conf, output), schema.toString(), metaKeys, metaValues, codec);
-                }
-                raw.write(writer, e, in.b);
-                writer.endRecord();
+          EncodedEntries encoded = EncodedEntries.of(blocks.schema(), schema, outNode);
+          copied = encoded != null;
+          if (copied) {
+            blocks.eachRecord(in -> {
+              encoded.read(in, e);
+              if (e.decide()) {
+                encoded.write(out.writer(), e, in.b);
+                out.writer().endRecord();
                 merged.add(e);
               }
-              if (in.pos != in.end) {
-                throw new IOException("an Avro block holds more bytes than its records: the file is damaged");
-              }
-            }
-            copied = true;
+            });
           }
         }
-        if (copied) {
-          continue;
-        }
-        // another writer's schema: each entry decoded, its data file converted by field name, encoded again
-        GenericDatumWriter<GenericRecord> encode = new GenericDatumWriter<>(schema);
-        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
-        org.apache.avro.io.BinaryEncoder encoder = null;
-        try (AvroBlocks.Records records = AvroBlocks.open(() -> open(conf, input))) {
-          // each record is reused for the next: it is encoded before that
-          for (GenericRecord entry = records.next(); entry != null; entry = records.next()) {
-            e.status = ((Number) entry.get("status")).intValue();
-            e.snapshot = asLong(field(entry, "snapshot_id"));
-            e.sequence = asLong(field(entry, "sequence_number"));
-            e.fileSequence = asLong(field(entry, "file_sequence_number"));
-            if (!e.decide()) {
-              continue;
-            }
-            GenericRecord file = (GenericRecord) entry.get("data_file");
-            Schema from = file.getSchema();
-            Boolean equal = same.computeIfAbsent(from, f -> f.equals(fileSchema));
-            GenericRecord carried = equal ? file : (GenericRecord) convert(file, from, fileSchema);
-            GenericData.Record written = new GenericData.Record(schema);
-            written.put("status", e.status);
-            written.put("snapshot_id", e.snapshot);
-            written.put("sequence_number", e.sequence);
-            written.put("file_sequence_number", e.fileSequence);
-            written.put("data_file", carried);
-            if (writer == null) {
-              writer = new AvroBlocks.Writer(create(conf, output), schema.toString(), metaKeys, metaValues, codec);
-            }
-            bytes.reset();
-            encoder = org.apache.avro.io.EncoderFactory.get().binaryEncoder(bytes, encoder);
-            encode.write(written, encoder);
-            encoder.flush();
-            writer.put(bytes.toByteArray(), 0, bytes.size());
-            writer.endRecord();
-            e.records = ((Number) carried.get("record_count")).longValue();
-            GenericRecord partition = (GenericRecord) carried.get("partition");
-            if (e.partition.length != merged.distinct.size()) {
-              e.partition = new Object[merged.distinct.size()];
-            }
-            for (int i = 0; i < e.partition.length; i++) {
-              e.partition[i] = partition == null || i >= partition.getSchema().getFields().size()
-                  ? null : normal(partition.get(i));
-            }
-            merged.add(e);
-          }
+        if (!copied) {
+          converted(conf, input, e, schema, fileSchema, same, out, merged);
         }
       }
-      if (writer != null) {
-        AvroBlocks.Writer done = writer;
-        writer = null;
-        done.close();
-      }
+      out.finish();
     } catch (IOException e) {
       throw new UncheckedIOException("lakerules: cannot merge manifests into " + output + ": " + e.getMessage(), e);
-    } finally {
+    }
+    long length = merged.entries == 0 ? 0 : length(conf, output);
+    return merged.json(length);
+  }
+
+  /**
+   * The entries of an input written with another data file schema (a v1 manifest in an upgraded
+   * table): each decoded as an Avro record, its data file converted by field name, encoded again.
+   */
+  private static void converted(java.util.function.Supplier<Configuration> conf, String input, Entry e, Schema schema,
+                                Schema fileSchema, Map<Schema, Boolean> same, Output out, Merged merged)
+      throws IOException {
+    GenericDatumWriter<GenericRecord> encode = new GenericDatumWriter<>(schema);
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    org.apache.avro.io.BinaryEncoder encoder = null;
+    try (AvroBlocks.Records records = AvroBlocks.open(() -> open(conf, input))) {
+      // each record is reused for the next: it is encoded before that
+      for (GenericRecord entry = records.next(); entry != null; entry = records.next()) {
+        e.status = ((Number) entry.get("status")).intValue();
+        e.snapshot = asLong(field(entry, "snapshot_id"));
+        e.sequence = asLong(field(entry, "sequence_number"));
+        e.fileSequence = asLong(field(entry, "file_sequence_number"));
+        if (!e.decide()) {
+          continue;
+        }
+        GenericRecord file = (GenericRecord) entry.get("data_file");
+        Schema from = file.getSchema();
+        Boolean equal = same.computeIfAbsent(from, f -> f.equals(fileSchema));
+        GenericRecord carried = equal ? file : (GenericRecord) convert(file, from, fileSchema);
+        GenericData.Record written = new GenericData.Record(schema);
+        written.put("status", e.status);
+        written.put("snapshot_id", e.snapshot);
+        written.put("sequence_number", e.sequence);
+        written.put("file_sequence_number", e.fileSequence);
+        written.put("data_file", carried);
+        bytes.reset();
+        encoder = org.apache.avro.io.EncoderFactory.get().binaryEncoder(bytes, encoder);
+        encode.write(written, encoder);
+        encoder.flush();
+        out.writer().put(bytes.toByteArray(), 0, bytes.size());
+        out.writer().endRecord();
+        e.records = ((Number) carried.get("record_count")).longValue();
+        GenericRecord partition = (GenericRecord) carried.get("partition");
+        if (e.partition.length != merged.distinct.size()) {
+          e.partition = new Object[merged.distinct.size()];
+        }
+        for (int i = 0; i < e.partition.length; i++) {
+          e.partition[i] = partition == null || i >= partition.getSchema().getFields().size()
+              ? null : normal(partition.get(i));
+        }
+        merged.add(e);
+      }
+    }
+  }
+
+  /**
+   * The merged manifest's file, created with its first entry (a merge that keeps none writes no
+   * file). {@link #finish} closes it; closing it unfinished (the merge failed) leaves the partial
+   * file to the caller, which deletes it.
+   */
+  private static final class Output implements java.io.Closeable {
+    private final java.util.function.Supplier<Configuration> conf;
+    private final String location;
+    private final String schema;
+    private final String[] metaKeys;
+    private final String[] metaValues;
+    private final String codec;
+    private AvroBlocks.Writer writer;
+
+    Output(java.util.function.Supplier<Configuration> conf, String location, String schema, String[] metaKeys,
+           String[] metaValues, String codec) {
+      this.conf = conf;
+      this.location = location;
+      this.schema = schema;
+      this.metaKeys = metaKeys;
+      this.metaValues = metaValues;
+      this.codec = codec;
+    }
+
+    AvroBlocks.Writer writer() throws IOException {
+      if (writer == null) {
+        writer = new AvroBlocks.Writer(create(conf, location), schema, metaKeys, metaValues, codec);
+      }
+      return writer;
+    }
+
+    void finish() throws IOException {
+      AvroBlocks.Writer done = writer;
+      writer = null;
+      if (done != null) {
+        done.close();
+      }
+    }
+
+    @Override
+    public void close() {
       if (writer != null) {
         try {
           writer.close();
@@ -191,8 +217,6 @@ public final class ManifestMerge {
         }
       }
     }
-    long length = merged.entries == 0 ? 0 : length(conf, output);
-    return merged.json(length);
   }
 
   /**
