@@ -45,6 +45,39 @@ import org.apache.spark.sql.types.YearMonthIntervalType;
 final class KeptRows {
   private KeptRows() {}
 
+  /** Where a vector of a type keeps its values (which of its arrays, or its children). */
+  private enum Storage { INTS, LONGS, ARRAYS, DOUBLES, FLOATS, SHORTS, BYTES, BOOLEANS, CHILDREN, NONE }
+
+  /** Where vectors of type {@code t} keep their values; null: a type whose rows this does not move. */
+  private static Storage storage(DataType t) {
+    if (t instanceof IntegerType || t instanceof DateType || t instanceof YearMonthIntervalType
+        || (t instanceof DecimalType d && DecimalType.is32BitDecimalType(d))) {
+      return Storage.INTS;
+    } else if (t instanceof LongType || t instanceof TimestampType || t instanceof TimestampNTZType
+        || t instanceof DayTimeIntervalType  // is64BitDecimalType includes the 32-bit ones, tested above
+        || (t instanceof DecimalType d && DecimalType.is64BitDecimalType(d))) {
+      return Storage.LONGS;
+    } else if (t instanceof StringType || t instanceof BinaryType || t instanceof DecimalType
+        || t instanceof ArrayType || t instanceof MapType) {
+      return Storage.ARRAYS;  // (offset, length) into data that stays where it is
+    } else if (t instanceof DoubleType) {
+      return Storage.DOUBLES;
+    } else if (t instanceof FloatType) {
+      return Storage.FLOATS;
+    } else if (t instanceof ShortType) {
+      return Storage.SHORTS;
+    } else if (t instanceof ByteType) {
+      return Storage.BYTES;
+    } else if (t instanceof BooleanType) {
+      return Storage.BOOLEANS;
+    } else if (t instanceof StructType || t instanceof CalendarIntervalType) {
+      return Storage.CHILDREN;
+    } else if (t instanceof NullType) {
+      return Storage.NONE;
+    }
+    return null;
+  }
+
   /** Whether vectors of type {@code t} can be compacted here. */
   static boolean movable(DataType t) {
     if (t instanceof StructType struct) {
@@ -55,12 +88,7 @@ final class KeptRows {
       }
       return true;
     }
-    return t instanceof ArrayType || t instanceof MapType || t instanceof StringType || t instanceof BinaryType
-        || t instanceof BooleanType || t instanceof ByteType || t instanceof ShortType || t instanceof IntegerType
-        || t instanceof DateType || t instanceof YearMonthIntervalType || t instanceof LongType
-        || t instanceof TimestampType || t instanceof TimestampNTZType || t instanceof DayTimeIntervalType
-        || t instanceof FloatType || t instanceof DoubleType || t instanceof DecimalType
-        || t instanceof CalendarIntervalType || t instanceof NullType;
+    return storage(t) != null;
   }
 
   // the arrays Spark's on-heap vectors keep their values in (null: not reachable; rows move one by one)
@@ -113,7 +141,6 @@ final class KeptRows {
     if (v.isAllNull()) {
       return true;
     }
-    DataType t = v.dataType();
     Object[] arrays;
     if (v.hasDictionary()) {
       WritableColumnVector ids = v.getDictionaryIds();
@@ -121,27 +148,21 @@ final class KeptRows {
         return false;
       }
       arrays = new Object[] {INTS.get(ids)};
-    } else if (t instanceof IntegerType || t instanceof DateType || t instanceof YearMonthIntervalType
-        || (t instanceof DecimalType d && DecimalType.is32BitDecimalType(d))) {
-      arrays = new Object[] {INTS.get(v)};
-    } else if (t instanceof LongType || t instanceof TimestampType || t instanceof TimestampNTZType
-        || t instanceof DayTimeIntervalType || (t instanceof DecimalType d && DecimalType.is64BitDecimalType(d))) {
-      arrays = new Object[] {LONGS.get(v)};
-    } else if (t instanceof StringType || t instanceof BinaryType || t instanceof DecimalType
-        || t instanceof ArrayType || t instanceof MapType) {
-      arrays = new Object[] {OFFSETS.get(v), LENGTHS.get(v)};
-    } else if (t instanceof DoubleType) {
-      arrays = new Object[] {DOUBLES.get(v)};
-    } else if (t instanceof FloatType) {
-      arrays = new Object[] {FLOATS.get(v)};
-    } else if (t instanceof ShortType) {
-      arrays = new Object[] {SHORTS.get(v)};
-    } else if (t instanceof ByteType || t instanceof BooleanType) {
-      arrays = new Object[] {BYTES.get(v)};
-    } else if (t instanceof NullType) {
-      arrays = new Object[0];
     } else {
-      return false;
+      Storage where = storage(v.dataType());
+      if (where == null || where == Storage.CHILDREN) {
+        return false;
+      }
+      arrays = switch (where) {
+        case INTS -> new Object[] {INTS.get(v)};
+        case LONGS -> new Object[] {LONGS.get(v)};
+        case ARRAYS -> new Object[] {OFFSETS.get(v), LENGTHS.get(v)};
+        case DOUBLES -> new Object[] {DOUBLES.get(v)};
+        case FLOATS -> new Object[] {FLOATS.get(v)};
+        case SHORTS -> new Object[] {SHORTS.get(v)};
+        case BYTES, BOOLEANS -> new Object[] {BYTES.get(v)};
+        default -> new Object[0];
+      };
     }
     for (Object a : arrays) {
       if (a == null) {
@@ -177,7 +198,6 @@ final class KeptRows {
         }
       }
     }
-    DataType t = v.dataType();
     if (v.hasDictionary()) {
       WritableColumnVector ids = v.getDictionaryIds();
       for (int j = from; j < k; j++) {
@@ -185,50 +205,62 @@ final class KeptRows {
       }
       return;
     }
-    if (t instanceof StructType || t instanceof CalendarIntervalType) {
-      int children = t instanceof StructType s ? s.fields().length : 3;
-      for (int c = 0; c < children; c++) {
-        compact(v.getChild(c), keep, from, k);
-      }
-    } else if (t instanceof IntegerType || t instanceof DateType || t instanceof YearMonthIntervalType
-        || (t instanceof DecimalType d && DecimalType.is32BitDecimalType(d))) {
-      for (int j = from; j < k; j++) {
-        v.putInt(j, v.getInt(keep[j]));
-      }
-    } else if (t instanceof LongType || t instanceof TimestampType || t instanceof TimestampNTZType
-        || t instanceof DayTimeIntervalType  // is64BitDecimalType includes the 32-bit ones, tested above
-        || (t instanceof DecimalType d && DecimalType.is64BitDecimalType(d))) {
-      for (int j = from; j < k; j++) {
-        v.putLong(j, v.getLong(keep[j]));
-      }
-    } else if (t instanceof StringType || t instanceof BinaryType || t instanceof DecimalType
-        || t instanceof ArrayType || t instanceof MapType) {
-      for (int j = from; j < k; j++) {
-        int row = keep[j];
-        v.putArray(j, v.getArrayOffset(row), v.getArrayLength(row));
-      }
-    } else if (t instanceof DoubleType) {
-      for (int j = from; j < k; j++) {
-        v.putDouble(j, v.getDouble(keep[j]));
-      }
-    } else if (t instanceof FloatType) {
-      for (int j = from; j < k; j++) {
-        v.putFloat(j, v.getFloat(keep[j]));
-      }
-    } else if (t instanceof ShortType) {
-      for (int j = from; j < k; j++) {
-        v.putShort(j, v.getShort(keep[j]));
-      }
-    } else if (t instanceof ByteType) {
-      for (int j = from; j < k; j++) {
-        v.putByte(j, v.getByte(keep[j]));
-      }
-    } else if (t instanceof BooleanType) {
-      for (int j = from; j < k; j++) {
-        v.putBoolean(j, v.getBoolean(keep[j]));
-      }
-    } else if (!(t instanceof NullType)) {
+    DataType t = v.dataType();
+    Storage where = storage(t);
+    if (where == null) {
       throw new IllegalStateException("lakerules: cannot move rows of a " + t.simpleString() + " vector");
+    }
+    switch (where) {
+      case CHILDREN -> {
+        int children = t instanceof StructType s ? s.fields().length : 3;
+        for (int c = 0; c < children; c++) {
+          compact(v.getChild(c), keep, from, k);
+        }
+      }
+      case INTS -> {
+        for (int j = from; j < k; j++) {
+          v.putInt(j, v.getInt(keep[j]));
+        }
+      }
+      case LONGS -> {
+        for (int j = from; j < k; j++) {
+          v.putLong(j, v.getLong(keep[j]));
+        }
+      }
+      case ARRAYS -> {
+        for (int j = from; j < k; j++) {
+          int row = keep[j];
+          v.putArray(j, v.getArrayOffset(row), v.getArrayLength(row));
+        }
+      }
+      case DOUBLES -> {
+        for (int j = from; j < k; j++) {
+          v.putDouble(j, v.getDouble(keep[j]));
+        }
+      }
+      case FLOATS -> {
+        for (int j = from; j < k; j++) {
+          v.putFloat(j, v.getFloat(keep[j]));
+        }
+      }
+      case SHORTS -> {
+        for (int j = from; j < k; j++) {
+          v.putShort(j, v.getShort(keep[j]));
+        }
+      }
+      case BYTES -> {
+        for (int j = from; j < k; j++) {
+          v.putByte(j, v.getByte(keep[j]));
+        }
+      }
+      case BOOLEANS -> {
+        for (int j = from; j < k; j++) {
+          v.putBoolean(j, v.getBoolean(keep[j]));
+        }
+      }
+      default -> {
+        // NullType: no values
+      }
     }
   }
 }
