@@ -12,6 +12,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakerules.spark.jclasses import jclass
+from lakerules.spark.jvm import nul_joined
 
 
 _MAGIC = b"LRMC\x01\x00\x00\x00"
@@ -36,7 +37,7 @@ def manifest_columns(spark: SparkSession, paths: list[str], partition_kinds: lis
     out = os.path.join(folder, "columns.bin")
     try:
         counts = jclass(spark, "io.lakerules.functions.ManifestColumns").read(
-            spark._jsparkSession, "\0".join(paths), ",".join(partition_kinds),
+            spark._jsparkSession, nul_joined(paths), ",".join(partition_kinds),
             ",".join(f"{fid}:{kind}" for fid, kind in bounds), out)
         with open(out, "rb") as f:
             data = pa.py_buffer(f.read())
@@ -91,6 +92,6 @@ def merge_manifests(spark: SparkSession, inputs: list[tuple[str, int, int]], out
         if sequence is None or snapshot is None:
             raise ValueError(f"lakerules: manifest {path} has no sequence number or snapshot id to inherit")
     return jclass(spark, "io.lakerules.functions.ManifestMerge").merge(
-        spark._jsparkSession, "\0".join(p for p, _, _ in inputs), ",".join(str(s) for _, s, _ in inputs),
+        spark._jsparkSession, nul_joined(p for p, _, _ in inputs), ",".join(str(s) for _, s, _ in inputs),
         ",".join(str(a) for _, _, a in inputs), output, avro_schema, "\0".join(x for k, v in meta.items() for x in (k, v)),
         codec, snapshot_id)
