@@ -26,8 +26,6 @@ from common import OUT, Report, side_by_side, verdict
 TABLES = {"m2": ("2", False), "m3": ("3", False), "k3": ("3", True)}  # name: (format version, delete_by_key)
 LABELS = {"m2": "MERGE, v2", "m3": "MERGE, v3", "k3": "delete_by_key + append, v3"}
 DELETE_TURNS = 10
-
-
 POINT_TURNS = 21  # turns of the point queries, whatever --runs says (see _cdc)
 
 
@@ -92,7 +90,8 @@ def _cdc(spark, args, report: Report) -> None:
         points[f"point_{t}"] = lambda t=t: spark.sql(cdc.POINT.format(t=f"lake.bench.{t}", id=point_id)).collect()
     times = side_by_side(args.runs, **fns)
     # a point query takes ~50 ms: a median of a few turns moves by 20% with one hundredth of a second
-    times.update(side_by_side(max(args.runs, POINT_TURNS), **points))
+    point_turns = max(args.runs, POINT_TURNS)
+    times.update(side_by_side(point_turns, **points))
     fns.update(points)
     same = len({tuple(map(tuple, fns[f"agg_{t}"]())) for t in TABLES}) == 1 and \
         len({tuple(map(tuple, fns[f"point_{t}"]())) for t in TABLES}) == 1
@@ -109,7 +108,6 @@ def _cdc(spark, args, report: Report) -> None:
         report.add(f"{LABELS[t]}: data files / delete files after the batches",
                    f"{data:,} / **{deletes:,}**", "delete files <= data files" if t != "m2" else "report",
                    verdict(ok) if t != "m2" else "")
-    point_turns = max(args.runs, POINT_TURNS)
     for key, what in (("agg", "full-scan aggregate"), ("point", f"point query (id = {point_id}; {point_turns} turns)")):
         for t in TABLES:
             ratio = times[f"{key}_{t}"] / times[f"{key}_ref"]
