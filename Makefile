@@ -10,9 +10,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 JAR    := python/lakerules/jars/lakerules-shim.jar
 
-.PHONY: setup java postgres venv shim test unit test-matrix soak demo docs bench clean
+.PHONY: setup java postgres venv shim jvm-archive test unit test-matrix soak demo docs bench clean
 
-setup: java venv shim
+setup: java venv shim jvm-archive
 
 # Spark needs a JVM and the shim needs javac: install Debian's JDK 17 when either is missing.
 java:
@@ -41,11 +41,18 @@ venv:
 shim:
 	jvm-shim/build.sh $(PY) $(JAR)
 
+# The class-data-sharing archive lakerules.session()'s JVM starts from (python/lakerules/jvm_archive.py:
+# one JVM's run recorded, ~40 s; a session then starts in about half the time). Without it the JVMs
+# start as before, only slower: a failure here is reported, not fatal.
+jvm-archive:
+	@$(PY) -m lakerules jvm-archive --build >/dev/null && echo "class-data archive: $$($(PY) -m lakerules jvm-archive | sed 's/ .*//')" \
+	  || echo "no class-data archive: Spark JVMs start without one (see above)"
+
 # Two pytest workers (pytest-xdist), each with its SparkSession, a test file each at a time
 # (module fixtures stay in one process): a serial run leaves a core idle while Py4J, pyiceberg
 # and the drivers' processes wait on each other.
-# tests/jvm_archive.py first: the class-data-sharing archive the suite's JVMs start from (built
-# once per java, pyspark and shim jar, into build/jvm-archive/; a JVM start 13 s -> 4.5 s).
+# tests/jvm_archive.py first: the class-data-sharing archive the suite's JVMs start from (make setup
+# builds it; again after the shim jar, pyspark or java changed; a JVM start 13 s -> 4.5 s).
 TEST_WORKERS ?= 2
 test: postgres
 	$(PY) tests/jvm_archive.py

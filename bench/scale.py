@@ -262,10 +262,12 @@ def metadata(spark, args, report: Report) -> None:
     report.add(f"first point query WHERE id = x of the process on {files:,} files x {BIG_ROWS} rows ({info['commits']} "
                "manifests, none cached; planning + read): lakerules vs DuckDB iceberg_scan in a new connection",
                f"{first:.2f} s vs {duck:.2f} s = **{ratio:.2f}x**", "<= 2x", verdict(ratio <= 2.0))
-    floor = _spark_first_query(info["paths"][x // BIG_ROWS], x)
+    archive = _archive_option(spark)
+    floor = _spark_first_query(info["paths"][x // BIG_ROWS], x, archive)
+    started = "both JVMs started from the class-data archive" if archive else "no class-data archive (not built)"
     report.add("the same first point query of the process: lakerules (planning the 100 manifests, then the read) vs "
                "plain Spark's first query of a process reading only the one Parquet file that holds the row "
-               "(schema given: no inference, no table)",
+               f"(schema given: no inference, no table; {started})",
                f"{first:.2f} s vs {floor:.2f} s = {first / floor:.2f}x; DuckDB / plain Spark = {duck / floor:.2f}x",
                "report", "")
 
@@ -339,15 +341,28 @@ print(f"TOOK {took}")
 """
 
 
-def _spark_first_query(path: str, x: int) -> float:
+def _archive_option(spark) -> str:
+    """The -XX:SharedArchiveFile option this session's JVM started with (lakerules.session() adds
+    the class-data archive make setup built), or ""."""
+    args = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    return next((a for a in args if a.startswith("-XX:SharedArchiveFile=")), "")
+
+
+def _spark_first_query(path: str, x: int, archive: str = "") -> float:
     """Seconds of plain Spark's first query of a new process (its session started untimed, as
-    the bench's is, without lakerules) reading only ``path``, the file that holds row ``x``:
-    what a JVM engine's first query costs before any planning."""
+    the bench's is, without lakerules; from the same class-data archive as the bench's JVM when
+    ``archive`` names one) reading only ``path``, the file that holds row ``x``: what a JVM
+    engine's first query costs before any planning."""
     import subprocess
     import sys
 
+    from lakerules import jvm_archive
+
+    env = {**os.environ}
+    if archive:
+        env["SPARK_SUBMIT_OPTS"] = f"{env.get('SPARK_SUBMIT_OPTS', '')} {archive} {jvm_archive.QUIET}".strip()
     out = subprocess.run([sys.executable, "-c", _FIRST_QUERY, path, str(x)], capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, env=env).stdout
     return float(next(line for line in out.splitlines() if line.startswith("TOOK ")).split()[1])
 
 

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "lakerules"
 # (lakerules/__init__.py, __main__.py); each package's __init__ says what it owns.
 LAYERS = ["errors", "spark", "iceberg", "plan", "sql", "scan", "metadata", "write", "rules", "rowlevel", "optimize",
           "procedures", "streaming", "execute", "backend"]
-PUBLIC = {"lakerules", "lakerules.__main__", "lakerules.jvm_driver"}
+PUBLIC = {"lakerules", "lakerules.__main__", "lakerules.jvm_driver", "lakerules.jvm_archive"}
 
 
 def _module_name(path: Path) -> str:

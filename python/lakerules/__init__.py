@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from lakerules import jvm_archive as _archive
 from lakerules.errors import CatalogError, LakeError, NotSupported
 from lakerules.rules.registry import register_rule, unregister_rule
 from lakerules.spark import shared
@@ -72,7 +73,7 @@ def _attached_catalog(name: str):
 
 def jar_path() -> str:
     """The shim jar packaged with this install."""
-    jar = Path(__file__).parent / "jars" / "lakerules-shim.jar"
+    jar = _archive.JAR
     if not jar.is_file():
         raise LakeError(f"lakerules: the shim jar is missing at {jar}; build it with `make setup` (needs a JDK: javac)")
     return str(jar)
@@ -131,13 +132,16 @@ def driver_memory(master: str, settings: dict[str, str], total_bytes: int | None
 
 def session(warehouse: str | os.PathLike = "./warehouse", *, master: str = "local[*]", app_name: str = "lakerules",
             catalog: str = "lake", catalog_properties: dict[str, str] | None = None,
-            conf: dict[str, str] | None = None):
+            conf: dict[str, str] | None = None, jvm_archive: bool = True):
     """A local SparkSession with the shim, the lake catalog and the rule registry attached.
 
     ``catalog_properties`` replace or extend the embedded default's (e.g. ``{"type": "rest",
     "uri": ...}``); ``conf`` adds any other Spark settings. A local session's driver heap is
     sized from the machine unless set (see ``driver_memory``): Spark's 1 GiB default is too small
-    for reading wide tables with large row groups.
+    for reading wide tables with large row groups. The JVM this call starts maps the class-data
+    archive ``make setup`` built (lakerules/jvm_archive.py: the session starts in about half the
+    time) unless ``jvm_archive`` is False, the archive is missing, or the JVM's options already
+    choose about class sharing.
     """
     import shutil
 
@@ -156,7 +160,29 @@ def session(warehouse: str | os.PathLike = "./warehouse", *, master: str = "loca
         settings["spark.driver.memory"] = memory
     for k, v in settings.items():
         builder = builder.config(k, v)
-    return attach(builder.getOrCreate())
+    archive = _archive_options(settings) if jvm_archive else ""
+    if not archive:
+        return attach(builder.getOrCreate())
+    saved = os.environ.get(_archive.SUBMIT_OPTS)
+    os.environ[_archive.SUBMIT_OPTS] = f"{saved or ''} {archive}".strip()  # read by the JVM's launcher only
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if saved is None:
+            os.environ.pop(_archive.SUBMIT_OPTS, None)
+        else:
+            os.environ[_archive.SUBMIT_OPTS] = saved
+    return attach(spark)
+
+
+def _archive_options(settings: dict[str, str]) -> str:
+    """The class-data archive's JVM options for the JVM session() is about to start, or "" (a
+    JVM runs already, the archive is not built, or the options choose about class sharing)."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None or _archive.chosen(settings.get("spark.driver.extraJavaOptions", "")):
+        return ""
+    return _archive.options()
 
 
 def attach(spark):

@@ -1,4 +1,4 @@
-"""python -m lakerules jar | conf [--warehouse W] [--catalog NAME]
+"""python -m lakerules jar | conf [--warehouse W] [--catalog NAME] | jvm-archive [--build]
                       | inspect CATALOG.NS.TABLE [--column C ...] [--plot OUT.png]
                                 [--warehouse W | --catalog-property K=V ...]"""
 
@@ -20,6 +20,9 @@ def main(argv=None) -> int:
     conf = sub.add_parser("conf", help="print the spark-submit flags for this install")
     conf.add_argument("--warehouse", help="use the embedded SQLite catalog in this folder")
     conf.add_argument("--catalog", default="lake", help="the Spark catalog name (default: lake)")
+    archive = sub.add_parser("jvm-archive", help="print the JVM options that map the class-data archive (empty when "
+                             "not built); spark-sql and spark-submit take them as --driver-java-options")
+    archive.add_argument("--build", action="store_true", help="build the archive first when missing (~40 s)")
     inspect = sub.add_parser("inspect", help="print a table's layout and health (from its metadata)")
     inspect.add_argument("table", help="catalog.namespace.table, e.g. lake.db.events")
     inspect.add_argument("--column", action="append", default=[], help="show per-file [min, max] and skipping (repeat)")
@@ -31,6 +34,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "inspect":
             return _inspect(args)
+        if args.command == "jvm-archive":
+            return _jvm_archive(args.build)
         if args.command == "jar":
             print(lakerules.jar_path())
         else:
@@ -43,6 +48,18 @@ def main(argv=None) -> int:
     except lakerules.LakeError as e:
         print(e, file=sys.stderr)
         return 1
+    return 0
+
+
+def _jvm_archive(build: bool) -> int:
+    from lakerules import jvm_archive
+
+    if build:
+        archive, why = jvm_archive.build()
+        if archive is None:
+            print(f"lakerules: no class-data archive built ({why}); Spark JVMs start without one", file=sys.stderr)
+            return 1
+    print(jvm_archive.options())
     return 0
 
 
