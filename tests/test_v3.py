@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from errors_util import refused
+from settings_util import settings
 
 from lakerules.iceberg import format_version
 
@@ -463,8 +464,28 @@ def _check_puffin(dv: dict, positions_of_file: list[int] | None = None) -> list[
     return positions
 
 
-def test_delete_writes_one_deletion_vector_per_file(spark, ns, iceberg_catalog, engines, duck):
-    t = f"lake.{ns}.del"
+# spark.lakerules.write.positionDeleteDriverRows: the positions come to the driver, which writes
+# the DVs from them (no job); or they are only counted, and a job reads the matched rows again
+DV_WRITERS = {"driver": "1000", "job": "0"}
+
+
+@pytest.fixture
+def dv_writer(request, spark, monkeypatch):
+    """Runs the test with one way of writing DVs, the other made to fail (so each is shown taken)."""
+    from lakerules.spark import deletion_vectors as jdv
+
+    def unexpected(*args, **kwargs):
+        raise AssertionError(f"DVs not written the {request.param} way")
+
+    monkeypatch.setattr(jdv, "write_deletion_vectors" if request.param == "driver" else
+                        "write_collected_deletion_vectors", unexpected)
+    with settings(spark, {"spark.lakerules.write.positionDeleteDriverRows": DV_WRITERS[request.param]}):
+        yield request.param
+
+
+@pytest.mark.parametrize("dv_writer", list(DV_WRITERS), indirect=True)
+def test_delete_writes_one_deletion_vector_per_file(spark, ns, iceberg_catalog, engines, duck, dv_writer):
+    t = f"lake.{ns}.del_{dv_writer}"
     spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
     spark.createDataFrame([(i, i % 2) for i in range(30)], "id BIGINT, p INT").coalesce(1).writeTo(t).append()
     files = _file_rows(spark, t)
@@ -697,8 +718,9 @@ def _one_dv_per_file(duck, iceberg_catalog, t: str) -> list[dict]:
     return dvs
 
 
-def test_update_writes_deletion_vectors_and_keeps_row_ids(spark, ns, iceberg_catalog, engines, duck):
-    t = f"lake.{ns}.upd"
+@pytest.mark.parametrize("dv_writer", list(DV_WRITERS), indirect=True)
+def test_update_writes_deletion_vectors_and_keeps_row_ids(spark, ns, iceberg_catalog, engines, duck, dv_writer):
+    t = f"lake.{ns}.upd_{dv_writer}"
     spark.sql(f"CREATE TABLE {t} (id BIGINT, p INT, s STRING) PARTITIONED BY (p) TBLPROPERTIES ('format-version'='3')")
     spark.createDataFrame([(i, i % 2, "a") for i in range(10)], "id BIGINT, p INT, s STRING").coalesce(1).writeTo(t).append()
     rows = {i: (i, i % 2, "a") for i in range(10)}

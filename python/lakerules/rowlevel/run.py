@@ -144,15 +144,15 @@ def _rows_of(ctx, node, scan: LakeScan, keep_matching: bool, row_ids: bool = Fal
 
 def _matched_positions(ctx, node, table, snapshot, planned, partial):
     """(file_path, pos, partition index) of every live row the condition matches, cached when
-    they are read again (see below); the positions on the driver (merge-on-read v2, up to
-    positionDeleteDriverRows: the delete files' rows) or only counted; and the number matched per
-    data file (manifest path). One job, no shuffle.
+    they may be read again (see below); the positions on the driver (merge-on-read, up to
+    positionDeleteDriverRows: the delete files' or deletion vectors' rows) or only counted; and the
+    number matched per data file (manifest path). One job, no shuffle.
 
-    The matched rows are read again only by merge-on-read: v3 writes its deletion vectors from
-    them, v2 its delete files when their positions were too many for the driver. Otherwise (copy-
-    on-write reads the files itself; v2 whose partial files hold at most positionDeleteDriverRows
-    rows in all, so that every position comes to the driver) they are not cached: a cache costs a
-    job of its own (AQE materializes it) and took ~0.2 s of a 0.6-s point DELETE."""
+    The matched rows are read again only by merge-on-read whose positions were too many for the
+    driver (it then writes its delete files or deletion vectors from them). Otherwise (copy-on-write
+    reads the files itself; partial files holding at most positionDeleteDriverRows rows in all, so
+    that every position comes to the driver) they are not cached: a cache costs a job of its own
+    (AQE materializes it) and took ~0.2 s of a 0.6-s point DELETE."""
     if not partial:
         return None, None, {}, []
     spark = ctx.spark
@@ -165,9 +165,8 @@ def _matched_positions(ctx, node, table, snapshot, planned, partial):
         .select("file_path", F.col(POS_COL).alias("pos"), write.PART_COL)
     )
     merge_on_read = node.mode != "copy-on-write"
-    v2_merge_on_read = merge_on_read and table.format_version < 3
-    limit = position_deletes.driver_rows(spark) if v2_merge_on_read else 0
-    if merge_on_read and not (v2_merge_on_read and sum(p.file.record_count for p in partial) <= limit):
+    limit = position_deletes.driver_rows(spark) if merge_on_read else 0
+    if merge_on_read and sum(p.file.record_count for p in partial) > limit:
         matched = matched.persist()
     collected = position_deletes.collect(spark, matched.withColumn("kind", F.lit("d")), limit)
     return matched, collected, _per_file(collected), partitions
@@ -220,7 +219,8 @@ def _merge_on_read(ctx, table, snapshot, expr, matched, collected, partitions, w
         if entire:
             rows = rows.where(~F.col("file_path").isin([p.file.file_path for p in entire]))
         if table.format_version >= 3:  # deletion vectors, one per data file (lakerules.write.deletion_vectors)
-            written, kept, replaced = deletion_vectors.write(spark, table, snapshot, rows, touched, whole)
+            written, kept, replaced = deletion_vectors.write(spark, table, snapshot, rows, touched, whole,
+                                                             collected=collected, skip=[p.file.file_path for p in entire])
         else:
             written = position_deletes.write(spark, table, rows, partitions, rows=deleted, collected=collected,
                                              skip=[p.file.file_path for p in entire])
@@ -419,9 +419,9 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
     written_data, written_deletes, removal = [], [], None
     try:
         deletes = rows.select(F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"), write.PART_COL)
-        # one job, no shuffle: the positions on the driver (v2, up to positionDeleteDriverRows), else their counts
+        # one job, no shuffle: the positions on the driver (up to positionDeleteDriverRows), else their counts
         collected = position_deletes.collect(spark, deletes.withColumn("kind", F.lit("d")),
-                                             0 if lineage else position_deletes.driver_rows(spark))
+                                             position_deletes.driver_rows(spark))
         counts = _per_file(collected)
         if not counts:
             return _affected(spark, 0)
@@ -430,7 +430,7 @@ def _update_split(ctx, node, table, snapshot, expr, planned, files):
         if lineage:
             columns = v3_rows.data_columns(table, node.relation.output)
             written_data = v3_rows.write_rows(spark, node.table.catalog, table, rows, columns)
-            removal = v3_rows.Removal(spark, table, snapshot, deletes, touched, counts)
+            removal = v3_rows.Removal(spark, table, snapshot, deletes, touched, counts, collected)
             written_deletes = removal.discardable()
         else:
             new_columns = [J.column(a.name) for a in node.relation.output]

@@ -85,9 +85,11 @@ class Removal:
     whole: ``written`` (new DVs; delete them if the commit fails), ``kept`` (siblings listed
     again), ``replaced`` (the DVs they supersede), ``whole`` (PlannedFiles dropped whole)."""
 
-    def __init__(self, spark, table, snapshot, positions: DataFrame, touched: list, counts: dict):
+    def __init__(self, spark, table, snapshot, positions: DataFrame, touched: list, counts: dict, collected=None):
         """``positions``: (file_path: the manifest's data file path, pos) of the removed rows of
-        ``touched`` (PlannedFiles); ``counts``: the removed rows per data file path."""
+        ``touched`` (PlannedFiles); ``counts``: the removed rows per data file path; ``collected``:
+        the same positions on the driver (lakerules.write.position_deletes.Collected, kind "d"), if
+        the statement collected them."""
         self.whole = [p for p in touched if not p.position_deletes and not p.equality_deletes
                       and counts.get(p.file.file_path, 0) == p.file.record_count]
         partial = [p for p in touched if p not in self.whole]
@@ -95,8 +97,9 @@ class Removal:
         if partial:
             if self.whole:
                 positions = positions.where(~F.col("file_path").isin([p.file.file_path for p in self.whole]))
-            self.written, self.kept, self.replaced = deletion_vectors.write(spark, table, snapshot, positions,
-                                                                            partial, self.whole)
+            self.written, self.kept, self.replaced = deletion_vectors.write(
+                spark, table, snapshot, positions, partial, self.whole, collected=collected,
+                skip=[p.file.file_path for p in self.whole])
 
     @property
     def delete_files(self) -> list:

@@ -43,6 +43,17 @@ def write_deletion_vectors(spark: SparkSession, plan, puffin_path: str, created_
         _longs(spark, cols[2]), _longs(spark, cols[3])))
 
 
+def write_collected_deletion_vectors(spark: SparkSession, collected, kinds: str, skip, puffin_path: str,
+                                     created_by: str, bases: list[tuple[str, str, int, int]]) -> str:
+    """write_deletion_vectors of positions already on the driver: those of ``collected`` (a
+    complete io.lakerules.functions.PositionDeleteFiles.Collected) of the ``kinds``, but for the data
+    files ``skip`` names. No Spark job."""
+    cols = list(zip(*bases)) if bases else [[], [], [], []]
+    return str(jclass(spark, _DV).writePuffin(
+        spark._jsparkSession, collected, kinds, nul_joined(skip), puffin_path, created_by, _strings(spark, cols[0]),
+        _strings(spark, cols[1]), _longs(spark, cols[2]), _longs(spark, cols[3])))
+
+
 def deletion_vector_blob(spark: SparkSession, positions: list[int]) -> bytes:
     """The deletion-vector-v1 blob of ``positions`` (io.lakerules.functions.DeletionVectors.blob)."""
     return bytes(jclass(spark, _DV).blob(_longs(spark, positions)))

@@ -51,23 +51,31 @@ def _upgraded_positions(spark, touched: list) -> DataFrame | None:
             .select(F.col("data_path").alias("file_path"), "pos"))
 
 
-def write(spark, table, snapshot, rows: DataFrame, touched: list, removed_whole: list) -> tuple[list, list, list]:
+def write(spark, table, snapshot, rows: DataFrame, touched: list, removed_whole: list,
+          collected=None, skip=()) -> tuple[list, list, list]:
     """Write the deletion vectors of ``rows`` (file_path: the manifest's data file path, pos) for the
     ``touched`` files (PlannedFiles) into one new Puffin file: (its delete files, the siblings
-    listed again, the delete files they replace). ``removed_whole``: PlannedFiles the commit removes."""
+    listed again, the delete files they replace). ``removed_whole``: PlannedFiles the commit removes.
+    ``collected`` (lakerules.write.position_deletes.Collected, kind "d"), when complete, holds
+    ``rows``' positions already on the driver, and ``skip`` the data file paths rows leaves out:
+    then the DVs are written from them, with no Spark job (unless position delete files from
+    before the table's upgrade apply to a touched file: their rows are read with ``rows``)."""
     progress.step(spark, "write deletion vectors")
     by_path = {p.file.file_path: p for p in touched}
     bases = [(p.file.file_path, *_location(p.position_deletes[0])) for p in touched
              if read_dvs.kind(p) == read_dvs.DELETION_VECTOR]
     target = new_target(table)
     puffin = f"{target}/{uuid.uuid4()}-deletes.puffin"
-    rows = rows.select("file_path", "pos")
     older = _upgraded_positions(spark, touched)
-    if older is not None:
-        rows = rows.unionByName(older)
-    plan = J.analyzed(rows)
     try:
-        result = json.loads(DV.write_deletion_vectors(spark, plan, puffin, CREATED_BY, bases))
+        if collected is not None and collected.complete and older is None:
+            result = json.loads(DV.write_collected_deletion_vectors(spark, collected.handle, "d", skip, puffin,
+                                                                    CREATED_BY, bases))
+        else:
+            rows = rows.select("file_path", "pos")
+            if older is not None:
+                rows = rows.unionByName(older)
+            result = json.loads(DV.write_deletion_vectors(spark, J.analyzed(rows), puffin, CREATED_BY, bases))
     except BaseException:
         delete_dir(spark, table, target)  # a Puffin file left half written
         raise

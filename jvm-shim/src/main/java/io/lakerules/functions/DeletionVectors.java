@@ -157,8 +157,27 @@ public final class DeletionVectors {
   public static String writePuffin(org.apache.spark.sql.classic.SparkSession session, LogicalPlan rows,
                                    String puffinPath, String createdBy, String[] basePaths, String[] dvPaths,
                                    long[] offsets, long[] lengths) throws IOException {
-    Configuration conf = session.sessionState().newHadoopConf();
-    HashMap<String, long[]> byFile = PositionDeleteSet.positionsByName(session, rows);
+    return writePuffin(session.sessionState().newHadoopConf(), PositionDeleteSet.positionsByName(session, rows),
+        puffinPath, createdBy, basePaths, dvPaths, offsets, lengths);
+  }
+
+  /**
+   * {@link #writePuffin} of positions already on the driver: those of {@code collected}
+   * (io.lakerules.functions.PositionDeleteFiles.collect, names {@code <kind>\0<group>\0<data file
+   * path>}) whose kind is one of {@code kinds}, but for the data files of {@code skip}
+   * (NUL-separated paths: files the statement removes whole). No Spark job.
+   */
+  public static String writePuffin(org.apache.spark.sql.classic.SparkSession session,
+                                   PositionDeleteFiles.Collected collected, String kinds, String skip,
+                                   String puffinPath, String createdBy, String[] basePaths, String[] dvPaths,
+                                   long[] offsets, long[] lengths) throws IOException {
+    return writePuffin(session.sessionState().newHadoopConf(), collected.byFile(kinds, skip), puffinPath, createdBy,
+        basePaths, dvPaths, offsets, lengths);
+  }
+
+  private static String writePuffin(Configuration conf, HashMap<String, long[]> byFile, String puffinPath,
+                                    String createdBy, String[] basePaths, String[] dvPaths, long[] offsets,
+                                    long[] lengths) throws IOException {
     for (int i = 0; i < basePaths.length; i++) {
       long[] added = byFile.get(basePaths[i]);
       if (added == null) {

@@ -62,6 +62,39 @@ public final class PositionDeleteFiles {
       return byName != null;
     }
 
+    /**
+     * The positions by data file path of the names whose kind is one of {@code kinds}, but for
+     * the paths of {@code skip} (NUL-separated): one array per file, those of its groups and
+     * kinds concatenated (each sorted; the whole need not be).
+     */
+    public HashMap<String, long[]> byFile(String kinds, String skip) {
+      if (!complete()) {
+        throw new IllegalStateException("positions were counted, not collected");
+      }
+      java.util.Set<String> skipped = new java.util.HashSet<>(Arrays.asList(skip.isEmpty() ? new String[0] : skip.split("\0")));
+      HashMap<String, List<long[]>> parts = new HashMap<>();
+      for (Map.Entry<String, long[]> e : byName.entrySet()) {
+        String name = e.getKey();
+        int first = name.indexOf('\0');
+        int second = name.indexOf('\0', first + 1);
+        String path = name.substring(second + 1);
+        if (first == 1 && kinds.indexOf(name.charAt(0)) >= 0 && !skipped.contains(path)) {
+          parts.computeIfAbsent(path, k -> new ArrayList<>()).add(e.getValue());
+        }
+      }
+      HashMap<String, long[]> out = new HashMap<>();
+      for (Map.Entry<String, List<long[]>> e : parts.entrySet()) {
+        long[] all = new long[e.getValue().stream().mapToInt(a -> a.length).sum()];
+        int at = 0;
+        for (long[] a : e.getValue()) {
+          System.arraycopy(a, 0, all, at, a.length);
+          at += a.length;
+        }
+        out.put(e.getKey(), all);
+      }
+      return out;
+    }
+
     /** NUL-separated (name, number of positions) pairs. */
     public String counts() {
       StringBuilder out = new StringBuilder();
