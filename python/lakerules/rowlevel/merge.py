@@ -307,8 +307,9 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
     written_data, written_deletes = [], []
     try:
         progress.step(spark, "join target rows with the source")
-        if not check and node.mode != "copy-on-write" and not v3_rows.applies(table):
-            done = _apply_collected(ctx, node, table, expr, files, rows, partitions, summary, matched_by, new_rows)
+        if not check and node.mode != "copy-on-write":
+            done = _apply_collected(ctx, node, table, snapshot, expr, files, rows, partitions, summary, matched_by,
+                                    new_rows)
             if done is not None:
                 return done
         # one aggregate per data file (NULL: inserted rows): rows per operation, matched rows and,
@@ -356,14 +357,18 @@ def _apply(ctx, node, table, snapshot, expr, planned, files, rows, summary: dict
     return _merge_result(spark, updated, deleted, inserted)
 
 
-def _apply_collected(ctx, node, table, expr, files, rows, partitions, summary: dict, matched_by: str, new_rows):
-    """Merge-on-read (v2) with no cardinality check to make: the matched rows' positions come to
-    the driver (with their operation, no shuffle) and are the counts of updated and deleted rows
-    and the delete files, which the driver writes; the rows written are the updated and the
-    inserted ones of ``new_rows`` (``rows``, or the same rows without the data files' lookup).
-    None (nothing written) if more positions than spark.lakerules.write.positionDeleteDriverRows:
-    then rows are counted by an aggregate."""
+def _apply_collected(ctx, node, table, snapshot, expr, files, rows, partitions, summary: dict, matched_by: str,
+                     new_rows):
+    """Merge-on-read with no cardinality check to make: the matched rows' positions come to the
+    driver (with their operation, no shuffle) and are the counts of updated and deleted rows and
+    the delete files (v2) or deletion vectors (v3), which the driver writes; the rows written are
+    the updated and the inserted ones of ``new_rows`` (``rows``, or the same rows without the data
+    files' lookup). None (nothing written) if more positions than
+    spark.lakerules.write.positionDeleteDriverRows: then rows are counted by an aggregate."""
     spark = ctx.spark
+    v3 = v3_rows.applies(table)  # deletion vectors, and the rows written again keep their ids
+    if v3:
+        lineage.check(table, "MERGE")
     # the target's rows that change (NOT MATCHED BY SOURCE ones too) or matched a source row
     target = F.col(T_COL).isNotNull() & ((F.col(OP_COL) != KEEP) | F.col(S_COL).isNotNull())
     positions = position_deletes.collect(spark, rows.where(target).select(
@@ -379,21 +384,29 @@ def _apply_collected(ctx, node, table, expr, files, rows, partitions, summary: d
             removed[path] = removed.get(path, 0) + n
     updated, deleted = by_kind[str(UPDATE)], by_kind[str(DELETE)]
     matched_paths = {path for _, _, path in positions.counts}  # matched_by "match": no NOT MATCHED BY SOURCE
-    written_data, written_deletes = [], []
+    written_data, written_deletes, removal = [], [], None
     try:
         if updated or node.not_matched:
-            written_data = _write_new_rows(spark, node, table, new_rows)
+            written_data = (_write_v3_rows(spark, node, table, new_rows) if v3
+                            else _write_new_rows(spark, node, table, new_rows))
         inserted = sum(f.record_count for f in written_data) - updated
         if updated + deleted + inserted == 0:
             return _merge_result(spark, 0, 0, 0)
         touched = [p for p in files if p.file.file_path in removed]
         summary = _summary(summary, files, matched_paths if matched_by == "match" else touched)
-        if updated or deleted:
-            progress.step(spark, "write delete files")
-            written_deletes = position_deletes.write_collected(spark, table, positions, str(UPDATE) + str(DELETE), partitions)
-        _commit(table, written_data, written_deletes, summary, touched, expr)
+        if v3:
+            if touched:
+                removal = v3_rows.Removal(spark, table, snapshot, _removed_positions(rows), touched, removed,
+                                          positions, kinds=str(UPDATE) + str(DELETE))
+            _commit_v3(table, written_data, removal, summary, touched, expr)
+        else:
+            if updated or deleted:
+                progress.step(spark, "write delete files")
+                written_deletes = position_deletes.write_collected(spark, table, positions, str(UPDATE) + str(DELETE),
+                                                                   partitions)
+            _commit(table, written_data, written_deletes, summary, touched, expr)
     except BaseException as e:
-        write.discard(table, written_data + written_deletes, e)
+        write.discard(table, written_data + written_deletes + (removal.discardable() if removal else []), e)
         raise
     return _merge_result(spark, updated, deleted, inserted)
 
@@ -433,22 +446,37 @@ def _merge_v3(ctx, node, table, snapshot, expr, rows, new_rows, touched: list, r
     written, removal = [], None
     try:
         if writes_rows:
-            written = v3_rows.write_rows(spark, node.table.catalog, table, new_rows.where(F.col(OP_COL).isin(UPDATE, INSERT)),
-                                         v3_rows.data_columns(table, node.relation.output))
+            written = _write_v3_rows(spark, node, table, new_rows)
         if touched:
-            positions = rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
-                F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"))
-            removal = v3_rows.Removal(spark, table, snapshot, positions, touched, removed)
-        row_delta.commit(
-            table, written, removal.delete_files if removal else [], summary,
-            removed_data_files=removal.removed_data_files if removal else (),
-            removed_delete_files=removal.replaced if removal else (),
-            validation=_update_validation(touched, expr, "merge"),
-            operation=Operation.OVERWRITE if written else Operation.DELETE,
-        )
+            removal = v3_rows.Removal(spark, table, snapshot, _removed_positions(rows), touched, removed)
+        _commit_v3(table, written, removal, summary, touched, expr)
     except BaseException as e:
         write.discard(table, written + (removal.discardable() if removal else []), e)
         raise
+
+
+def _write_v3_rows(spark, node, table, new_rows) -> list:
+    """The updated and inserted rows of ``new_rows`` written with their row ids (null for inserted ones)."""
+    return v3_rows.write_rows(spark, node.table.catalog, table, new_rows.where(F.col(OP_COL).isin(UPDATE, INSERT)),
+                              v3_rows.data_columns(table, node.relation.output))
+
+
+def _removed_positions(rows):
+    """(file_path, pos) of the updated and deleted target rows of ``rows``."""
+    return rows.where(F.col(OP_COL).isin(UPDATE, DELETE)).select(
+        F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos"))
+
+
+def _commit_v3(table, written: list, removal, summary: dict, touched: list, expr) -> None:
+    """One snapshot adding a v3 MERGE's data files and deletion vectors (and dropping the data
+    files it removes whole), validated against the files it read."""
+    row_delta.commit(
+        table, written, removal.delete_files if removal else [], summary,
+        removed_data_files=removal.removed_data_files if removal else (),
+        removed_delete_files=removal.replaced if removal else (),
+        validation=_update_validation(touched, expr, "merge"),
+        operation=Operation.OVERWRITE if written else Operation.DELETE,
+    )
 
 
 def _cardinality_error(t) -> LakeError:

@@ -85,11 +85,12 @@ class Removal:
     whole: ``written`` (new DVs; delete them if the commit fails), ``kept`` (siblings listed
     again), ``replaced`` (the DVs they supersede), ``whole`` (PlannedFiles dropped whole)."""
 
-    def __init__(self, spark, table, snapshot, positions: DataFrame, touched: list, counts: dict, collected=None):
+    def __init__(self, spark, table, snapshot, positions: DataFrame, touched: list, counts: dict, collected=None,
+                 kinds: str = "d"):
         """``positions``: (file_path: the manifest's data file path, pos) of the removed rows of
         ``touched`` (PlannedFiles); ``counts``: the removed rows per data file path; ``collected``:
-        the same positions on the driver (lakerules.write.position_deletes.Collected, kind "d"), if
-        the statement collected them."""
+        the same positions on the driver (lakerules.write.position_deletes.Collected: those of the
+        ``kinds``), if the statement collected them."""
         self.whole = [p for p in touched if not p.position_deletes and not p.equality_deletes
                       and counts.get(p.file.file_path, 0) == p.file.record_count]
         partial = [p for p in touched if p not in self.whole]
@@ -98,7 +99,7 @@ class Removal:
             if self.whole:
                 positions = positions.where(~F.col("file_path").isin([p.file.file_path for p in self.whole]))
             self.written, self.kept, self.replaced = deletion_vectors.write(
-                spark, table, snapshot, positions, partial, self.whole, collected=collected,
+                spark, table, snapshot, positions, partial, self.whole, collected=collected, kinds=kinds,
                 skip=[p.file.file_path for p in self.whole])
 
     @property

@@ -52,12 +52,13 @@ def _upgraded_positions(spark, touched: list) -> DataFrame | None:
 
 
 def write(spark, table, snapshot, rows: DataFrame, touched: list, removed_whole: list,
-          collected=None, skip=()) -> tuple[list, list, list]:
+          collected=None, kinds: str = "d", skip=()) -> tuple[list, list, list]:
     """Write the deletion vectors of ``rows`` (file_path: the manifest's data file path, pos) for the
     ``touched`` files (PlannedFiles) into one new Puffin file: (its delete files, the siblings
     listed again, the delete files they replace). ``removed_whole``: PlannedFiles the commit removes.
-    ``collected`` (lakerules.write.position_deletes.Collected, kind "d"), when complete, holds
-    ``rows``' positions already on the driver, and ``skip`` the data file paths rows leaves out:
+    ``collected`` (lakerules.write.position_deletes.Collected), when complete, holds ``rows``'
+    positions already on the driver (those of the ``kinds``), and ``skip`` the data file paths rows
+    leaves out:
     then the DVs are written from them, with no Spark job (unless position delete files from
     before the table's upgrade apply to a touched file: their rows are read with ``rows``)."""
     progress.step(spark, "write deletion vectors")
@@ -69,7 +70,7 @@ def write(spark, table, snapshot, rows: DataFrame, touched: list, removed_whole:
     older = _upgraded_positions(spark, touched)
     try:
         if collected is not None and collected.complete and older is None:
-            result = json.loads(DV.write_collected_deletion_vectors(spark, collected.handle, "d", skip, puffin,
+            result = json.loads(DV.write_collected_deletion_vectors(spark, collected.handle, kinds, skip, puffin,
                                                                     CREATED_BY, bases))
         else:
             rows = rows.select("file_path", "pos")
