@@ -26,24 +26,14 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = r"""
-import functools, json, sys, time
+import json, sys, time
 sys.path.insert(0, sys.argv[1])
-import common, scale, lakerules
+import cold, common, scale, lakerules
 import lakerules.rules.resolve_scans as resolve
 
 files, archive = int(sys.argv[2]), sys.argv[3] == "1"
-planning = [0.0]
-plan_scan = resolve.plan_scan
-
-@functools.wraps(plan_scan)
-def timed_plan_scan(*args, **kwargs):
-    started = time.perf_counter()
-    try:
-        return plan_scan(*args, **kwargs)
-    finally:
-        planning[0] += time.perf_counter() - started
-
-resolve.plan_scan = timed_plan_scan
+parts = {}
+cold._timed_parts(resolve, "plan_scan", parts)
 session = lakerules.session
 common.lakerules.session = lambda **kw: session(**kw, jvm_archive=archive)
 info = scale.generate(files, scale.BIG_ROWS, scale.BIG_COMMITS, True)
@@ -57,7 +47,7 @@ x = (4243 * scale.BIG_ROWS + 7) % rows
 got = spark.sql(f"SELECT * FROM lake.bench.big WHERE id = {x}").collect()
 t3 = time.perf_counter()
 assert [tuple(r) for r in got] == [(x, scale.value(x), f"k{x % 10}")], got
-first_planning = planning[0]
+first_planning = parts.get("plan_scan", 0.0)
 spark.sql(f"SELECT * FROM lake.bench.big WHERE id = {(x + 104729) % rows}").collect()
 t4 = time.perf_counter()
 mapped = any(a.startswith("-XX:SharedArchiveFile=") for a in

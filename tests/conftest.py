@@ -20,7 +20,7 @@ _ids = itertools.count()
 # JVM options of every Spark JVM the tests start: this session's, and through the environment
 # (spark-submit adds SPARK_SUBMIT_OPTS) spark-sql's, Connect's and the driver processes'
 # (tests/jvm_archive.py says why each).
-TEST_JVM_OPTIONS = f"{jvm_archive.TEST_JVM_OPTIONS} {jvm_archive.options()}".strip()
+TEST_JVM_OPTIONS = f"{jvm_archive.TEST_JVM_OPTIONS} {lakerules.jvm_archive.options()}".strip()
 os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {TEST_JVM_OPTIONS}".strip()
 
 # Spark hands timestamps to Python in the process's local zone: make that UTC.

@@ -1,9 +1,9 @@
 """The test suite's JVM options, and its class-data-sharing archive: lakerules/jvm_archive.py's,
 built before pytest starts (make test runs this file) when `make setup` has not built it yet.
 
-tests/conftest.py puts TEST_JVM_OPTIONS and the archive's options into SPARK_SUBMIT_OPTS, for
-every Spark JVM the suite starts (its two sessions, spark-sql, Connect, the driver and writer
-processes).
+tests/conftest.py puts TEST_JVM_OPTIONS and the archive's options (lakerules.jvm_archive.options())
+into SPARK_SUBMIT_OPTS, for every Spark JVM the suite starts (its two sessions, spark-sql,
+Connect, the driver and writer processes).
 """
 
 from __future__ import annotations
@@ -21,11 +21,6 @@ from lakerules import jvm_archive
 #   worker for the same two cores.
 # Measured on the optimize/merge/delete/update/semantics tests (87): 225-228 s -> 155-157 s.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
-
-
-def options() -> str:
-    """The archive's JVM options, or "" when it has not been built."""
-    return jvm_archive.options()
 
 
 if __name__ == "__main__":

@@ -376,7 +376,8 @@ def _apply_collected(ctx, node, table, snapshot, expr, files, rows, partitions, 
         F.col("__lakerules_path").alias("file_path"), F.col(POS_COL).alias("pos")), position_deletes.driver_rows(spark))
     if not positions.complete:
         return None
-    by_kind = {str(UPDATE): 0, str(DELETE): 0}
+    removing = str(UPDATE) + str(DELETE)  # the kinds of the positions removed: updated and deleted rows
+    by_kind = {kind: 0 for kind in removing}
     removed: dict = {}
     for (kind, _, path), n in positions.counts.items():
         if kind in by_kind:
@@ -397,13 +398,12 @@ def _apply_collected(ctx, node, table, snapshot, expr, files, rows, partitions, 
         if v3:
             if touched:
                 removal = v3_rows.Removal(spark, table, snapshot, _removed_positions(rows), touched, removed,
-                                          positions, kinds=str(UPDATE) + str(DELETE))
+                                          positions, kinds=removing)
             _commit_v3(table, written_data, removal, summary, touched, expr)
         else:
             if updated or deleted:
                 progress.step(spark, "write delete files")
-                written_deletes = position_deletes.write_collected(spark, table, positions, str(UPDATE) + str(DELETE),
-                                                                   partitions)
+                written_deletes = position_deletes.write_collected(spark, table, positions, removing, partitions)
             _commit(table, written_data, written_deletes, summary, touched, expr)
     except BaseException as e:
         write.discard(table, written_data + written_deletes + (removal.discardable() if removal else []), e)

@@ -216,14 +216,15 @@ def _merge_on_read(ctx, table, snapshot, expr, matched, collected, partitions, w
     written, kept, replaced = [], [], []
     if touched:
         rows = matched
-        if entire:
-            rows = rows.where(~F.col("file_path").isin([p.file.file_path for p in entire]))
+        skip = [p.file.file_path for p in entire]
+        if skip:
+            rows = rows.where(~F.col("file_path").isin(skip))
         if table.format_version >= 3:  # deletion vectors, one per data file (lakerules.write.deletion_vectors)
             written, kept, replaced = deletion_vectors.write(spark, table, snapshot, rows, touched, whole,
-                                                             collected=collected, skip=[p.file.file_path for p in entire])
+                                                             collected=collected, skip=skip)
         else:
             written = position_deletes.write(spark, table, rows, partitions, rows=deleted, collected=collected,
-                                             skip=[p.file.file_path for p in entire])
+                                             skip=skip)
     try:
         row_delta.commit(
             table, [], written + kept,

@@ -96,11 +96,11 @@ class Removal:
         partial = [p for p in touched if p not in self.whole]
         self.written, self.kept, self.replaced = [], [], []
         if partial:
-            if self.whole:
-                positions = positions.where(~F.col("file_path").isin([p.file.file_path for p in self.whole]))
+            skip = [p.file.file_path for p in self.whole]
+            if skip:
+                positions = positions.where(~F.col("file_path").isin(skip))
             self.written, self.kept, self.replaced = deletion_vectors.write(
-                spark, table, snapshot, positions, partial, self.whole, collected=collected, kinds=kinds,
-                skip=[p.file.file_path for p in self.whole])
+                spark, table, snapshot, positions, partial, self.whole, collected=collected, kinds=kinds, skip=skip)
 
     @property
     def delete_files(self) -> list:

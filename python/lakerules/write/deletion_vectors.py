@@ -58,9 +58,8 @@ def write(spark, table, snapshot, rows: DataFrame, touched: list, removed_whole:
     listed again, the delete files they replace). ``removed_whole``: PlannedFiles the commit removes.
     ``collected`` (lakerules.write.position_deletes.Collected), when complete, holds ``rows``'
     positions already on the driver (those of the ``kinds``), and ``skip`` the data file paths rows
-    leaves out:
-    then the DVs are written from them, with no Spark job (unless position delete files from
-    before the table's upgrade apply to a touched file: their rows are read with ``rows``)."""
+    leaves out: then the DVs are written from them, with no Spark job (unless position delete files
+    from before the table's upgrade apply to a touched file: their rows are read with ``rows``)."""
     progress.step(spark, "write deletion vectors")
     by_path = {p.file.file_path: p for p in touched}
     bases = [(p.file.file_path, *_location(p.position_deletes[0])) for p in touched

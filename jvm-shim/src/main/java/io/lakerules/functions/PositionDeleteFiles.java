@@ -62,36 +62,39 @@ public final class PositionDeleteFiles {
       return byName != null;
     }
 
+    /** One name's positions: its delete group index, its data file path, its sorted positions. */
+    record Part(int group, String path, long[] positions) {}
+
     /**
-     * The positions by data file path of the names whose kind is one of {@code kinds}, but for
-     * the paths of {@code skip} (NUL-separated): one array per file, those of its groups and
-     * kinds concatenated (each sorted; the whole need not be).
+     * The positions of the names whose kind (each a character of {@code kinds}) is asked for, but
+     * for the data file paths of {@code skip} (NUL-separated: files the statement removes whole).
      */
-    public HashMap<String, long[]> byFile(String kinds, String skip) {
+    List<Part> parts(String kinds, String skip) {
       if (!complete()) {
         throw new IllegalStateException("positions were counted, not collected");
       }
-      java.util.Set<String> skipped = new java.util.HashSet<>(Arrays.asList(skip.isEmpty() ? new String[0] : skip.split("\0")));
-      HashMap<String, List<long[]>> parts = new HashMap<>();
+      java.util.Set<String> skipped = new java.util.HashSet<>(Arrays.asList(Joined.strings(skip)));
+      List<Part> out = new ArrayList<>();
       for (Map.Entry<String, long[]> e : byName.entrySet()) {
         String name = e.getKey();
         int first = name.indexOf('\0');
         int second = name.indexOf('\0', first + 1);
         String path = name.substring(second + 1);
         if (first == 1 && kinds.indexOf(name.charAt(0)) >= 0 && !skipped.contains(path)) {
-          parts.computeIfAbsent(path, k -> new ArrayList<>()).add(e.getValue());
+          out.add(new Part(Integer.parseInt(name.substring(first + 1, second)), path, e.getValue()));
         }
+      }
+      return out;
+    }
+
+    /** {@link #parts} as one sorted array of positions per data file path, whatever their group and kind. */
+    public HashMap<String, long[]> byFile(String kinds, String skip) {
+      HashMap<String, List<long[]>> arrays = new HashMap<>();
+      for (Part p : parts(kinds, skip)) {
+        arrays.computeIfAbsent(p.path(), k -> new ArrayList<>()).add(p.positions());
       }
       HashMap<String, long[]> out = new HashMap<>();
-      for (Map.Entry<String, List<long[]>> e : parts.entrySet()) {
-        long[] all = new long[e.getValue().stream().mapToInt(a -> a.length).sum()];
-        int at = 0;
-        for (long[] a : e.getValue()) {
-          System.arraycopy(a, 0, all, at, a.length);
-          at += a.length;
-        }
-        out.put(e.getKey(), all);
-      }
+      arrays.forEach((path, a) -> out.put(path, PositionDeleteSet.sortedUnion(a)));
       return out;
     }
 
@@ -179,22 +182,12 @@ public final class PositionDeleteFiles {
   public static String write(org.apache.spark.sql.classic.SparkSession session, Collected collected, String kinds,
                              String target, String groupColumn, String options, String skip)
       throws IOException, InterruptedException {
-    if (!collected.complete()) {
-      throw new IllegalStateException("positions were counted, not collected");
-    }
-    java.util.Set<String> skipped = new java.util.HashSet<>(Arrays.asList(skip.isEmpty() ? new String[0] : skip.split("\0")));
     // group -> data file path (UTF-8 bytes, in their order, as the spec sorts) -> its arrays (one per kind)
     TreeMap<Integer, TreeMap<byte[], List<long[]>>> groups = new TreeMap<>();
-    for (Map.Entry<String, long[]> e : collected.byName.entrySet()) {
-      String name = e.getKey();
-      int first = name.indexOf('\0');
-      int second = name.indexOf('\0', first + 1);
-      if (kinds.indexOf(name.substring(0, first)) < 0 || first != 1 || skipped.contains(name.substring(second + 1))) {
-        continue;
-      }
-      groups.computeIfAbsent(Integer.parseInt(name.substring(first + 1, second)), k -> new TreeMap<>(Arrays::compareUnsigned))
-          .computeIfAbsent(name.substring(second + 1).getBytes(StandardCharsets.UTF_8), k -> new ArrayList<>())
-          .add(e.getValue());
+    for (Collected.Part p : collected.parts(kinds, skip)) {
+      groups.computeIfAbsent(p.group(), k -> new TreeMap<>(Arrays::compareUnsigned))
+          .computeIfAbsent(p.path().getBytes(StandardCharsets.UTF_8), k -> new ArrayList<>())
+          .add(p.positions());
     }
     Configuration conf = session.sessionState().newHadoopConf();
     CompressionCodecName codec = codec(session.sessionState().conf().parquetCompressionCodec());
