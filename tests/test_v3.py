@@ -648,6 +648,10 @@ def test_row_lineage_metadata_columns(spark, ns, iceberg_catalog, duck):
     # the file's data sequence number
     expected = {1: (0, 1), 2: (1, 1), 3: (2, 1), 4: (3, 2), 5: (4, 2)}
     assert _lineage_rows(spark, t) == expected
+    # each file's first_row_id and data sequence number come with its rows from the reader
+    # (constant _metadata fields): the read joins its rows with nothing
+    plan = spark.sql(f"SELECT _row_id, _last_updated_sequence_number, id FROM {t}")._jdf.queryExecution()
+    assert "Join" not in plan.executedPlan().toString(), plan.executedPlan().toString()
     ids = _row_ids(_lineage(duck, _metadata(iceberg_catalog, t)))
     files = _file_rows(spark, t)
     assert {i: ids[path] + pos for path, rows in files.items() for pos, i in enumerate(rows)} == \

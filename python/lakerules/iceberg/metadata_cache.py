@@ -52,3 +52,9 @@ def remember(location: str | None, metadata) -> None:
 
 def install() -> None:
     FromInputFile.table_metadata = staticmethod(_cached)
+
+
+def clear() -> None:
+    """Forget every parsed metadata file (the next load of each table parses its file again)."""
+    with _lock:
+        _metadata.clear()

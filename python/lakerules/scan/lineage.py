@@ -9,9 +9,10 @@ and its ``_last_updated_sequence_number`` is its file's data sequence number. A 
 
 The table offers the columns as Spark metadata columns (io.lakerules.LakeTable.metadataColumns,
 v3 tables only), so ``SELECT _row_id, _last_updated_sequence_number, * FROM t`` resolves them; the
-scan reads the stored columns by field id with each row's file and position, and one broadcast
-join with a small table of each file's (first_row_id, data sequence number) computes them in
-Spark's expressions (no Python per row). The first_row_ids come from the snapshot's manifest list
+scan reads the stored columns by field id with each row's position, and its file's (first_row_id,
+data sequence number) as constant ``_metadata`` fields Spark's reader appends to the file's rows
+(io.lakerules.RowGroupParquetFormat, the values listed with the file by io.lakerules.LakeFileIndex):
+one projection computes them (no join, no Python per row). The first_row_ids come from the snapshot's manifest list
 and manifests read with v3's schema (lakerules.iceberg.v3.RowIds: pyiceberg's reader drops them).
 """
 
@@ -23,7 +24,6 @@ from collections import OrderedDict
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 from pyspark.sql import DataFrame, functions as F
-from pyspark.sql.types import LongType as SparkLong, StringType, StructField, StructType
 
 from lakerules.iceberg import v3
 from lakerules.spark import jvm as J
@@ -34,6 +34,8 @@ ROW_ID_FIELD_ID, LAST_UPDATED_FIELD_ID = 2147483540, 2147483539
 # the stored columns as a read names them (a data column may not be named like the metadata column)
 STORED = {ROW_ID: "__lakerules_stored_row_id", LAST_UPDATED: "__lakerules_stored_last_updated"}
 FIELD_IDS = {ROW_ID: ROW_ID_FIELD_ID, LAST_UPDATED: LAST_UPDATED_FIELD_ID}
+# a lineage read's columns of each row's file: its first_row_id and data sequence number
+CONSTANTS = ("__lakerules_first_row_id", "__lakerules_file_seq")
 # The lineage columns as a writer stores them after a table's columns (rows copied with their lineage)
 FIELDS = (
     NestedField(ROW_ID_FIELD_ID, ROW_ID, LongType(), required=False),
@@ -112,22 +114,25 @@ def first_row_ids(table, snapshot_id: int | None) -> dict:
     return found
 
 
-def apply(spark, table, snapshot_id, files: list, df: DataFrame, names: tuple[str, ...], file_col: str,
-          pos_col: str, spark_names: dict) -> DataFrame:
-    """``df`` (rows of ``files``, PlannedFiles, with their stored lineage columns, Spark's name of
-    their file in ``file_col`` and their position in ``pos_col``) with the lineage columns
-    ``names`` computed, the stored ones dropped. ``spark_names``: data file path -> Spark's name."""
+def constants(table, snapshot_id, files) -> dict:
+    """Data file path -> (its first_row_id or None, its data sequence number) for ``files``
+    (PlannedFiles of the snapshot): what a lineage read's reader appends to each file's rows."""
+    ids = first_row_ids(table, snapshot_id)
+    return {p.file.file_path: (ids.get(p.file.file_path), p.sequence_number) for p in files}
+
+
+def apply(df: DataFrame, names: tuple[str, ...], pos_col: str) -> DataFrame:
+    """``df`` (rows with their stored lineage columns, their position in ``pos_col`` and their
+    file's CONSTANTS, as lakerules.scan.read's lineage read gives them) with the lineage columns
+    ``names`` computed, the stored ones and the constants dropped: the spec's rules as one
+    projection (no join)."""
     if not names:
         return df
-    ids = first_row_ids(table, snapshot_id)
-    rows = [(spark_names[p.file.file_path], ids.get(p.file.file_path), p.sequence_number) for p in files]
-    lookup = J.local_frame(spark, rows, StructType([
-        StructField("__lakerules_lineage_file", StringType()), StructField("__lakerules_first_row_id", SparkLong()),
-        StructField("__lakerules_file_seq", SparkLong())]))
-    joined = df.join(F.broadcast(lookup), F.col(file_col) == F.col("__lakerules_lineage_file"), "left")
+    first, seq = CONSTANTS
     computed = {
-        ROW_ID: F.coalesce(F.col(STORED[ROW_ID]), F.col("__lakerules_first_row_id") + F.col(pos_col)),
-        LAST_UPDATED: F.coalesce(F.col(STORED[LAST_UPDATED]), F.col("__lakerules_file_seq")),
+        ROW_ID: F.coalesce(F.col(STORED[ROW_ID]), F.col(first) + F.col(pos_col)),
+        LAST_UPDATED: F.coalesce(F.col(STORED[LAST_UPDATED]), F.col(seq)),
     }
-    keep = [c for c in df.columns if c not in {STORED[n] for n in names}]
-    return joined.select(*[J.column(c) for c in keep], *[computed[n].alias(n) for n in names])
+    dropped = {STORED[n] for n in names} | set(CONSTANTS)
+    keep = [c for c in df.columns if c not in dropped]
+    return df.select(*[J.column(c) for c in keep], *[computed[n].alias(n) for n in names])

@@ -79,14 +79,16 @@ def _listing(files, by_rows: bool = True) -> str:
 
 
 def read_files(spark, schema: Schema, files: list, with_positions: bool = False, *,
-               row_groups: str | None = None, deletes=None) -> DataFrame:
+               row_groups: str | None = None, deletes=None, lineage: list | None = None) -> DataFrame:
     """A DataFrame reading Parquet data files with an Iceberg schema (columns by field id);
     with_positions adds each row's file, as Spark names it (see status_names), its row index
     and the file's length. ``files`` are DataFiles (their lengths come from the manifests). They reach Spark in one call as an io.lakerules.LakeFileIndex: no listing, no status
     call and no Spark job per file. ``row_groups`` (late materialization) restricts the read to
     the row groups it lists (io.lakerules.RowGroupParquetFormat). ``deletes``, a JVM
     PositionDeleteSet (by Spark's names of the files): the rows it deletes are dropped inside the
-    reader, batch by batch (io.lakerules.PositionDeletesParquetFormat)."""
+    reader, batch by batch (io.lakerules.PositionDeletesParquetFormat). ``lineage``: each file's
+    (first_row_id, data sequence number), in ``files``' order: then each row has its file's as
+    row_lineage.CONSTANTS (constant _metadata fields the reader appends, lakerules.scan.lineage)."""
     read_schema = iceberg_to_spark(schema, with_ids=True)
     if not files:
         df = J.local_frame(spark, [], read_schema)
@@ -97,6 +99,8 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
                 F.lit(None).cast("long").alias(POS_COL),
                 F.lit(None).cast("long").alias(SIZE_COL),
             )
+        if lineage is not None:
+            df = df.select("*", *[F.lit(None).cast("long").alias(c) for c in row_lineage.CONSTANTS])
         return df
     jschema = J.data_type(spark, read_schema.json())
     options = J.nul_joined([shared.ROW_GROUPS_OPTION, row_groups]) if row_groups is not None else ""
@@ -106,7 +110,10 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
     rows = sum(f.record_count for f in files)
     estimate = min(rows * max(jschema.defaultSize(), 1), (1 << 63) - 1)
     by_rows = settings.flag(TASKS_BY_ROWS_KEY, spark.conf.get(TASKS_BY_ROWS_KEY, None), True)
-    plan = J.file_index_read(spark, _listing(files, by_rows), jschema, options, estimate, deletes)
+    constants = None
+    if lineage is not None:
+        constants = J.nul_joined(text for first, seq in lineage for text in ("" if first is None else str(first), str(seq)))
+    plan = J.file_index_read(spark, _listing(files, by_rows), jschema, options, estimate, deletes, constants)
     df = J.dataframe(spark, plan)
     if with_positions:
         df = df.select(
@@ -115,6 +122,9 @@ def read_files(spark, schema: Schema, files: list, with_positions: bool = False,
             F.col("_metadata.row_index").alias(POS_COL),
             F.col("_metadata.file_size").alias(SIZE_COL),
         )
+    if lineage is not None:
+        fields = (shared.FIRST_ROW_ID_FIELD, shared.DATA_SEQUENCE_FIELD)
+        df = df.select("*", *[F.col(f"_metadata.{f}").alias(c) for f, c in zip(fields, row_lineage.CONSTANTS)])
     return df
 
 
@@ -162,6 +172,10 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[
     columns = [f.name for f in schema.as_struct().fields]
     if positions:
         columns += [FILE_COL, POS_COL]
+    constants = {}  # a lineage read: each file's (first_row_id, data sequence number), read by the reader
+    if lineage:
+        columns += list(row_lineage.CONSTANTS)
+        constants = row_lineage.constants(scan.iceberg, scan.snapshot_id, scan.plan.files)
     threshold = settings.count(EQ_FILTER_THRESHOLD_KEY, ctx.conf(EQ_FILTER_THRESHOLD_KEY, None),
                                EQ_FILTER_THRESHOLD_DEFAULT, "rows")
     hashed = equality_deletes.plan(ctx, scan, threshold)  # per-file hash sets in the JVM
@@ -188,7 +202,8 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[
         if resolved is not None:  # an anti-joined group's reader drops only the equality deletes
             names = status_names(spark, [p.file.file_path for p in files])
             deleted = resolved.delete_set(ctx, None if by_join else deleted, [names[p.file.file_path] for p in files])
-        df = read_files(spark, schema, [p.file for p in files], by_join or positions or joined, deletes=deleted)
+        df = read_files(spark, schema, [p.file for p in files], by_join or positions or joined, deletes=deleted,
+                        lineage=[constants[p.file.file_path] for p in files] if lineage else None)
         if by_join:
             df = _position_anti_join(ctx, df, files)
         if joined:
@@ -204,9 +219,7 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[
     elif joined:
         df = J.select(_equality_anti_joins(ctx, scan, df), columns)
     if lineage:
-        names = status_names(spark, [p.file.file_path for p in scan.plan.files])
-        df = J.select(row_lineage.apply(spark, scan.iceberg, scan.snapshot_id, list(scan.plan.files), df, lineage,
-                                        FILE_COL, POS_COL, names), out)
+        df = J.select(row_lineage.apply(df, lineage, POS_COL), out)
     return df
 
 

@@ -545,10 +545,14 @@ def data_type(spark: SparkSession, json_text: str):
     return spark._jsparkSession.parseDataType(json_text)
 
 
-def file_index_read(spark: SparkSession, listing: str, jschema, options: str, estimate: int, deletes=None):
+def file_index_read(spark: SparkSession, listing: str, jschema, options: str, estimate: int, deletes=None,
+                    lineage: str | None = None):
     """io.lakerules.LakeFileIndex.read: the plan reading the listed files (no listing, no status
-    calls); with ``deletes`` (a JVM PositionDeleteSet), less the rows it deletes, dropped in the reader."""
-    return jclass(spark, "io.lakerules.LakeFileIndex").read(spark._jsparkSession, listing, jschema, options, estimate, deletes)
+    calls); with ``deletes`` (a JVM PositionDeleteSet), less the rows it deletes, dropped in the
+    reader; with ``lineage`` (each file's first_row_id and data sequence number, NUL-joined), those
+    as constant _metadata fields."""
+    return jclass(spark, "io.lakerules.LakeFileIndex").read(spark._jsparkSession, listing, jschema, options, estimate,
+                                                            deletes, lineage)
 
 
 def file_names(spark: SparkSession, joined_paths: str) -> str:

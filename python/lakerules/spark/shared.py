@@ -21,6 +21,9 @@ PYTHON_START_TIMEOUT_SETTING = "spark.lakerules.python.startTimeout"  # how long
 # ---- options of the shim's file formats (lower case: Spark lower-cases option names) -------------
 NESTED_IDS_OPTION = "lakerules.nestedids"  # NestedIdParquetFormat: the list and map ids to write
 ROW_GROUPS_OPTION = "lakerules.rowgroups"  # RowGroupParquetFormat: the row groups (and rows) to read
+# a lineage read's constant _metadata fields (RowGroupParquetFormat): a file's first_row_id, data sequence number
+FIRST_ROW_ID_FIELD = "lakerules_first_row_id"
+DATA_SEQUENCE_FIELD = "lakerules_data_sequence_number"
 
 # ---- LakeTable properties that mark a metadata table (the shim carries them, Python reads them) --
 METADATA_TABLE_PROPERTY = "lakerules.metadata-table"  # its name (snapshots, files, ...)

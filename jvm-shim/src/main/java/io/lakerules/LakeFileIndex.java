@@ -48,8 +48,12 @@ public class LakeFileIndex implements FileIndex {
    */
   static final String VECTORED_IO = "parquet.hadoop.vectored.io.enabled";
 
+  private static final String LINEAGE_OPTION = "lakerules.lineage";
+
   private final FileStatus[] files;
   private final long[] rows;
+  // per file, the values of RowGroupParquetFormat's constant _metadata fields (a lineage read), or null
+  private scala.collection.immutable.Map<String, Object>[] constants;
   private java.util.Map<String, Long> rowsByName; // Spark's name of a file (urlEncodedPath) -> rows
   private final long size;
   private long estimate = -1; // bytes the rows take in memory, when the caller knows (read)
@@ -142,11 +146,28 @@ public class LakeFileIndex implements FileIndex {
    */
   public static LogicalPlan read(SparkSession session, String listing, StructType schema, String options,
       long estimatedBytes, io.lakerules.functions.PositionDeleteSet deletes) throws java.io.IOException {
+    return read(session, listing, schema, options, estimatedBytes, deletes, null);
+  }
+
+  /**
+   * {@link #read}, and with {@code lineage} (not null: each listed file's first_row_id and data
+   * sequence number, NUL-separated, in the listing's order; an empty first_row_id is null) the
+   * read's {@code _metadata} has them as the constant fields RowGroupParquetFormat.FIRST_ROW_ID and
+   * DATA_SEQUENCE (Iceberg v3's row lineage: lakerules.scan.lineage).
+   */
+  public static LogicalPlan read(SparkSession session, String listing, StructType schema, String options,
+      long estimatedBytes, io.lakerules.functions.PositionDeleteSet deletes, String lineage)
+      throws java.io.IOException {
     Configuration conf = session.sessionState().newHadoopConf();
     LakeFileIndex index = of(listing, conf);
     index.estimate = estimatedBytes;
+    boolean constants = lineage != null;
+    if (constants) {
+      index.constants = lineageConstants(lineage, index.files.length);
+    }
     // RowGroupParquetFormat reads whole files too (without its option), row indexes counted
-    FileFormat fileFormat = deletes != null ? new PositionDeletesParquetFormat(deletes) : new RowGroupParquetFormat();
+    FileFormat fileFormat = deletes != null ? new PositionDeletesParquetFormat(deletes, constants)
+        : new RowGroupParquetFormat(constants);
     scala.collection.immutable.Map<String, String> opts = new scala.collection.immutable.HashMap<>();
     String[] kv = split(options);
     for (int i = 0; i + 1 < kv.length; i += 2) {
@@ -154,6 +175,9 @@ public class LakeFileIndex implements FileIndex {
     }
     if (conf.get(VECTORED_IO) == null && !opts.contains(VECTORED_IO) && index.allLocal()) {
       opts = opts.updated(VECTORED_IO, "false");
+    }
+    if (constants) {  // ParquetFileFormat equals any ParquetFileFormat (below): a relation with these fields differs
+      opts = opts.updated(LINEAGE_OPTION, "true");
     }
     if (deletes != null) {
       // ParquetFileFormat equals any ParquetFileFormat: the option tells a relation of the same
@@ -164,6 +188,22 @@ public class LakeFileIndex implements FileIndex {
         fileFormat, opts, session);
     return ((org.apache.spark.sql.classic.SparkSession) session).baseRelationToDataFrame(relation)
         .queryExecution().analyzed();
+  }
+
+  @SuppressWarnings("unchecked")
+  private static scala.collection.immutable.Map<String, Object>[] lineageConstants(String joined, int files) {
+    String[] parts = split(joined);
+    if (parts.length != 2 * files) {
+      throw new IllegalArgumentException("lakerules: " + parts.length + " lineage values for " + files + " files");
+    }
+    scala.collection.immutable.Map<String, Object>[] out = new scala.collection.immutable.Map[files];
+    for (int i = 0; i < files; i++) {
+      java.util.Map<String, Object> values = new HashMap<>(4);
+      values.put(RowGroupParquetFormat.FIRST_ROW_ID, parts[2 * i].isEmpty() ? null : Long.valueOf(parts[2 * i]));
+      values.put(RowGroupParquetFormat.DATA_SEQUENCE, Long.valueOf(parts[2 * i + 1]));
+      out[i] = scala.collection.immutable.Map$.MODULE$.from(scala.jdk.javaapi.CollectionConverters.asScala(values));
+    }
+    return out;
   }
 
   /**
@@ -219,8 +259,8 @@ public class LakeFileIndex implements FileIndex {
   public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
     List<FileStatusWithMetadata> out = new ArrayList<>(files.length);
     scala.collection.immutable.Map<String, Object> none = scala.collection.immutable.Map$.MODULE$.empty();
-    for (FileStatus f : files) {
-      out.add(new FileStatusWithMetadata(f, none));
+    for (int i = 0; i < files.length; i++) {
+      out.add(new FileStatusWithMetadata(files[i], constants != null ? constants[i] : none));
     }
     PartitionDirectory dir = new PartitionDirectory(InternalRow.empty(),
         scala.jdk.javaapi.CollectionConverters.asScala(out).toList());

@@ -47,6 +47,12 @@ public class PositionDeletesParquetFormat extends RowGroupParquetFormat {
   private final PositionDeleteSet deletes;
 
   public PositionDeletesParquetFormat(PositionDeleteSet deletes) {
+    this(deletes, false);
+  }
+
+  /** {@code lineage}: see {@link RowGroupParquetFormat#RowGroupParquetFormat(boolean)}. */
+  public PositionDeletesParquetFormat(PositionDeleteSet deletes, boolean lineage) {
+    super(lineage);
     this.deletes = deletes;
   }
 

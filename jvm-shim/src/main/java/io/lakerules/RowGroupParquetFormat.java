@@ -35,9 +35,44 @@ import scala.runtime.AbstractFunction1;
  * <p>Without the option it is Spark's reader of whole files; either way the row indexes a read asks
  * for ({@code _metadata.row_index}) are counted by io.lakerules.RowIndexes, not walked through boxed
  * longs. io.lakerules.LakeFileIndex reads every lake file through it.
+ *
+ * <p>Built for a read of row lineage (Iceberg v3), its {@code _metadata} has two more fields, constant
+ * per file: {@link #FIRST_ROW_ID} and {@link #DATA_SEQUENCE}, the values io.lakerules.LakeFileIndex
+ * lists with each file. Spark appends them to each file's rows as it appends {@code file_path}: the
+ * spec's {@code _row_id} (first_row_id + position) is then an expression over the rows, not a join
+ * of every row with a table of the files.
  */
 public class RowGroupParquetFormat extends ParquetFileFormat {
   public static final String OPTION = SharedNames.ROW_GROUPS_OPTION;  // lower case: Spark lower-cases option names
+  /** The file's first_row_id (null: none), a constant {@code _metadata} field of a lineage read. */
+  public static final String FIRST_ROW_ID = SharedNames.FIRST_ROW_ID_FIELD;
+  /** The file's data sequence number, a constant {@code _metadata} field of a lineage read. */
+  public static final String DATA_SEQUENCE = SharedNames.DATA_SEQUENCE_FIELD;
+
+  private final boolean lineage;
+
+  public RowGroupParquetFormat() {
+    this(false);
+  }
+
+  /** {@code lineage}: {@code _metadata} has {@link #FIRST_ROW_ID} and {@link #DATA_SEQUENCE} too. */
+  public RowGroupParquetFormat(boolean lineage) {
+    this.lineage = lineage;
+  }
+
+  @Override
+  public Seq<org.apache.spark.sql.types.StructField> metadataSchemaFields() {
+    Seq<org.apache.spark.sql.types.StructField> base = super.metadataSchemaFields();
+    if (!lineage) {
+      return base;
+    }
+    List<org.apache.spark.sql.types.StructField> all = new ArrayList<>(scala.jdk.javaapi.CollectionConverters.asJava(base));
+    for (String name : new String[] {FIRST_ROW_ID, DATA_SEQUENCE}) {
+      all.add(org.apache.spark.sql.catalyst.expressions.FileSourceConstantMetadataStructField$.MODULE$.apply(
+          name, org.apache.spark.sql.types.DataTypes.LongType, true));
+    }
+    return scala.jdk.javaapi.CollectionConverters.asScala(all).toList();
+  }
 
   @Override
   public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(

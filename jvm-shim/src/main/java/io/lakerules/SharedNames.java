@@ -21,6 +21,8 @@ final class SharedNames {
   static final String PYTHON_START_TIMEOUT_SETTING = get("PYTHON_START_TIMEOUT_SETTING");
   static final String NESTED_IDS_OPTION = get("NESTED_IDS_OPTION");
   static final String ROW_GROUPS_OPTION = get("ROW_GROUPS_OPTION");
+  static final String FIRST_ROW_ID_FIELD = get("FIRST_ROW_ID_FIELD");
+  static final String DATA_SEQUENCE_FIELD = get("DATA_SEQUENCE_FIELD");
 
   private SharedNames() {}
 
