@@ -6,7 +6,9 @@
    full scan (planning alone).
 2. metadata: --big-files files of 10 rows (default 100,000) in 100 commits; a point query
    ``WHERE id = x`` (planning + read) vs pyiceberg's ``plan_files()`` of the same filter, a
-   DELETE of one row, and the driver's memory while planning.
+   DELETE of one row, and the driver's memory while planning. Cold: the first point query of the
+   process, and the first of a new SparkSession in the running JVM with every cache of metadata
+   and manifests emptied, each vs DuckDB's ``iceberg_scan`` in a new connection.
 3. long history: --inserts single-row INSERTs (default 1,000) into one table: the last commits'
    time vs the early ones', the manifests the table ends with, and a point query on it vs the
    same rows written by one INSERT.

@@ -545,14 +545,10 @@ def data_type(spark: SparkSession, json_text: str):
     return spark._jsparkSession.parseDataType(json_text)
 
 
-def file_index_read(spark: SparkSession, listing: str, jschema, options: str, estimate: int, deletes=None,
-                    lineage: str | None = None):
-    """io.lakerules.LakeFileIndex.read: the plan reading the listed files (no listing, no status
-    calls); with ``deletes`` (a JVM PositionDeleteSet), less the rows it deletes, dropped in the
-    reader; with ``lineage`` (each file's first_row_id and data sequence number, NUL-joined), those
-    as constant _metadata fields."""
-    return jclass(spark, "io.lakerules.LakeFileIndex").read(spark._jsparkSession, listing, jschema, options, estimate,
-                                                            deletes, lineage)
+def file_index_read(spark: SparkSession, listing: str, jschema, options: str, estimate: int, deletes=None, lineage=None):
+    """io.lakerules.LakeFileIndex.read: the plan reading the listed files (no listing, no status calls), less the rows
+    ``deletes`` (a JVM PositionDeleteSet) deletes; each file's ``lineage`` (NUL-joined) as constant _metadata fields."""
+    return jclass(spark, "io.lakerules.LakeFileIndex").read(spark._jsparkSession, listing, jschema, options, estimate, deletes, lineage)
 
 
 def file_names(spark: SparkSession, joined_paths: str) -> str:
