@@ -660,6 +660,9 @@ def test_row_lineage_metadata_columns(spark, ns, iceberg_catalog, duck):
 
     spark.sql(f"DELETE FROM {t} WHERE id = 2")  # a DV: the others keep their ids
     del expected[2]
+    # the file without a DV is read in the same scan as the one with it (not a union of two scans)
+    plan = spark.sql(f"SELECT * FROM {t}")._jdf.queryExecution().executedPlan().toString()
+    assert "Union" not in plan and plan.count("FileScan") == 1, plan
     assert _lineage_rows(spark, t) == expected
     assert _lineage_rows(spark, t, "WHERE _row_id >= 2 AND id < 5") == {3: (2, 1), 4: (3, 2)}
     assert spark.sql(f"SELECT count(*), max(_row_id), min(_last_updated_sequence_number) FROM {t} "

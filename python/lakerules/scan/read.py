@@ -196,9 +196,18 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[
         df = read_files(spark, schema, [], positions)
         return J.select(df.select("*", *[F.lit(None).cast("long").alias(n) for n in lineage]), out)
     parts = []
-    for (_, deletes), files in sorted(groups.items()):
+    # Files without deletes of their own join the read of files whose deletes its reader drops (the
+    # same equality deletes): one scan, its tasks dealt by rows together. A scan of their own was
+    # a small task waiting for a core (a table changed in batches: its newest file, 26 ms on the
+    # critical path of a 0.8 s full scan on 2 cores).
+    plain = {eq: files for (eq, kind), files in groups.items() if kind == deletion_vectors.NONE}
+    for (eq, deletes), files in sorted(groups.items(), key=lambda g: (g[0][1] == deletion_vectors.NONE, g[0])):
+        if deletes == deletion_vectors.NONE and eq not in plain:
+            continue  # read with files that have deletes, above
         deleted = _delete_set(ctx, files, deletes)  # dropped in the reader
         by_join = deletes != deletion_vectors.NONE and deleted is None
+        if deleted is not None and eq in plain:
+            files = files + plain.pop(eq)
         if resolved is not None:  # an anti-joined group's reader drops only the equality deletes
             names = status_names(spark, [p.file.file_path for p in files])
             deleted = resolved.delete_set(ctx, None if by_join else deleted, [names[p.file.file_path] for p in files])
