@@ -189,7 +189,7 @@ def scan_dataframe(ctx, scan: LakeScan, positions: bool = False, lineage: tuple[
     joined = hashed is not None or (resolved is None and _equality_by_join(scan))
     groups: dict[tuple, list] = defaultdict(list)
     for planned in scan.plan.files:
-        # Files without position deletes are read apart: no row positions, no join.
+        # Grouped by their deletes' kind, each group one read (files without any: see below)
         eq = () if joined or resolved is not None else tuple(d.file_path for d in planned.equality_deletes)
         groups[(eq, deletion_vectors.kind(planned))].append(planned)
     if not groups:
