@@ -281,9 +281,7 @@ def metadata(spark, args, report: Report) -> None:
                f"{session:.2f} s vs {duck:.2f} s = **{session / duck:.2f}x**", "<= 2x", verdict(session / duck <= 2.0))
 
     from lakerules.scan.manifests import CACHE
-    limit = CACHE.max_entries
-    CACHE.resize(0)  # the full scan's planning below reads every manifest again
-    CACHE.resize(limit)
+    CACHE.clear()  # the full scan's planning below reads every manifest again
     heap_before = _heap_mib(spark)
     rss_before, _ = _rss_mib()
     exact_peak = _peak_rss_reset()
@@ -383,9 +381,7 @@ def _forget_metadata() -> None:
     from lakerules.iceberg import metadata_cache
     from lakerules.scan.manifests import CACHE
 
-    limit = CACHE.max_entries
-    CACHE.resize(0)
-    CACHE.resize(limit)
+    CACHE.clear()
     metadata_cache.clear()
     clear_manifest_cache()
 

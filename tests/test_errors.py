@@ -44,11 +44,9 @@ def forget_cached_metadata() -> None:
     from lakerules.scan import manifests, read as scan
     from lakerules.iceberg import metadata_cache
 
-    metadata_cache._metadata.clear()
+    metadata_cache.clear()
     clear_manifest_cache()
-    with manifests.CACHE._lock:
-        manifests.CACHE._items.clear()
-        manifests.CACHE._size = 0
+    manifests.CACHE.clear()
     scan._delete_rows.clear()
 
 

@@ -201,22 +201,16 @@ def test_cold_planning_from_the_jvm_plans_what_pyiceberg_s_entries_plan(spark, n
     table = _table(spark, ns, iceberg_catalog)
     snapshot = table.current_snapshot().snapshot_id
     bulk = manifest_columns.reader(spark, table)
-    limit = CACHE.max_entries
     filters = [AlwaysTrue(), EqualTo("id", 9), GreaterThan("d", "2024-01-01"), EqualTo("s", "a"),
                LessThan("x", Decimal("1.00")), In("id", [1, 3, 4]), IsNull("s")]
-    try:
-        for row_filter in filters:
-            CACHE.resize(0)
-            CACHE.resize(limit)
-            cold = plan_scan(table, snapshot, row_filter, bulk=bulk)
-            warm = plan_scan(table, snapshot, row_filter, bulk=bulk)  # from the columns cached
-            CACHE.resize(0)
-            CACHE.resize(limit)
-            theirs = plan_scan(table, snapshot, row_filter)  # read by pyiceberg
-            assert _planned(cold) == _planned(warm) == _planned(theirs), row_filter
-        assert [p.file.file_path for p in cold.files] or filters
-    finally:
-        CACHE.resize(limit)
+    for row_filter in filters:
+        CACHE.clear()
+        cold = plan_scan(table, snapshot, row_filter, bulk=bulk)
+        warm = plan_scan(table, snapshot, row_filter, bulk=bulk)  # from the columns cached
+        CACHE.clear()
+        theirs = plan_scan(table, snapshot, row_filter)  # read by pyiceberg
+        assert _planned(cold) == _planned(warm) == _planned(theirs), row_filter
+    assert [p.file.file_path for p in cold.files] or filters
 
 
 def _recoded(spark, source: str, target: str, codec: str) -> None:

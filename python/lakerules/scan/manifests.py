@@ -174,6 +174,12 @@ class ManifestCache:
         with self._lock:
             return manifest_path in self._items
 
+    def clear(self) -> None:
+        """Forget every cached manifest (the next planning reads each again), the limit kept."""
+        with self._lock:
+            self._items.clear()
+            self._size = 0
+
     def resize(self, max_entries: int) -> None:
         with self._lock:
             self.max_entries = max_entries

@@ -161,13 +161,13 @@ public class LakeFileIndex implements FileIndex {
     Configuration conf = session.sessionState().newHadoopConf();
     LakeFileIndex index = of(listing, conf);
     index.estimate = estimatedBytes;
-    boolean constants = lineage != null;
-    if (constants) {
+    boolean lineageRead = lineage != null;
+    if (lineageRead) {
       index.constants = lineageConstants(lineage, index.files.length);
     }
     // RowGroupParquetFormat reads whole files too (without its option), row indexes counted
-    FileFormat fileFormat = deletes != null ? new PositionDeletesParquetFormat(deletes, constants)
-        : new RowGroupParquetFormat(constants);
+    FileFormat fileFormat = deletes != null ? new PositionDeletesParquetFormat(deletes, lineageRead)
+        : new RowGroupParquetFormat(lineageRead);
     scala.collection.immutable.Map<String, String> opts = new scala.collection.immutable.HashMap<>();
     String[] kv = split(options);
     for (int i = 0; i + 1 < kv.length; i += 2) {
@@ -176,7 +176,7 @@ public class LakeFileIndex implements FileIndex {
     if (conf.get(VECTORED_IO) == null && !opts.contains(VECTORED_IO) && index.allLocal()) {
       opts = opts.updated(VECTORED_IO, "false");
     }
-    if (constants) {  // ParquetFileFormat equals any ParquetFileFormat (below): a relation with these fields differs
+    if (lineageRead) {  // ParquetFileFormat equals any ParquetFileFormat (below): a relation with these fields differs
       opts = opts.updated(LINEAGE_OPTION, "true");
     }
     if (deletes != null) {
