@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import statistics
 import time
 
@@ -55,8 +57,9 @@ def run(spark, args, report: Report) -> None:
 def _create(spark, name: str, version: str, rows: int, parts: int) -> None:
     spark.sql(f"CREATE TABLE lake.bench.{name} (id BIGINT, v STRING) TBLPROPERTIES ('format-version'='{version}', "
               "'write.parquet.bloom-filter-enabled.column.id'='true')")  # as bench/cdc.py's tables
-    spark.sql(f"INSERT INTO lake.bench.{name} SELECT id, concat('v', CAST(id AS STRING)) "
-              f"FROM range(0, {rows}, 1, {parts})")
+    if rows:
+        spark.sql(f"INSERT INTO lake.bench.{name} SELECT id, concat('v', CAST(id AS STRING)) "
+                  f"FROM range(0, {rows}, 1, {parts})")
 
 
 def _cdc(spark, args, report: Report) -> None:
@@ -93,9 +96,11 @@ def _cdc(spark, args, report: Report) -> None:
     cat = cdc._catalog()
     files = {t: cdc._files(cat.load_table(f"bench.{t}")) for t in TABLES}
     point_id = rows // 2 + 17
+    _same_files_without_deletes(spark, cat, "k3", "floor")
     fns, points = {}, {}
-    for t in (*TABLES, "ref"):
+    for t in (*TABLES, "ref", "floor"):
         fns[f"agg_{t}"] = lambda t=t: spark.sql(cdc.AGG.format(t=f"lake.bench.{t}")).collect()
+    for t in (*TABLES, "ref"):
         points[f"point_{t}"] = lambda t=t: spark.sql(cdc.POINT.format(t=f"lake.bench.{t}", id=point_id)).collect()
     scan_turns = max(args.runs, SCAN_TURNS)
     times = side_by_side(scan_turns, warmup=SCAN_WARMUP, **fns)
@@ -125,7 +130,29 @@ def _cdc(spark, args, report: Report) -> None:
             report.add(f"{LABELS[t]}: {what} after the batches (no OPTIMIZE) vs the reference table",
                        f"**{ratio:.2f}x** ({times[key + '_' + t]:.2f} s vs {times[key + '_ref']:.2f} s)",
                        "<= 1.15x" if t != "m2" else "report", verdict(ratio <= 1.15) if t != "m2" else "")
+    agg = f"full-scan aggregate ({scan_turns} turns after {SCAN_WARMUP} untimed)"
+    report.add(f"copies of delete_by_key v3's data files without its deletes: {agg} vs the reference table (what "
+               "reading the files the batches left costs before any delete is applied)",
+               f"**{times['agg_floor'] / times['agg_ref']:.2f}x** ({times['agg_floor']:.2f} s vs "
+               f"{times['agg_ref']:.2f} s)", "report", "")
+    for t in ("m3", "k3"):
+        ratio = times[f"agg_{t}"] / times["agg_floor"]
+        report.add(f"{LABELS[t]}: {agg} vs those copies (what applying the deletion vectors costs)",
+                   f"**{ratio:.2f}x** ({times['agg_' + t]:.2f} s vs {times['agg_floor']:.2f} s)", "report", "")
     report.add("the three copies read the same rows after the batches", str(same), "true", verdict(same))
+
+
+def _same_files_without_deletes(spark, cat, source: str, name: str) -> None:
+    """Table ``name``: copies of the data files of ``source``'s current snapshot, none of its deletes
+    (the same rows in the same files, the deleted ones included)."""
+    folder = OUT / "v3" / f"{name}_files"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for task in cat.load_table(f"bench.{source}").scan().plan_files():
+        path = task.file.file_path.removeprefix("file:").removeprefix("//")
+        shutil.copyfile(path, folder / os.path.basename(path))
+    _create(spark, name, "3", 0, 1)
+    spark.sql(f"CALL lake.system.add_files(table => 'bench.{name}', source_table => '`parquet`.`{folder}`')").collect()
 
 
 def _delete(spark, args, report: Report) -> None:
