@@ -42,6 +42,12 @@ def session(name: str, keep: tuple[str, ...] = ()):
     return spark
 
 
+def local_path(path: str) -> str:
+    """A local file's path without its file: scheme (as Iceberg's metadata names it), as pyarrow and
+    the shutil functions open it."""
+    return path.replace("file://", "").replace("file:", "")
+
+
 def timed(fn) -> float:
     start = time.perf_counter()
     fn()

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 import lakerules
 
-from common import OUT, Report, verdict
+from common import OUT, Report, local_path, verdict
 
 NAME = "skipping"
 COUNTS = (8, 12, 16, 18, 32)
@@ -54,16 +54,11 @@ def _live(table):
     return [task.file for task in table.scan().plan_files()]
 
 
-def _local(path: str) -> str:
-    """A local file's path without its file: scheme, as pyarrow opens it."""
-    return path.replace("file://", "").replace("file:", "")
-
-
 def _row_group_boxes(paths) -> list[list[tuple]]:
     """Each file's row groups' [min, max] boxes, from the Parquet footers."""
     out = []
     for p in paths:
-        meta = pq.read_metadata(_local(p))
+        meta = pq.read_metadata(local_path(p))
         names = meta.schema.to_arrow_schema().names
         out.append([tuple((s.min, s.max) for s in (meta.row_group(i).column(names.index(c)).statistics for c in COLUMNS))
                     for i in range(meta.num_row_groups)])
@@ -108,7 +103,7 @@ def run(spark, args, report: Report) -> None:
     work = OUT / NAME / "work"
     delta_source = work / "delta-source"
     shutil.rmtree(delta_source, ignore_errors=True)
-    rows = ds.dataset([_local(p) for p in source], format="parquet").to_table()
+    rows = ds.dataset([local_path(p) for p in source], format="parquet").to_table()
     rows = rows.cast(pa.schema([pa.field(f.name, f.type) for f in rows.schema]))  # without Iceberg field ids
     write_deltalake(str(delta_source), rows)
     del rows
@@ -116,7 +111,7 @@ def run(spark, args, report: Report) -> None:
     frame = spark.read.parquet(*source)
 
     # uncompressed bytes a row takes in Parquet: what the writers' row group sizes count
-    footers = [pq.read_metadata(_local(p)) for p in source]
+    footers = [pq.read_metadata(local_path(p)) for p in source]
     row_bytes = sum(m.row_group(i).total_byte_size for m in footers for i in range(m.num_row_groups)) / args.rows
     spark.sql("ALTER TABLE lake.bench.s SET TBLPROPERTIES ('write.parquet.row-group-check-min-record-count' = '10', "
               "'write.parquet.row-group-check-max-record-count' = '100')")

@@ -24,7 +24,7 @@ import statistics
 import time
 
 import cdc
-from common import OUT, Report, side_by_side, verdict
+from common import OUT, Report, local_path, side_by_side, verdict
 
 TABLES = {"m2": ("2", False), "m3": ("3", False), "k3": ("3", True)}  # name: (format version, delete_by_key)
 LABELS = {"m2": "MERGE, v2", "m3": "MERGE, v3", "k3": "delete_by_key + append, v3"}
@@ -123,14 +123,13 @@ def _cdc(spark, args, report: Report) -> None:
         report.add(f"{LABELS[t]}: data files / delete files after the batches",
                    f"{data:,} / **{deletes:,}**", "delete files <= data files" if t != "m2" else "report",
                    verdict(ok) if t != "m2" else "")
-    for key, what in (("agg", f"full-scan aggregate ({scan_turns} turns after {SCAN_WARMUP} untimed)"),
-                      ("point", f"point query (id = {point_id}; {point_turns} turns)")):
+    agg = f"full-scan aggregate ({scan_turns} turns after {SCAN_WARMUP} untimed)"
+    for key, what in (("agg", agg), ("point", f"point query (id = {point_id}; {point_turns} turns)")):
         for t in TABLES:
             ratio = times[f"{key}_{t}"] / times[f"{key}_ref"]
             report.add(f"{LABELS[t]}: {what} after the batches (no OPTIMIZE) vs the reference table",
                        f"**{ratio:.2f}x** ({times[key + '_' + t]:.2f} s vs {times[key + '_ref']:.2f} s)",
                        "<= 1.15x" if t != "m2" else "report", verdict(ratio <= 1.15) if t != "m2" else "")
-    agg = f"full-scan aggregate ({scan_turns} turns after {SCAN_WARMUP} untimed)"
     report.add(f"copies of delete_by_key v3's data files without its deletes: {agg} vs the reference table (what "
                "reading the files the batches left costs before any delete is applied)",
                f"**{times['agg_floor'] / times['agg_ref']:.2f}x** ({times['agg_floor']:.2f} s vs "
@@ -149,7 +148,7 @@ def _same_files_without_deletes(spark, cat, source: str, name: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for task in cat.load_table(f"bench.{source}").scan().plan_files():
-        path = task.file.file_path.removeprefix("file:").removeprefix("//")
+        path = local_path(task.file.file_path)
         shutil.copyfile(path, folder / os.path.basename(path))
     _create(spark, name, "3", 0, 1)
     spark.sql(f"CALL lake.system.add_files(table => 'bench.{name}', source_table => '`parquet`.`{folder}`')").collect()
