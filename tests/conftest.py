@@ -78,6 +78,28 @@ def ns(spark):
 
 
 @pytest.fixture(scope="session")
+def lake2_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("lake2")
+
+
+@pytest.fixture
+def lake2(spark, lake2_root):
+    """A second lake catalog of the session, lake2, with a SQLite database and warehouse of its own,
+    configured for the test (one folder for the whole run: Spark and lakerules keep a catalog's
+    settings from its first use on); (its folder, its pyiceberg catalog)."""
+    from pyiceberg.catalog import load_catalog
+
+    props = {"type": "sql", "uri": f"sqlite:///{lake2_root}/catalog.db", "warehouse": f"file://{lake2_root}"}
+    settings = {"spark.sql.catalog.lake2": "io.lakerules.LakeCatalog",
+                **{f"spark.sql.catalog.lake2.{k}": v for k, v in props.items()}}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    yield lake2_root, load_catalog("lake2", **props)
+    for k in settings:
+        spark.conf.unset(k)
+
+
+@pytest.fixture(scope="session")
 def iceberg_catalog(warehouse, spark):
     from pyiceberg.catalog import load_catalog
 

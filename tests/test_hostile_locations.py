@@ -1,9 +1,13 @@
 """A hostile-location property test (issue #30 item 10): hypothesis builds random catalogs of
-tables at random LOCATIONs (inside, around and beside each other's folders), namespaces at random
-locations, random write.data.path settings, files of one table added to another (shared or not),
-Structured Streaming checkpoints and ``_``-folders inside tables, renames, drops, and runs random
-cleanup (remove_orphan_files, expire_snapshots, VACUUM, DROP TABLE ... PURGE) with every file on
-disk aged past every cutoff. After every step:
+tables at random LOCATIONs (inside, around and beside each other's folders, on folders other tables
+imported files from, on dropped tables' folders), in two lake catalogs of one session (``lake`` and
+``lake2``, each its own SQLite database and warehouse), namespaces at random locations, random
+write.data.path settings, moves (SET LOCATION), files of one table added to another (shared or not)
+or from a folder of their own, edits of the protective bookkeeping (``lakerules.borrows``,
+``lakerules.previous-folders``: always refused), Structured Streaming checkpoints and ``_``-folders
+inside tables, renames, drops, and runs random cleanup (remove_orphan_files, expire_snapshots,
+VACUUM, DROP TABLE ... PURGE) in either catalog with every file on disk aged past every cutoff.
+After every step:
 
 - every live table reads exactly the rows its model holds (so every file it references is there);
 - every checkpoint, ``_``-folder and canary file outside the tables is intact;
@@ -44,7 +48,9 @@ settings.register_profile(
     suppress_health_check=list(HealthCheck), print_blob=True,
     phases=[Phase.explicit, Phase.generate] + ([] if os.environ.get("LAKERULES_SOAK_SHRINK") == "0" else [Phase.shrink]),
 )
-STATS = {"sequences": 0, "steps": 0, "refused": 0, "tables made": 0, "cleanups": 0, "files kept": 0}
+STATS = {"sequences": 0, "steps": 0, "refused": 0, "tables made": 0, "cleanups": 0, "files kept": 0, "imports": 0,
+         "moves": 0, "bookkeeping edits refused": 0, "tables in lake2": 0}
+CATALOGS = ("lake", "lake2")
 _seq = itertools.count()
 SCHEMA = pa.schema([pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"})])
 
@@ -59,17 +65,26 @@ def _age(root: Path) -> None:
 
 class Locations(RuleBasedStateMachine):
     spark = iceberg_catalog = warehouse = scratch = None  # set by the test
+    catalogs: dict = {}  # catalog name -> its pyiceberg catalog (set by the test)
 
     def __init__(self):
         super().__init__()
         n = next(_seq)
         self.prefix = f"hl{n}"
         self.base = Path(self.scratch) / self.prefix  # folders outside the warehouse
-        self.namespaces: list[str] = []
-        self.tables: dict[str, set[int]] = {}  # lake.<ns>.<name> -> its rows (ids)
+        self.namespaces: list[str] = []  # <catalog>.<ns>
+        self.tables: dict[str, set[int]] = {}  # <catalog>.<ns>.<name> -> its rows (ids)
         self.kept: dict[Path, bytes] = {}  # files that must survive every step
+        self.imported: list[Path] = []  # folders files were imported from
+        self.dropped: list[Path] = []  # folders of tables dropped without PURGE
         self.counter = itertools.count()
         self.log: list[str] = []
+
+    @staticmethod
+    def split(name: str) -> tuple[str, tuple]:
+        """(catalog, identifier) of <catalog>.<ns>.<name>."""
+        catalog, _, rest = name.partition(".")
+        return catalog, tuple(rest.split("."))
 
     # ---- helpers ------------------------------------------------------------------------------
 
@@ -93,12 +108,14 @@ class Locations(RuleBasedStateMachine):
     def _state(self) -> dict:
         out = {}
         for name in self.tables:
-            t = self.iceberg_catalog.load_table(name.split(".", 1)[1])
-            out[name] = (t.metadata_location, t.location())
+            catalog, ident = self.split(name)
+            t = self.catalogs[catalog].load_table(ident)
+            out[name] = (t.metadata_location, t.location(), dict(t.properties))
         return out
 
     def folder(self, name: str) -> Path:
-        return fu.local(self.iceberg_catalog.load_table(name.split(".", 1)[1]).location())
+        catalog, ident = self.split(name)
+        return fu.local(self.catalogs[catalog].load_table(ident).location())
 
     def keep(self, path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,10 +126,14 @@ class Locations(RuleBasedStateMachine):
     def some_folder(self, data) -> str:
         """A location a hostile user might give: beside, inside or around a table's folder, a
         namespace's folder, or a fresh folder."""
-        choices = ["fresh"] + (["inside", "equal", "parent", "data"] if self.tables else [])
+        choices = (["fresh"] + (["inside", "equal", "parent", "data"] if self.tables else [])
+                   + (["imported"] if self.imported else []) + (["dropped"] if self.dropped else []))
         kind = data.draw(st.sampled_from(choices))
         if kind == "fresh":
             return str(self.base / f"free{next(self.counter)}")
+        if kind in ("imported", "dropped"):
+            folder = data.draw(st.sampled_from(self.imported if kind == "imported" else self.dropped))
+            return str(data.draw(st.sampled_from([folder, folder.parent, folder / f"x{next(self.counter)}"])))
         target = self.folder(data.draw(st.sampled_from(sorted(self.tables))))
         return str({"inside": target / f"x{next(self.counter)}", "equal": target, "parent": target.parent,
                     "data": target / "data"}[kind])
@@ -123,8 +144,9 @@ class Locations(RuleBasedStateMachine):
     def start(self):
         STATS["sequences"] += 1
         ns = f"{self.prefix}n0"
-        self.sql(f"CREATE NAMESPACE lake.{ns}")
-        self.namespaces.append(ns)
+        for catalog in CATALOGS:
+            self.sql(f"CREATE NAMESPACE {catalog}.{ns}")
+            self.namespaces.append(f"{catalog}.{ns}")
         self.keep(self.base / "outside" / "canary.txt", "canary")
         self.keep(Path(self.warehouse) / f"{self.prefix}-root-canary.txt", "canary")
         # two tables to start from: one in its default folder, one at a LOCATION of its own
@@ -132,20 +154,24 @@ class Locations(RuleBasedStateMachine):
             self.sql(f"CREATE TABLE lake.{ns}.{name} (id BIGINT){clause}")
             self.tables[f"lake.{ns}.{name}"] = set()
             self.insert_into(f"lake.{ns}.{name}", 3)
+        self.sql(f"CREATE TABLE lake2.{ns}.third (id BIGINT)")
+        self.tables[f"lake2.{ns}.third"] = set()
+        self.insert_into(f"lake2.{ns}.third", 2)
 
-    @rule(data=st.data())
-    def create_namespace(self, data):
-        ns = f"{self.prefix}s{next(self.counter)}"
+    @rule(data=st.data(), catalog=st.sampled_from(CATALOGS))
+    def create_namespace(self, data, catalog):
+        ns = f"{catalog}.{self.prefix}s{next(self.counter)}"
         where = data.draw(st.one_of(st.none(), st.just("somewhere")))
         location = f" LOCATION '{self.some_folder(data)}'" if where else ""
-        if self.sql(f"CREATE NAMESPACE lake.{ns}{location}", may_refuse=True):
+        if self.sql(f"CREATE NAMESPACE {ns}{location}", may_refuse=True):
             self.namespaces.append(ns)
 
     @rule(data=st.data(), rows=st.integers(1, 4))
     def create_table(self, data, rows):
         ns = data.draw(st.sampled_from(self.namespaces))
-        name = f"lake.{ns}.{data.draw(st.sampled_from(['t', 'u', 'a%2F', 'v']))}{next(self.counter) % 3}"
-        if name in self.tables or self.iceberg_catalog.table_exists(name.split(".", 1)[1]):
+        name = f"{ns}.{data.draw(st.sampled_from(['t', 'u', 'a%2F', 'v']))}{next(self.counter) % 3}"
+        catalog, ident = self.split(name)
+        if name in self.tables or self.catalogs[catalog].table_exists(ident):
             return
         how = data.draw(st.sampled_from(["default", "location", "data_path"]))
         clause = ""
@@ -156,6 +182,7 @@ class Locations(RuleBasedStateMachine):
         quoted = ".".join(f"`{p}`" for p in name.split("."))
         if self.sql(f"CREATE TABLE {quoted} (id BIGINT){clause}", may_refuse=True):
             STATS["tables made"] += 1
+            STATS["tables in lake2"] += catalog == "lake2"
             self.tables[name] = set()
             self.insert_into(name, rows)
 
@@ -193,13 +220,35 @@ class Locations(RuleBasedStateMachine):
         path = folder / f"added{start}.parquet"
         folder.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table({"id": pa.array([start, start + 1], pa.int64())}, schema=SCHEMA), path)
-        ident = ".".join(f"`{p}`" for p in target.split(".")[1:])
+        catalog, parts = self.split(target)
+        ident = ".".join(f"`{p}`" for p in parts)
         flag = ", shared => true" if shared else ""
-        if self.sql(f"CALL lake.system.add_files(table => '{ident}', source_table => '`parquet`.`{path}`'{flag})",
+        if self.sql(f"CALL {catalog}.system.add_files(table => '{ident}', source_table => '`parquet`.`{path}`'{flag})",
                     may_refuse=True):
             self.tables[target] |= {start, start + 1}
+            self.imported.append(folder)
+            STATS["imports"] += 1
         else:
             path.unlink()
+
+    @precondition(lambda self: self.tables)
+    @rule(data=st.data(), key=st.sampled_from(["lakerules.borrows", "lakerules.previous-folders"]),
+          how=st.sampled_from(["set", "unset"]))
+    def edit_bookkeeping(self, data, key, how):
+        """A user erasing what protects other tables' files: always refused."""
+        name = data.draw(st.sampled_from(sorted(self.tables)))
+        quoted = ".".join(f"`{p}`" for p in name.split("."))
+        change = f"SET TBLPROPERTIES ('{key}'='[]')" if how == "set" else f"UNSET TBLPROPERTIES ('{key}')"
+        assert not self.sql(f"ALTER TABLE {quoted} {change}", may_refuse=True), f"{change} on {name} was accepted"
+        STATS["bookkeeping edits refused"] += 1
+
+    @precondition(lambda self: self.tables)
+    @rule(data=st.data())
+    def move(self, data):
+        name = data.draw(st.sampled_from(sorted(self.tables)))
+        quoted = ".".join(f"`{p}`" for p in name.split("."))
+        if self.sql(f"ALTER TABLE {quoted} SET LOCATION '{self.some_folder(data)}'", may_refuse=True):
+            STATS["moves"] += 1
 
     @precondition(lambda self: self.tables)
     @rule(data=st.data(), kind=st.sampled_from(["checkpoint", "underscore", "dot"]))
@@ -237,21 +286,25 @@ class Locations(RuleBasedStateMachine):
     def cleanup(self, data, what):
         STATS["cleanups"] += 1
         name = data.draw(st.sampled_from(sorted(self.tables)))
-        ident = ".".join(f"`{p}`" for p in name.split(".")[1:])
+        catalog, parts = self.split(name)
+        ident = ".".join(f"`{p}`" for p in parts)
         quoted = ".".join(f"`{p}`" for p in name.split("."))
         _age(Path(self.scratch))
         _age(Path(self.warehouse))
+        _age(Path(self.catalogs["lake2"].properties["warehouse"].removeprefix("file://")))
         if what == "orphans":
-            self.sql(f"CALL lake.system.remove_orphan_files(table => '{ident}', older_than => {FUTURE})", may_refuse=True)
-        elif what == "expire":
-            self.sql(f"CALL lake.system.expire_snapshots(table => '{ident}', older_than => {FUTURE}, retain_last => 1)",
+            self.sql(f"CALL {catalog}.system.remove_orphan_files(table => '{ident}', older_than => {FUTURE})",
                      may_refuse=True)
+        elif what == "expire":
+            self.sql(f"CALL {catalog}.system.expire_snapshots(table => '{ident}', older_than => {FUTURE}, "
+                     "retain_last => 1)", may_refuse=True)
         elif what == "vacuum":
             self.sql(f"VACUUM {quoted} RETAIN 168 HOURS", may_refuse=True)
         elif what == "purge":
             if self.sql(f"DROP TABLE {quoted} PURGE", may_refuse=True):
                 del self.tables[name]
         elif what == "drop":  # its files stay: they are nobody's, and a new table of the name goes elsewhere
+            self.dropped.append(self.folder(name))
             self.sql(f"DROP TABLE {quoted}")
             del self.tables[name]
         else:
@@ -276,23 +329,25 @@ class Locations(RuleBasedStateMachine):
 
     def teardown(self):
         for name in list(self.tables):
-            ident = tuple(name.split(".")[1:])
-            if self.iceberg_catalog.table_exists(ident):
-                self.iceberg_catalog.drop_table(ident)
-        for ns in reversed(self.namespaces):
+            catalog, ident = self.split(name)
+            if self.catalogs[catalog].table_exists(ident):
+                self.catalogs[catalog].drop_table(ident)
+        for qualified in reversed(self.namespaces):
+            catalog, ns = self.split(qualified)
             try:
-                for ident in self.iceberg_catalog.list_tables(ns):
-                    self.iceberg_catalog.drop_table(ident)
-                self.iceberg_catalog.drop_namespace(ns)
+                for ident in self.catalogs[catalog].list_tables(ns):
+                    self.catalogs[catalog].drop_table(ident)
+                self.catalogs[catalog].drop_namespace(ns)
             except Exception:  # noqa: BLE001
                 pass
         shutil.rmtree(self.base, ignore_errors=True)
 
 
 @pytest.mark.parametrize("seed_", [20261126, 31] if PROFILE == "small" else [None])
-def test_hostile_locations_never_lose_a_file(spark, warehouse, iceberg_catalog, tmp_path, seed_):
+def test_hostile_locations_never_lose_a_file(spark, warehouse, iceberg_catalog, lake2, tmp_path, seed_):
     Locations.spark, Locations.iceberg_catalog, Locations.warehouse = spark, iceberg_catalog, warehouse
     Locations.scratch = tmp_path
+    Locations.catalogs = {"lake": iceberg_catalog, "lake2": lake2[1]}
     spark.conf.set("spark.lakerules.removeOrphanFiles.minAge", "0")
     try:
         machine = Locations if seed_ is None else seed(seed_)(type(f"LocationsSeed{seed_}", (Locations,), {}))

@@ -15,7 +15,7 @@ from pyiceberg import types as it
 from pyiceberg.table.update import SetLocationUpdate
 
 from lakerules.errors import CatalogError, LakeError, NotSupported, UnreadableFile
-from lakerules.iceberg import format_version, names, owners, partitioning, paths, refs
+from lakerules.iceberg import bookkeeping, format_version, names, owners, partitioning, paths, refs
 from lakerules.iceberg import pyiceberg_edge as edge, schema as schemas
 from lakerules.spark import shared
 from lakerules.iceberg.catalogs import Catalogs, kept_as_spelled as _kept_as_spelled, namespace_exists, qualified
@@ -301,6 +301,13 @@ def _alter(table: Table, changes: list[dict], check_folders) -> None:
             raise NotSupported(f"lakerules: ALTER TABLE change {c['class']} is not supported: {c['description']}")
     sets = {c["key"]: c["value"] for c in changes if c["op"] == "set_property"}
     removes = [c["key"] for c in changes if c["op"] == "remove_property"]
+    shown = names.table_name(table)
+    if sets:
+        bookkeeping.check_user_properties(f"ALTER TABLE {shown} SET TBLPROPERTIES", sets)
+    if removes:
+        bookkeeping.check_user_properties(f"ALTER TABLE {shown} UNSET TBLPROPERTIES", removes)
+    # a property the table does not have: nothing to remove (as Iceberg's catalog, with or without IF EXISTS)
+    removes = [k for k in removes if k in table.properties]
     version = sets.pop(format_version.PROPERTY, None)
     if version is not None:
         version = format_version.checked(version, f"ALTER TABLE {names.table_name(table)} SET TBLPROPERTIES",

@@ -89,13 +89,31 @@ class Catalogs:
         with self._lock:
             if name not in self._catalogs:
                 raw = J.catalog_options(self._spark, name)
-                if raw is None:
+                props = json.loads(raw) if raw is not None else self._configured().get(name)
+                if props is None:
                     raise LakeError(
                         f"lakerules: catalog {name!r} is not a lake catalog; set "
                         f"spark.sql.catalog.{name}={shared.CATALOG_CLASS} and its properties"
                     )
-                self._catalogs[name] = build(name, json.loads(raw))
+                catalog = build(name, props)
+                catalog.lakerules_peers = self.every  # what lakerules.iceberg.owners checks folders against
+                self._catalogs[name] = catalog
             return self._catalogs[name]
+
+    def _configured(self) -> dict[str, dict]:
+        """name -> properties of every lake catalog the session's settings configure
+        (spark.sql.catalog.NAME=io.lakerules.LakeCatalog), Spark's catalog options or not yet."""
+        prefix = "spark.sql.catalog."
+        settings = J.settings_with_prefix(self._spark, prefix)
+        names = [k[len(prefix):] for k, v in settings.items() if "." not in k[len(prefix):] and v == shared.CATALOG_CLASS]
+        return {n: {k[len(prefix) + len(n) + 1:]: v for k, v in settings.items() if k.startswith(f"{prefix}{n}.")}
+                for n in names}
+
+    def every(self) -> list[Catalog]:
+        """Every lake catalog of the session (each built on first use, in name order): a folder
+        belongs to one table in all of them, and no cleanup deletes a file a table of any of them
+        references (lakerules.iceberg.owners)."""
+        return [self.get(name) for name in sorted({*self._configured(), *self._catalogs})]
 
     def setting(self, key: str) -> str | None:
         """The session's setting ``key``, None when unset."""

@@ -28,13 +28,13 @@ import threading
 import uuid
 import urllib.parse
 
-from lakerules.iceberg import paths
+from lakerules.iceberg import bookkeeping, paths
 from lakerules.errors import LakeError
 from lakerules.iceberg.paths import Holdings, Loc
 
 log = logging.getLogger("lakerules")
 
-BORROWS = "lakerules.borrows"
+BORROWS = bookkeeping.BORROWS
 _CACHE_LIMIT = 4096
 _cache: dict[str, tuple[str, dict]] = {}  # metadata file -> (location, properties)
 _cache_lock = threading.Lock()
@@ -68,7 +68,22 @@ def _json_list(text: str | None) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-# ---- what the catalog holds ---------------------------------------------------------------------
+# ---- what the catalogs hold ---------------------------------------------------------------------
+
+
+def peers(catalog) -> list:
+    """``catalog`` and every other lake catalog of its session (lakerules.iceberg.catalogs sets
+    ``lakerules_peers``); a catalog built elsewhere stands alone. Catalogs on one SQL database
+    count once: its tables are read in one query, for every catalog in it."""
+    every = getattr(catalog, "lakerules_peers", None)
+    out, seen = [], set()
+    for c in [catalog, *(every() if every is not None else ())]:
+        engine = getattr(c, "engine", None)
+        k = str(engine.url) if engine is not None else id(c)
+        if k not in seen:
+            seen.add(k)
+            out.append(c)
+    return out
 
 
 def catalog_files(catalog) -> tuple[Loc | None, Loc | None]:
@@ -89,14 +104,22 @@ def catalog_files(catalog) -> tuple[Loc | None, Loc | None]:
 
 
 def other_tables(catalog, own: tuple | None = None) -> list[OtherTable]:
-    """Every table the catalog's database holds but ``own`` (an identifier of this catalog). The
-    SQL catalog answers in one query, for every catalog in its database, and each table's location
-    and properties are read from its metadata file (raw JSON, cached per file); other catalogs load
-    each table."""
+    """Every table of every lake catalog of the session (:func:`peers`) but ``own`` (an identifier
+    of ``catalog``). A SQL catalog answers in one query, for every catalog in its database, and
+    each table's location and properties are read from its metadata file (raw JSON, cached per
+    file); other catalogs load each table."""
     own = tuple(own) if own is not None else None
-    engine = getattr(catalog, "engine", None)
-    if engine is not None:
-        return _sql_tables(catalog, engine, own)
+    out: list[OtherTable] = []
+    for c in peers(catalog):
+        engine = getattr(c, "engine", None)
+        if engine is not None:
+            out += _sql_tables(c, engine, own, catalog.name)
+        else:
+            out += _loaded_tables(c, own if c is catalog else None)
+    return out
+
+
+def _loaded_tables(catalog, own: tuple | None) -> list[OtherTable]:
     out: list[OtherTable] = []
 
     def walk(namespace: tuple):
@@ -105,7 +128,8 @@ def other_tables(catalog, own: tuple | None = None) -> list[OtherTable]:
                 continue
             try:
                 t = catalog.load_table(ident)
-                out.append(OtherTable(".".join(ident), t.location(), dict(t.properties), t.metadata_location))
+                out.append(OtherTable(".".join((catalog.name, *ident)), t.location(), dict(t.properties),
+                                      t.metadata_location))
             except Exception:  # noqa: BLE001 - a table that cannot be loaded has no folders to protect
                 log.warning("lakerules: cannot load table %s to check its folders", ident)
         for child in catalog.list_namespaces(namespace):
@@ -115,13 +139,15 @@ def other_tables(catalog, own: tuple | None = None) -> list[OtherTable]:
     return out
 
 
-def _sql_tables(catalog, engine, own) -> list[OtherTable]:
+def _sql_tables(catalog, engine, own, own_catalog: str) -> list[OtherTable]:
+    """The tables of every catalog in a SQL catalog's database but ``own`` (of ``own_catalog``,
+    which may be another catalog on the same database)."""
     from pyiceberg.catalog import Catalog
     from pyiceberg.catalog.sql import IcebergTables
     from sqlalchemy import select
     from sqlalchemy.orm import Session
 
-    own_row = (catalog.name, Catalog.namespace_to_string(own[:-1]), own[-1]) if own else None
+    own_row = (own_catalog, Catalog.namespace_to_string(own[:-1]), own[-1]) if own else None
     with Session(engine) as session:
         rows = session.execute(select(IcebergTables.catalog_name, IcebergTables.table_namespace,
                                       IcebergTables.table_name, IcebergTables.metadata_location)).all()
@@ -173,12 +199,18 @@ def read_metadata(catalog, metadata_file: str) -> tuple[str | None, dict]:
 
 
 def holdings(catalog, own: tuple | None = None, tables: list[OtherTable] | None = None) -> Holdings:
-    """What ``own``'s folders must stay clear of (paths.Holdings)."""
-    warehouse, database = catalog_files(catalog) if catalog is not None else (None, None)
+    """What ``own``'s folders must stay clear of (paths.Holdings), in every catalog of the session."""
     if catalog is None:
-        return Holdings(warehouse, database, ())
+        return Holdings()
+    warehouses, databases = [], []
+    for c in peers(catalog):
+        warehouse, database = catalog_files(c)
+        if warehouse is not None:
+            warehouses.append((c.name, warehouse))
+        if database is not None:
+            databases.append((c.name, database))
     tables = other_tables(catalog, own) if tables is None else tables
-    return Holdings(warehouse, database, tuple((t.name, t.folders) for t in tables if t.folders))
+    return Holdings(tuple(warehouses), tuple(databases), tuple((t.name, t.folders) for t in tables if t.folders))
 
 
 # ---- new and moved tables -------------------------------------------------------------------------
@@ -189,17 +221,23 @@ def check_folders(catalog, what: str, location: str, properties: dict, own: tupl
     """Refuse a table at ``location`` with ``properties`` whose folders are not its alone: a folder
     that is, is inside or contains another live table's folder; the warehouse root or a folder that
     holds it or the catalog's database; a file system's root. ``what`` names the statement."""
+    tables = other_tables(catalog, own) if tables is None else tables
     held = holdings(catalog, own, tables)
+    lent = _own_folders(catalog, own)
     for folder in _resolved(paths.table_folders(location, properties)):
         kind = "location" if paths.key(folder.text) == paths.key(location) else "folder"
         text = paths.shown(folder)
         if not folder.parts:
             _refuse(what, f"its {kind} {text} is the root of a file system or bucket")
-        if held.warehouse is not None and paths.relation(folder, held.warehouse) in ("is also", "contains"):
-            _refuse(what, f"its {kind} {text} is the warehouse root or contains it, where every table of the "
-                          "catalog has its folder")
-        if held.database is not None and paths.relation(folder, held.database) in ("is also", "contains"):
-            _refuse(what, f"its {kind} {text} contains the catalog's database {held.database.path!r}")
+        if folder.local and _file_on_the_way(folder.path):
+            _refuse(what, f"its {kind} {text} is below {_file_on_the_way(folder.path)!r}, which is a file, not a folder")
+        for name, warehouse in held.warehouses:
+            if paths.relation(folder, warehouse) in ("is also", "contains"):
+                _refuse(what, f"its {kind} {text} is the warehouse root of catalog {name!r} or contains it, where "
+                              "every table of the catalog has its folder")
+        for name, database in held.databases:
+            if paths.relation(folder, database) in ("is also", "contains"):
+                _refuse(what, f"its {kind} {text} contains the database {database.path!r} of catalog {name!r}")
         for name, folders in held.tables:
             for other in folders:
                 how = paths.relation(folder, other)
@@ -207,6 +245,39 @@ def check_folders(catalog, what: str, location: str, properties: dict, own: tupl
                     whose = "location" if other is folders[0] else "folder"
                     _refuse(what, f"its {kind} {text} {how} the {whose} of table {name} ({other.text}); a folder "
                                   "belongs to one table, whose cleanup would delete the other's files")
+        for t in tables:
+            for borrowed in t.borrows:
+                if any(paths.relation(borrowed, mine) in ("is inside", "is also") for mine in lent):
+                    continue  # this table's own files, which the other references: its cleanup keeps them
+                how = paths.relation(folder, borrowed)
+                if how is not None:
+                    _refuse(what, f"its {kind} {text} {how} {borrowed.text}, which holds files table {t.name} "
+                                  "references (brought in by add_files or register_table); this table's cleanup "
+                                  "would delete them")
+
+
+def _file_on_the_way(path: str) -> str | None:
+    """The first path on the way down to local folder ``path`` (itself included) that exists and is
+    not a folder, if any."""
+    at = ""
+    for part in [p for p in path.split("/") if p]:
+        at = f"{at}/{part}"
+        if not os.path.exists(at):
+            return None
+        if not os.path.isdir(at):
+            return at
+    return None
+
+
+def _own_folders(catalog, own: tuple | None) -> list[Loc]:
+    """The folders table ``own`` of ``catalog`` has now (none for a new table)."""
+    if own is None:
+        return []
+    try:
+        t = catalog.load_table(own)
+    except Exception:  # noqa: BLE001 - not there (yet): it owns nothing
+        return []
+    return _resolved(paths.table_folders(t.location(), t.properties))
 
 
 def check_namespace_location(catalog, what: str, location: str) -> None:
@@ -253,7 +324,7 @@ def _taken(location: str, tables: list[OtherTable]) -> bool:
         return False
     if loc.local and os.path.isdir(loc.path) and any(os.scandir(loc.path)):
         return True
-    return any(paths.relation(loc, other) is not None for t in tables for other in t.folders)
+    return any(paths.relation(loc, other) is not None for t in tables for other in (*t.folders, *t.borrows))
 
 
 def _refuse(what: str, problem: str):
@@ -267,6 +338,32 @@ def borrowers(confined: paths.Confinement, tables: list[OtherTable]) -> list[Oth
     """Those of ``tables`` that borrow files from below ``confined``'s folders (their property
     ``lakerules.borrows`` names one): the owner's cleanup keeps every file their metadata names."""
     return [t for t in tables if any(paths.relation(b, r) is not None for b in t.borrows for r in confined.roots)]
+
+
+def common_folder(file_paths: list[str]) -> str:
+    """The deepest folder holding every one of ``file_paths`` (spelled as they are)."""
+    parts = [p.rstrip("/").split("/")[:-1] for p in file_paths]
+    common = parts[0]
+    for other in parts[1:]:
+        n = 0
+        while n < min(len(common), len(other)) and common[n] == other[n]:
+            n += 1
+        common = common[:n]
+    return "/".join(common)
+
+
+def outermost(folders) -> list[str]:
+    """``folders`` without those inside another of them (by path segments), sorted."""
+    unique = sorted({f.rstrip("/") for f in folders})
+    return [f for f in unique if not any(o != f and f.startswith(o + "/") for o in unique)]
+
+
+def borrowing(table, folders: list[str]) -> dict | None:
+    """The table's lakerules.borrows with ``folders`` added, as the property to set in the commit
+    that brings their files in; None when it knows them all already."""
+    known = _json_list(table.properties.get(BORROWS))
+    merged = outermost([*known, *folders])
+    return {BORROWS: json.dumps(merged)} if merged != sorted(known) else None
 
 
 def owners_of(catalog, file_paths, own: tuple | None) -> list[tuple[str, str]]:

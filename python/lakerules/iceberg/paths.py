@@ -47,6 +47,7 @@ from typing import Iterable
 
 from lakerules.errors import LakeError
 from lakerules.iceberg.file_walk import open_below, unlink_below, walk_local, walk_remote
+from lakerules.iceberg import bookkeeping
 
 log = logging.getLogger("lakerules")
 
@@ -248,7 +249,8 @@ def _real(path: str) -> str:
 # A table's data and metadata folders when they are not <location>/data and <location>/metadata
 # (Iceberg's properties), and the folders lakerules moved it away from (a JSON list), which still
 # hold its older files.
-DATA_PATH, METADATA_PATH, PREVIOUS_FOLDERS = "write.data.path", "write.metadata.path", "lakerules.previous-folders"
+DATA_PATH, METADATA_PATH = "write.data.path", "write.metadata.path"
+PREVIOUS_FOLDERS = bookkeeping.PREVIOUS_FOLDERS
 
 
 def table_folders(location: str, properties) -> list[str]:
@@ -293,11 +295,12 @@ def shown(loc: Loc) -> str:
 
 @dataclass(frozen=True)
 class Holdings:
-    """What a catalog holds that no table may take over (lakerules.iceberg.owners builds it): its
-    warehouse root, its database file, and the folders of every other table, by name."""
+    """What the session's catalogs hold that no table may take over (lakerules.iceberg.owners
+    builds it): their warehouse roots and database files (catalog name, where), and the folders
+    of every other table, by name."""
 
-    warehouse: Loc | None = None
-    database: Loc | None = None
+    warehouses: tuple[tuple[str, Loc], ...] = ()
+    databases: tuple[tuple[str, Loc], ...] = ()
     tables: tuple[tuple[str, tuple[Loc, ...]], ...] = ()
 
 
@@ -342,11 +345,14 @@ class Confinement:
             if root.local and os.path.islink(root.path.rstrip("/")):
                 self.refuse(f"the table's {what} {text} is a symbolic link (to {os.readlink(root.path)!r}); "
                             "lakerules deletes nothing through a link")
-            if holdings.warehouse is not None and relation(root, holdings.warehouse) in ("is also", "contains"):
-                self.refuse(f"the table's {what} {text} is the warehouse root {holdings.warehouse.text!r} or "
-                            "contains it; files there belong to other tables and to the catalog")
-            if holdings.database is not None and relation(root, holdings.database) in ("is also", "contains"):
-                self.refuse(f"the table's {what} {text} contains the catalog's database {holdings.database.path!r}")
+            for catalog, warehouse in holdings.warehouses:
+                if relation(root, warehouse) in ("is also", "contains"):
+                    self.refuse(f"the table's {what} {text} is the warehouse root {warehouse.text!r} of catalog "
+                                f"{catalog!r} or contains it; files there belong to other tables and to the catalog")
+            for catalog, database in holdings.databases:
+                if relation(root, database) in ("is also", "contains"):
+                    self.refuse(f"the table's {what} {text} contains the database {database.path!r} of catalog "
+                                f"{catalog!r}")
             for name, folders in holdings.tables:
                 for other in folders:
                     how = relation(root, other)

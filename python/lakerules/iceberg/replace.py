@@ -57,7 +57,7 @@ from pyiceberg.table.update import (
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
 from lakerules.errors import CatalogError, LakeError
-from lakerules.iceberg import format_version, owners, partitioning, paths
+from lakerules.iceberg import bookkeeping, format_version, owners, partitioning, paths
 from lakerules.iceberg import schema as schemas
 from lakerules.iceberg.catalogs import kept_as_spelled, namespace_exists, qualified
 
@@ -183,6 +183,7 @@ def new_table(catalog: str, cat: Catalog, a: dict, default_provider: str | None 
     if location:
         paths.check_location(location)
     props = {k: v for k, v in props.items() if k not in SPARK_RESERVED}
+    bookkeeping.check_user_properties(f"table {qualified(catalog, ns, tname)}", props)
     if format_version.PROPERTY in props:
         format_version.checked(props[format_version.PROPERTY], f"CREATE TABLE {qualified(catalog, ns, tname)}")
     iceberg_schema = schemas.spark_json_to_iceberg(a["schema"])

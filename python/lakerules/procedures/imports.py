@@ -23,7 +23,6 @@ register_table adds a table to the catalog from an existing metadata file (pyice
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 
 from lakerules.iceberg.paths import hidden
@@ -154,25 +153,26 @@ def add_files(ctx, table, args: dict):
 
 
 def _borrowed_folders(table, file_paths: list[str], shared: bool) -> dict | None:
-    """Files below another table's folders are that table's: its cleanup would delete them once it
-    no longer needs them. They are refused, unless ``shared``: then the folders are recorded in
-    this table's lakerules.borrows (lakerules.iceberg.owners), and the owner's cleanup keeps every file
-    this table's metadata names. Returns the property to set in the append's commit, if any."""
-    from lakerules.iceberg import owners
+    """The files' folder is recorded in this table's lakerules.borrows (lakerules.iceberg.bookkeeping)
+    when they lie outside the table's own folders: no table may then be created or moved onto it,
+    and no cleanup deletes a file this table references there (lakerules.iceberg.owners). Files below
+    another table's folders are that table's, whose cleanup would delete them once it no longer
+    needs them: refused, unless ``shared`` (that table's folder is recorded too). Returns the
+    property to set in the append's commit, if it changes."""
+    from lakerules.iceberg import owners, paths
 
     name = ".".join(table.name())
     taken = owners.owners_of(table.catalog, file_paths, table.name())
-    if not taken:
-        return None
-    if not shared:
+    if taken and not shared:
         owner, folder = taken[0]
         more = f" (and {len(taken) - 1} more tables' folders)" if len(taken) > 1 else ""
         raise LakeError(f"lakerules: add_files: the files are in the folder of table {owner} ({folder}){more}; that "
                         f"table's cleanup (remove_orphan_files, expire_snapshots, VACUUM, DROP TABLE ... PURGE) would "
                         f"delete them under {name}. Copy them into {name}'s folder, or add them with shared => true: "
                         f"{owner}'s cleanup then keeps every file {name} references. Nothing was added")
-    known = owners.BORROWS in table.properties and json.loads(table.properties[owners.BORROWS]) or []
-    return {owners.BORROWS: json.dumps(sorted({*known, *(folder for _, folder in taken)}))}
+    own = paths.Confinement.of(table, f"add_files on {name}")
+    outside = [p for p in file_paths if own.inside(p) is None]
+    return owners.borrowing(table, [folder for _, folder in taken] + ([owners.common_folder(outside)] if outside else []))
 
 
 def register_table(ctx, catalog: str, identifier: tuple, args: dict):
@@ -203,8 +203,33 @@ def register_table(ctx, catalog: str, identifier: tuple, args: dict):
                         "exist") from None
     except FileNotFoundError:
         raise LakeError(f"lakerules: CALL register_table: metadata file {metadata_file!r} does not exist") from None
+    table = _record_foreign_files(cat, table, f"{catalog}.{'.'.join(identifier)}")
     s = table.current_snapshot()
     summary = s.summary.additional_properties if s is not None and s.summary is not None else {}
     row = (s.snapshot_id if s is not None else None, int(summary.get("total-records", 0) or 0),
            int(summary.get("total-data-files", 0) or 0))
     return J.result_rows(ctx.spark, [row], REGISTER_RESULT)
+
+
+def _record_foreign_files(cat, table, shown: str):
+    """A registered table may name files outside its own folders (its metadata file, files another
+    engine added from elsewhere): their folders go into its lakerules.borrows, in a commit right
+    after the registration, which is undone (the table dropped from the catalog, no file deleted)
+    if that commit fails."""
+    from lakerules.iceberg import cleanup, owners, paths
+
+    own = paths.Confinement.of(table, f"CALL register_table {shown}")
+    try:
+        files = cleanup.reachable(table.metadata, table.metadata_location, table.io)
+        outside = [p for p in files if own.inside(p) is None]
+        borrows = owners.borrowing(table, [p.rstrip("/").rsplit("/", 1)[0] for p in outside]) if outside else None
+        if borrows:
+            with table.transaction() as tx:
+                tx.set_properties(borrows)
+            table = table.refresh()
+    except Exception as e:  # noqa: BLE001 - unrecorded, the table's files would be unprotected
+        cat.drop_table(table.name())
+        problem = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise LakeError(f"lakerules: CALL register_table {shown}: the files its metadata names could not be "
+                        f"recorded ({problem.removeprefix('lakerules: ')}); the table was not registered") from None
+    return table

@@ -10,11 +10,16 @@ Output modes, as Iceberg's: ``append`` adds the batch's rows; ``complete`` repla
 rows with the batch's (an overwrite per batch). ``update`` is refused by Spark (the table does
 not take it).
 
-Exactly once: each commit records the query id and the batch id in the snapshot summary
+Exactly once: each commit records the batch id in the table's property
+``lakerules.stream.<query id>`` (lakerules.iceberg.bookkeeping: SQL cannot change it) in the same
+commit as the batch's rows, and the query id and batch id in the snapshot summary
 (``spark.sql.streaming.queryId`` / ``spark.sql.streaming.epochId``, Iceberg's keys). A restarted
-query replays the batches its checkpoint has not marked done; a batch whose id the table's
-history already holds for this query (the driver stopped after the commit, before the
-checkpoint) is skipped: nothing is written, nothing committed.
+query replays the batches its checkpoint has not marked done; a batch the table already holds for
+this query (the driver stopped after the commit, before the checkpoint) is skipped: nothing is
+written, nothing committed. The property is in the table's current metadata, as Delta keeps its
+``txn`` actions through checkpoints, so the record outlives the snapshots that wrote it: expiring
+them, a CREATE OR REPLACE, OPTIMIZE or a rollback to before the batch do not make a restarted query
+write it again (a table written before the property existed is read from its history too).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from pyiceberg.table.snapshots import ancestors_of
 
 from lakerules.write import commit, files as write
 from lakerules.spark import jvm as J
-from lakerules.iceberg import options as options_mod, schema as schemas
+from lakerules.iceberg import bookkeeping, options as options_mod, schema as schemas
 from lakerules.errors import LakeError, NotSupported
 
 QUERY_ID = "spark.sql.streaming.queryId"
@@ -40,9 +45,12 @@ after_commit = None
 
 
 def last_committed_batch(table, query_id: str) -> int | None:
-    """The newest batch id the table's current history holds for this query, or None: the
-    summary of the newest snapshot (walking back from the current one) that ``query_id`` made.
-    A snapshot rolled back (no longer an ancestor) does not count, as in Iceberg."""
+    """The newest batch id the table holds for this query, or None: its property
+    ``lakerules.stream.<query id>``, or, for batches committed before lakerules kept it, the
+    summary of the newest snapshot (walking back from the current one) that ``query_id`` made."""
+    recorded = table.properties.get(bookkeeping.stream_key(query_id))
+    if recorded is not None and recorded.lstrip("-").isdigit():
+        return int(recorded)
     current = table.current_snapshot()
     if current is None:
         return None
@@ -116,10 +124,11 @@ def run_batch(ctx, node, df) -> None:
     removed = write._current_files(table) if node.mode == "complete" else []
     written = write.write_data_files(ctx, t.catalog, table, rows)
     try:
+        done_now = {bookkeeping.stream_key(node.query_id): str(node.batch_id)}
         if node.mode == "append":
-            commit.append(table, written, summary)
+            commit.append(table, written, summary, done_now)
         else:
-            commit.overwrite(table, removed, written, summary)
+            commit.overwrite(table, removed, written, summary, done_now)
     except BaseException as e:
         write.discard(table, written, e)
         raise

@@ -210,11 +210,14 @@ def append(table: Table, data_files: list, summary: dict | None = None, properti
                 fa.append_data_file(f)
 
 
-def overwrite(table: Table, removed: list, added: list, summary: dict | None = None) -> None:
-    """Remove data files and add others in one snapshot."""
+def overwrite(table: Table, removed: list, added: list, summary: dict | None = None,
+              properties: dict | None = None) -> None:
+    """Remove data files and add others in one snapshot; ``properties`` are set in the same commit."""
     if not removed and not added:
         return
     with transaction(table) as tx:
+        if properties:
+            tx.set_properties(properties)
         args = producer_args(table, summary)
         operation = Operation.OVERWRITE if tx.table_metadata.snapshot_by_name(args["branch"]) is not None else Operation.APPEND
         with OverwriteFiles(operation=operation, transaction=tx, io=table.io, **args) as ow:
