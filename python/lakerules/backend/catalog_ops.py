@@ -131,7 +131,7 @@ class CatalogOps:
                 raise LakeError(f"lakerules: {qualified(name, ns, tname)} names {ref[0]} {ref[1]!r} of {shown}: "
                                 "VERSION AS OF / TIMESTAMP AS OF would choose another snapshot; give one")
             snapshot = table.snapshot_by_id(refs.ref_snapshot_id(table, shown, *ref))
-            info = table_info(name, ns, tname, table, snapshot, table.schema())
+            info = table_info(name, ns, tname, table, snapshot, schemas.snapshot_schema(table.metadata, snapshot))
             info.update({"ref": f"{ref[0]}:{ref[1]}", "table_namespace": list(ns[:-1]), "table_name": ns[-1]})
             return info
         if "version" in a:
@@ -362,6 +362,7 @@ def _default(table: Table, path: tuple, field_type, c: dict, verb: str = "ADD CO
     text = c.get("default")
     if text is None:
         return None
+    _check_default_range(table, verb, field_type, text)
     match field_type:
         case it.BooleanType():
             return text == "true"
@@ -374,6 +375,33 @@ def _default(table: Table, path: tuple, field_type, c: dict, verb: str = "ADD CO
                                "supported yet (Spark's Parquet reader cannot fill it into older files). Nothing "
                                "was changed")
     return text  # dates, times, decimals, strings: pyiceberg reads their single-value JSON text
+
+
+def _check_default_range(table: Table, verb: str, field_type, text: str) -> None:
+    """A default every reader can take: an Iceberg single-value (ISO-8601 dates and timestamps,
+    years 1 to 9999) that Spark's Parquet reader can fill into older files (a DECIMAL of more than
+    18 digits only with an unscaled value of 64 bits: Spark's vectorized reader fills it as a long)."""
+    import datetime
+    import decimal
+
+    problem = None
+    if isinstance(field_type, it.DecimalType) and field_type.precision > 18:
+        unscaled = int(decimal.Decimal(text).scaleb(field_type.scale))
+        if not -(2 ** 63) <= unscaled < 2 ** 63:
+            problem = (f"Spark's Parquet reader fills a {field_type} default into files written before it only when its "
+                       "unscaled value fits 64 bits (|value| below 9223372036854775808 units of the scale)")
+    elif isinstance(field_type, (it.DateType, it.TimestampType, it.TimestamptzType, it.TimestampNanoType,
+                                 it.TimestamptzNanoType)):
+        try:
+            if isinstance(field_type, it.DateType):
+                datetime.date.fromisoformat(text)
+            else:
+                datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            problem = "Iceberg keeps defaults as ISO-8601 values, of years 1 to 9999"
+    if problem:
+        raise LakeError(f"lakerules: {verb} on {names.table_name(table)}: the default {text!r} cannot be the column's "
+                        f"default: {problem}. Nothing was changed")
 
 
 def _column_change(us, table: Table, c: dict) -> None:
@@ -411,7 +439,17 @@ def _column_change(us, table: Table, c: dict) -> None:
     elif op == "update_column_type":
         from pyspark.sql.types import _parse_datatype_json_string
 
-        us.update_column(path, field_type=schemas.spark_type_to_iceberg(_parse_datatype_json_string(c["type"])))
+        spark_type = _parse_datatype_json_string(c["type"])
+        new_type = schemas.spark_type_to_iceberg(spark_type)
+        old_type = table.schema().find_field(".".join(path)).field_type
+        if not schemas.promotable(old_type, new_type):
+            was = schemas.iceberg_type_to_spark(old_type).simpleString()
+            raise LakeError(
+                f"lakerules: ALTER TABLE {names.table_name(table)} ALTER COLUMN {'.'.join(path)} TYPE: {was} cannot "
+                f"become {spark_type.simpleString()}; Iceberg changes a column's type only by promotion (int to bigint, float to double, "
+                "decimal(P,S) to decimal(P',S) with P' > P), so that the files already written read as the new type. "
+                "Nothing was changed")
+        us.update_column(path, field_type=new_type)
     elif op == "update_column_nullability":
         if not c["nullable"]:
             raise LakeError(f"lakerules: cannot make column {'.'.join(path)} NOT NULL: existing rows may hold nulls")

@@ -223,30 +223,36 @@ def previous_folders(table: Table, *folders: str) -> str:
 
 def _with_ids(schema: Schema, old: Schema, last_column_id: int) -> Schema:
     """``schema`` with Iceberg's replace ids: a field (struct field, list element, map key or
-    value) whose full name the old schema has keeps that field's id; the others get new ids after
-    ``last_column_id``, in order."""
+    value) whose full name the old schema has keeps that field's id when its type is the old one's
+    or an allowed promotion of it (schema.promotable: the old snapshots' files read as the new type);
+    the others, a column whose type changed otherwise among them, get new ids after
+    ``last_column_id``, in order, so that a branch, a tag or a rollback to a snapshot before the
+    replace reads its own files with its own schema, and the new schema never reads them as its type."""
     by_name = index_by_name(old)
     fresh = itertools.count(last_column_id + 1)
 
-    def pick(name: str) -> int:
-        return by_name[name] if name in by_name else next(fresh)
+    def pick(name: str, t: IcebergType) -> int:
+        if name in by_name and schemas.promotable(old.find_type(by_name[name]), t):
+            return by_name[name]
+        return next(fresh)
 
     def typed(t: IcebergType, prefix: str) -> IcebergType:
         if isinstance(t, StructType):
             return StructType(*(field(f, prefix) for f in t.fields))
         if isinstance(t, ListType):
             name = f"{prefix}.element"
-            return ListType(element_id=pick(name), element_type=typed(t.element_type, name),
+            return ListType(element_id=pick(name, t.element_type), element_type=typed(t.element_type, name),
                             element_required=t.element_required)
         if isinstance(t, MapType):
             key, value = f"{prefix}.key", f"{prefix}.value"
-            return MapType(key_id=pick(key), key_type=typed(t.key_type, key), value_id=pick(value),
-                           value_type=typed(t.value_type, value), value_required=t.value_required)
+            return MapType(key_id=pick(key, t.key_type), key_type=typed(t.key_type, key),
+                           value_id=pick(value, t.value_type), value_type=typed(t.value_type, value),
+                           value_required=t.value_required)
         return t
 
     def field(f: NestedField, prefix: str) -> NestedField:
         name = f"{prefix}.{f.name}" if prefix else f.name
-        return NestedField(field_id=pick(name), name=f.name, field_type=typed(f.field_type, name),
+        return NestedField(field_id=pick(name, f.field_type), name=f.name, field_type=typed(f.field_type, name),
                            required=f.required, doc=f.doc)
 
     return Schema(*(field(f, "") for f in schema.fields))

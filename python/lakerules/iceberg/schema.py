@@ -182,6 +182,50 @@ def default_sql(t: it.IcebergType, value) -> str:
     return f"CAST(CAST(X'{hexed}' AS STRING) AS {_to_spark(t, False).simpleString().upper()})"
 
 
+def promotable(old: it.IcebergType, new: it.IcebergType) -> bool:
+    """Whether files written with a column of type ``old`` read as ``new`` under the same field
+    id: the same type, or one of Iceberg's type promotions (int to long, float to double, a
+    decimal to one of more precision and the same scale); nested types by kind (their fields are
+    matched on their own).
+
+    >>> promotable(it.IntegerType(), it.LongType()), promotable(it.LongType(), it.IntegerType())
+    (True, False)
+    >>> promotable(it.DecimalType(10, 2), it.DecimalType(12, 2)), promotable(it.DecimalType(10, 2), it.DecimalType(12, 3))
+    (True, False)
+    """
+    if isinstance(old, (it.StructType, it.ListType, it.MapType)) or isinstance(new, (it.StructType, it.ListType, it.MapType)):
+        return type(old) is type(new)
+    if old == new:
+        return True
+    if isinstance(old, it.IntegerType) and isinstance(new, it.LongType):
+        return True
+    if isinstance(old, it.FloatType) and isinstance(new, it.DoubleType):
+        return True
+    return (isinstance(old, it.DecimalType) and isinstance(new, it.DecimalType) and old.scale == new.scale
+            and new.precision >= old.precision)
+
+
+def renumbered(current: Schema, old: Schema) -> list[str]:
+    """The names of ``old``'s fields that ``current`` has under another field id: a replace that
+    changed their type (or a drop and add of the name) gave them new ids, so files written with
+    ``old`` do not read as them."""
+    from pyiceberg.schema import index_by_name
+
+    now = index_by_name(current)
+    return [name for name, fid in index_by_name(old).items() if name in now and now[name] != fid]
+
+
+def snapshot_schema(metadata, snapshot) -> Schema:
+    """The schema a read of ``snapshot`` (a branch's or tag's head, main after a rollback) uses:
+    the table's current one, unless some of the snapshot's own columns are :func:`renumbered`
+    there; then the snapshot's own, whose ids its files carry."""
+    current = metadata.schema()
+    if snapshot is None or snapshot.schema_id is None or snapshot.schema_id == current.schema_id:
+        return current
+    own = next((s for s in metadata.schemas if s.schema_id == snapshot.schema_id), None)
+    return own if own is not None and renumbered(current, own) else current
+
+
 def field_ids(field: it.NestedField) -> set[int]:
     """The field's id and those of every field inside it (struct fields, list elements, map keys
     and values).

@@ -357,7 +357,7 @@ def _restore(ctx, table, version, ref, timestamp_us):
             row_ids = v3.RowIds(table.io, target.manifest_list).all() if table.format_version >= v3.VERSION else None
             moves.restore(table, head.snapshot_id, removed, readded,
                           {"lakerules.operation": "restore", "lakerules.restored-snapshot-id": str(target.snapshot_id)},
-                          row_ids)
+                          row_ids, restored_snapshot_id=target.snapshot_id)
         except moves.RestoreConflict as e:
             raise ConflictError(str(e)) from None
     return J.result_rows(ctx.spark, [row], RESTORE_RESULT)

@@ -31,6 +31,7 @@ from pyiceberg.expressions import AlwaysTrue, And
 from lakerules.scan import bloom_filters, lineage, manifest_columns, manifest_job, manifests
 from lakerules.metadata import tables as metadata_tables
 from lakerules.iceberg import options, refs
+from lakerules.iceberg import schema as schemas
 from lakerules.errors import LakeError
 from lakerules.plan.expressions import to_iceberg
 from lakerules.scan.planning import plan_scan
@@ -68,6 +69,10 @@ def _scan(rel: LakeRelation, ctx) -> LakeScan:
         snapshot = table.snapshot_by_id(rel.snapshot_id)
         if snapshot is not None and snapshot.schema_id is not None:
             schema = table.schemas().get(snapshot.schema_id, schema)
+    elif rel.table.ref and snapshot_id is not None:
+        # a branch or tag whose head a replace renumbered columns of: its own schema (as the catalog
+        # gave Spark the relation's columns, lakerules.backend.catalog_ops)
+        schema = schemas.snapshot_schema(table.metadata, table.snapshot_by_id(snapshot_id))
     row_filter = _row_filter(rel, lineage.requested(table, schema, rel.output))
     plan = plan_scan(table, snapshot_id, row_filter,
                      remote=manifest_job.remote_reader(ctx.spark, ctx.conf, table, schema, manifests.CACHE),

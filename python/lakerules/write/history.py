@@ -12,10 +12,11 @@ from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, 
 from pyiceberg.table import Table
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Operation, Summary
-from pyiceberg.table.update import AssertRefSnapshotId, RemoveSnapshotRefUpdate, SetSnapshotRefUpdate
+from pyiceberg.table.update import AssertRefSnapshotId, RemoveSnapshotRefUpdate, SetCurrentSchemaUpdate, SetSnapshotRefUpdate
 from pyiceberg.typedef import EMPTY_DICT
 
 from lakerules.iceberg import names, v3
+from lakerules.iceberg import schema as schemas
 from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.write.commit import snapshot_properties, snapshot_summary, transaction
 from lakerules.write.manifest_merge import Merging, entry_key, manifest_writer, parent_manifests_without
@@ -35,7 +36,19 @@ def move_branch(table: Table, branch: str, snapshot_id: int) -> None:
             max_snapshot_age_ms=ref.max_snapshot_age_ms if ref else None,
             min_snapshots_to_keep=ref.min_snapshots_to_keep if ref else None,
         )
-        edge.stage(tx, (update,), (AssertRefSnapshotId(ref=branch, snapshot_id=ref.snapshot_id if ref else None),))
+        edge.stage(tx, (*_schema_of(tx, branch, snapshot_id), update),
+                   (AssertRefSnapshotId(ref=branch, snapshot_id=ref.snapshot_id if ref else None),))
+
+
+def _schema_of(tx, branch: str, snapshot_id: int) -> tuple:
+    """main moved to a snapshot whose own columns the current schema has under other field ids (a
+    replace changed their type since): that snapshot's schema is made current again, so that its
+    files read as they were written (lakerules.iceberg.schema.snapshot_schema)."""
+    metadata = tx.table_metadata
+    if branch != MAIN_BRANCH:
+        return ()
+    schema = schemas.snapshot_schema(metadata, metadata.snapshot_by_id(snapshot_id))
+    return () if schema.schema_id == metadata.current_schema_id else (SetCurrentSchemaUpdate(schema_id=schema.schema_id),)
 
 
 def set_ref(table: Table, name: str, kind, snapshot_id: int, *, expected: int | None, max_ref_age_ms=None,
@@ -61,7 +74,7 @@ class RestoreConflict(ValidationException):
 
 
 def restore(table: Table, from_snapshot_id: int, removed: list, readded: list, summary: dict | None = None,
-            row_ids: dict | None = None) -> None:
+            row_ids: dict | None = None, restored_snapshot_id: int | None = None) -> None:
     """One overwrite snapshot on top of from_snapshot_id (main's head, as read): the live entries
     ``removed`` (of the head) are marked deleted, the entries ``readded`` (of the snapshot
     restored) are added again with their own data sequence numbers, so that every delete file
@@ -71,6 +84,10 @@ def restore(table: Table, from_snapshot_id: int, removed: list, readded: list, s
     restored (``row_ids``: data file path -> that id, None for a file that had none), so its rows
     keep their ids. Fails with RestoreConflict if main moved meanwhile."""
     with transaction(table) as tx:
+        restored = tx.table_metadata.snapshot_by_id(restored_snapshot_id) if restored_snapshot_id is not None else None
+        schema = schemas.snapshot_schema(tx.table_metadata, restored)
+        if schema.schema_id != tx.table_metadata.current_schema_id:  # its files' columns, as lakerules.iceberg.schema says
+            edge.stage(tx, (SetCurrentSchemaUpdate(schema_id=schema.schema_id),))
         with _Restore(tx, table.io, from_snapshot_id, removed, readded, snapshot_properties(summary), row_ids or {}):
             pass
 
