@@ -394,3 +394,142 @@ def test_a_write_error_points_at_the_query_not_at_lakerules(spark, iceberg_catal
         assert condition == "DIVIDE_BY_ZERO" and "files.py" not in message, message
     finally:
         spark.conf.unset("spark.sql.ansi.enabled")
+
+
+# ---- issue 51: errors that told the truth badly ---------------------------------------------------
+
+
+@pytest.mark.parametrize("statement", [
+    "DELETE FROM {t} WHERE id = 2",
+    "INSERT INTO {t} VALUES (20, 'x', 0.0)",
+    "UPDATE {t} SET s = 'u' WHERE id = 1",
+    "MERGE INTO {t} t USING (SELECT 1L AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE",
+])
+def test_a_statement_racing_expire_snapshots_is_run_again(spark, t, engines, monkeypatch, statement):
+    """Another commit lands and expire_snapshots removes the snapshot the statement read while it
+    commits: not damage (the old message said to restore the file or roll back) but a conflict,
+    which the executor resolves by running the statement again on the table as it is now."""
+    from lakerules.write import commit
+
+    races = []
+
+    def expire_meanwhile(table):
+        if not races:
+            races.append(1)
+            spark.sql(f"INSERT INTO {t} VALUES (10, 'm', 0.0)")
+            spark.sql(f"CALL lake.system.expire_snapshots(table => '{t.split('.', 1)[1]}', "
+                      "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)").collect()
+
+    monkeypatch.setattr(commit, "before_commit", expire_meanwhile)
+    spark.sql(statement.format(t=t)).collect()
+    assert races == [1]
+    rows = {(1, "a", 0.5), (2, "b", 1.5), (10, "m", 0.0)}
+    if statement.startswith("DELETE"):
+        rows.discard((2, "b", 1.5))
+    elif statement.startswith("INSERT"):
+        rows.add((20, "x", 0.0))
+    elif statement.startswith("UPDATE"):
+        rows = rows - {(1, "a", 0.5)} | {(1, "u", 0.5)}
+    else:
+        rows.discard((1, "a", 0.5))
+    engines.assert_same(t, expected=sorted(rows))
+
+
+def test_a_statement_that_keeps_meeting_expiry_fails_as_a_conflict(spark, t, iceberg_catalog, monkeypatch):
+    from lakerules.write import commit
+
+    busy = []
+
+    def expire_every_time(table):
+        if busy:  # the commits of the maintenance itself
+            return
+        busy.append(1)
+        try:
+            spark.sql(f"INSERT INTO {t} VALUES (10, 'm', 0.0)")
+            spark.sql(f"CALL lake.system.expire_snapshots(table => '{t.split('.', 1)[1]}', "
+                      "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)").collect()
+        finally:
+            busy.pop()
+
+    monkeypatch.setattr(commit, "before_commit", expire_every_time)
+    message = refused(spark, f"DELETE FROM {t} WHERE id = 2", f"conflict on {t}", "the table is healthy",
+                      "Run it again")
+    assert "Restore the file" not in message and "roll the table back" not in message
+    assert len(message.strip().splitlines()) == 1, message
+    monkeypatch.setattr(commit, "before_commit", None)
+    assert sorted(r.id for r in spark.sql(f"SELECT id FROM {t}").collect()) == [1, 2, 10, 10, 10]
+
+
+def test_a_missing_borrowed_file_is_named_under_the_statements_table(spark, iceberg_catalog, ns):
+    owner, borrower = f"lake.{ns}.mvy", f"lake.{ns}.mv"
+    spark.sql(f"CREATE TABLE {owner} (id BIGINT)")
+    spark.sql(f"INSERT INTO {owner} SELECT /*+ COALESCE(1) */ * FROM VALUES (1L), (2L) AS v(id)")  # one data file
+    spark.sql(f"CREATE TABLE {borrower} (id BIGINT)")
+    data = f"{iceberg_catalog.load_table(f'{ns}.mvy').location()}/data"
+    spark.sql(f"CALL lake.system.add_files(table => '{ns}.mv', source_table => '`parquet`.`{data}`', shared => true)").collect()
+    path = next(t.file.file_path for t in iceberg_catalog.load_table(f"{ns}.mv").scan().plan_files())
+    _damage(re.sub(r"^file:/*", "/", path), "missing")
+    before = iceberg_catalog.load_table(f"{ns}.mv").metadata_location
+    message = refused(spark, f"DELETE FROM {borrower} WHERE id = 1", f"of table {borrower} is missing",
+                      f"remove_missing_files(table => '{ns}.mv')")
+    assert "mvy" not in re.sub(r"file \S+", "", message) and len(message.strip().splitlines()) == 1, message
+    assert iceberg_catalog.load_table(f"{ns}.mv").metadata_location == before
+
+
+@pytest.mark.parametrize("statement", [
+    "INSERT INTO {t} SELECT 1e20, 'x', 0.0",
+    "MERGE INTO {t} t USING (SELECT 1L AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = 1e20",
+])
+def test_a_failed_write_under_ansi_leaves_no_false_warning(spark, t, caplog, statement):
+    """The write fails before it made its folder: there is nothing to remove, and nothing to warn of."""
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        with caplog.at_level("WARNING", logger="lakerules"):
+            with pytest.raises(Exception, match="CAST_OVERFLOW"):
+                spark.sql(statement.format(t=t)).collect()
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+    assert not [r for r in caplog.records if "could not remove" in r.getMessage()], caplog.text
+    assert "Traceback" not in caplog.text
+
+
+@pytest.mark.parametrize("statement, needles", [
+    ("CREATE TABLE lake.{ns}.x (id BIGINT) LOCATION '{warehouse}/catalog.db/x'", ("which is a file, not a folder",)),
+    ("CREATE TABLE lake.{ns}." + "a" * 300 + " (id BIGINT)", ("is 300 bytes long", "at most 246 bytes")),
+    ("CREATE NAMESPACE lake." + "n" * 260, ("is 260 bytes long",)),
+    ("CALL lake.system.expire_snapshots(table => '{ns}.no_such_table')", ("table lake.{ns}.no_such_table does not exist",)),
+    ("ALTER TABLE lake.{ns}.p ADD PARTITION FIELD years(ts)", ("has that field already", "Nothing was changed")),
+    ("CALL lake.system.remove_orphan_files(table => '{ns}.p', older_than => NULL)",
+     ("argument 'older_than' is NULL; leave it out for its default",)),
+    ("RESTORE TABLE lake.{ns}.p TO TIMESTAMP AS OF TIMESTAMP'2999-01-01 00:00:00'", ("is in the future",)),
+])
+def test_bad_input_is_one_line_and_changes_nothing(spark, iceberg_catalog, ns, warehouse, statement, needles):
+    p = f"lake.{ns}.p"
+    spark.sql(f"CREATE TABLE {p} (id BIGINT, ts TIMESTAMP) PARTITIONED BY (years(ts))")
+    spark.sql(f"INSERT INTO {p} VALUES (1, TIMESTAMP'2026-01-01 00:00:00')")
+    namespaces = spark.sql("SHOW NAMESPACES IN lake").collect()
+    text = statement.format(ns=ns, warehouse=warehouse)
+    refused_unchanged(spark, iceberg_catalog, p, text, *(n.format(ns=ns) for n in needles))
+    assert spark.sql("SHOW NAMESPACES IN lake").collect() == namespaces
+    assert not iceberg_catalog.table_exists(f"{ns}.x")
+
+
+def test_unset_of_a_missing_property_is_a_no_op(spark, iceberg_catalog, t):
+    before = state(spark, iceberg_catalog, t)
+    spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('no.such.key')")
+    spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES IF EXISTS ('no.such.key')")
+    assert state(spark, iceberg_catalog, t)[1] == before[1]
+
+
+def test_add_files_with_a_column_the_table_lacks_names_it(spark, iceberg_catalog, ns, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = f"lake.{ns}.a"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT)")
+    schema = pa.schema([pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+                        pa.field("v", pa.string(), metadata={b"PARQUET:field_id": b"2"})])
+    pq.write_table(pa.table({"id": [1], "v": ["a"]}, schema=schema), tmp_path / "f.parquet")
+    refused_unchanged(spark, iceberg_catalog, name,
+                      f"CALL lake.system.add_files(table => '{ns}.a', source_table => '`parquet`.`{tmp_path}`')",
+                      f"has columns table {name} does not have: v (field id 2)", "Nothing was added")

@@ -48,6 +48,13 @@ class CommitRejected(ConflictError):
     statement's new files were deleted."""
 
 
+class MaintenanceRace(CommitRejected):
+    """While the statement ran, other commits landed and maintenance (expire_snapshots, another
+    engine's cleanup) removed files of the snapshot the statement had read: the table is healthy;
+    nothing was committed, and running the statement again reads the table as it is now
+    (lakerules.execute.run does, a few times)."""
+
+
 class CommitOutcomeUnknown(LakeError):
     """The commit failed with an error that does not say whether it landed (a catalog that timed
     out, a lost response). The statement's new files are kept, since the table may reference them;

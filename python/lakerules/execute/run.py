@@ -11,6 +11,9 @@ Every Spark job a command runs carries a job description naming the statement an
 
 from __future__ import annotations
 
+import logging
+
+from lakerules.errors import MaintenanceRace
 from lakerules.execute import statements
 from lakerules.metadata import describe
 from lakerules.spark import jvm as J, progress
@@ -18,6 +21,8 @@ from lakerules.plan import convert, nodes as P
 from lakerules.rowlevel import merge as rowlevel_merge, run as rowlevel
 from lakerules.streaming import sink as streaming
 from lakerules.write import files as write
+
+log = logging.getLogger("lakerules")
 
 _VERBS = {
     P.WriteToLake: "INSERT",
@@ -30,15 +35,29 @@ _VERBS = {
 }
 
 
+# A statement that meets maintenance removing the snapshot it read (errors.MaintenanceRace: nothing
+# committed) runs again on the table as it is then, up to this many times in all.
+RACE_ATTEMPTS = 3
+
+
 def execute(ctx, node: P.Command):
     """Run a planned command once; the JVM plan of its result rows. Afterwards Spark's cached
     plans over the table are computed again from what it now holds, as after Spark's own writes."""
     t = node.table
-    if isinstance(node, P.StatementCommand):
-        with progress.statement(ctx, title(node)):
-            t, result = statements.run(ctx, node)
-    else:
-        result = _run(ctx, node)
+    for attempt in range(1, RACE_ATTEMPTS + 1):
+        try:
+            if isinstance(node, P.StatementCommand):
+                with progress.statement(ctx, title(node)):
+                    t, result = statements.run(ctx, node)
+            else:
+                result = _run(ctx, node)
+            break
+        except MaintenanceRace:
+            # nothing landed and the table is healthy: run it again on the table as it is now
+            if attempt == RACE_ATTEMPTS:
+                raise
+            log.info("lakerules: %s met maintenance that removed what it read; running it again (attempt %d)",
+                     title(node), attempt + 1)
     if node.changes_table and t is not None:
         J.recache_table(ctx.spark, [t.catalog, *t.namespace, t.name])
     return result

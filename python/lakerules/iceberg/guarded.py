@@ -21,7 +21,7 @@ from pyiceberg import exceptions as ie
 from pyiceberg.catalog import Catalog
 
 from lakerules.errors import CatalogUnavailable, UnreadableFile
-from lakerules.iceberg import metadata_files
+from lakerules.iceberg import bookkeeping, metadata_files
 from lakerules.iceberg.pyiceberg_edge import MetadataWriteHook, catalog_file_io, writes_metadata_files
 
 try:
@@ -129,7 +129,8 @@ class _Guarded:
             table = super().load_table(identifier)
         except UnreadableFile as e:
             raise metadata_files.named(e, qualified(name, ident[:-1], ident[-1])) from e.cause
-        metadata_files.remember_table(table.location(), qualified(name, ident[:-1], ident[-1]))
+        metadata_files.remember_table(table.location(), qualified(name, ident[:-1], ident[-1]),
+                                      table.properties.get(bookkeeping.BORROWS))
         return table
 
     def writing_metadata(self, metadata_path: str) -> None:  # MetadataWriteHook's, for a SQL catalog

@@ -24,24 +24,37 @@ from lakerules.errors import LakeError, UnreadableFile, unreadable
 
 _lock = threading.Lock()
 _tables: dict[str, str] = {}  # table location (paths.key) -> its name, catalog first
+_borrowed: dict[str, tuple[str, ...]] = {}  # table name -> the folders it borrows files from (paths.key)
 _TABLES = 4096
 _installed = False
 
 
-def remember_table(location: str | None, name: str) -> None:
+def remember_table(location: str | None, name: str, borrows: str | None = None) -> None:
+    """Remember a table loaded: its location, and the folders its lakerules.borrows names (JSON)."""
     if not location:
         return
+    import json
+
+    try:
+        folders = tuple(paths.key(str(f)).rstrip("/") for f in json.loads(borrows or "[]"))
+    except (ValueError, TypeError):
+        folders = ()
     with _lock:
         _tables.pop(paths.key(location).rstrip("/"), None)
         _tables[paths.key(location).rstrip("/")] = name
+        _borrowed[name] = folders
         while len(_tables) > _TABLES:
-            _tables.pop(next(iter(_tables)))
+            _borrowed.pop(_tables.pop(next(iter(_tables))), None)
 
 
-def table_of(path: str) -> str | None:
-    """The name of the remembered table whose location holds path (the innermost one)."""
+def table_of(path: str, reader: str | None = None) -> str | None:
+    """The name of the table a file belongs to: ``reader`` (the statement's table) when the file
+    is in a folder it borrows from (another table's, or one of files it imported); else the
+    remembered table whose location holds path (the innermost one)."""
     key = paths.key(path)
     with _lock:
+        if reader is not None and any(key.startswith(f + "/") for f in _borrowed.get(reader, ())):
+            return reader
         found = [(len(loc), name) for loc, name in _tables.items() if key.startswith(loc + "/")]
     return max(found)[1] if found else None
 

@@ -114,6 +114,17 @@ def check_identifier(namespace, name: str | None = None, what: str = "table") ->
         check_name("namespace", part)
     if name is not None:
         check_name(what, name)
+    # folder names: a namespace's is its parts joined with '.'; a table's may get a -<8 hex> suffix
+    for kind, folder, limit in (("namespace", ".".join(namespace), NAME_BYTES), (what, name, NAME_BYTES - 9)):
+        if folder is not None and len(folder.encode("utf-8")) > limit:
+            shown = folder if len(folder) <= 40 else f"{folder[:40]}..."
+            raise LakeError(f"lakerules: {kind} name {shown!r} is {len(folder.encode('utf-8'))} bytes long: a {kind}'s "
+                            f"name becomes a folder name, which file systems limit to {NAME_BYTES} bytes (lakerules "
+                            f"takes {kind} names of at most {limit} bytes). Choose a shorter name; nothing was changed")
+
+
+# The longest folder name common file systems take (ext4, XFS, APFS, NTFS: 255 bytes or characters).
+NAME_BYTES = 255
 
 
 # ---- locations ----------------------------------------------------------------------------------
@@ -481,8 +492,11 @@ class Confinement:
                 from lakerules.spark import jvm as J
 
                 J.hadoop_delete_tree(spark, path)
-        except Exception:  # noqa: BLE001 - best effort clean-up after a failed write
-            log.warning("lakerules: could not remove %s after a failed write", path, exc_info=True)
+        except FileNotFoundError:
+            return  # the write made no folder (or its files are gone already): nothing was left behind
+        except Exception as e:  # noqa: BLE001 - best effort clean-up after a failed write
+            log.warning("lakerules: could not remove %s after a failed write (%s: %s); "
+                        "CALL <catalog>.system.remove_orphan_files removes what is left", path, type(e).__name__, e)
 
 
 # ---- conventions ----------------------------------------------------------------------------------

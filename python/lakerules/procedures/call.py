@@ -5,6 +5,8 @@ executes the statement: the arguments evaluated and checked against the procedur
 
 from __future__ import annotations
 
+from pyiceberg import exceptions as ie
+
 from lakerules.errors import LakeError
 from lakerules.plan.nodes import TableRef
 from lakerules.procedures import changelog, history, imports, maintenance, missing_files, rewrite_data_files
@@ -62,7 +64,10 @@ def run(ctx, stmt):
     ref = TableRef(catalog, tuple(table_parts[:-1]), table_parts[-1])
     if procedure == "register_table":  # the table does not exist yet: on the catalog
         return ref, imports.register_table(ctx, catalog, ref.identifier, values)
-    table = ctx.catalogs.load_for_statement(ref, ctx.conf, stmt)
+    try:
+        table = ctx.catalogs.load_for_statement(ref, ctx.conf, stmt)
+    except (ie.NoSuchTableError, ie.NoSuchNamespaceError):
+        raise LakeError(f"lakerules: CALL {catalog}.system.{procedure}: table {ref} does not exist") from None
     if procedure in NOT_ON_V3:
         format_version.refuse_on_v3(table, f"CALL {catalog}.system.{procedure}")
     return ref, RUNS[procedure](ctx, table, values)

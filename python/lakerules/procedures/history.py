@@ -17,6 +17,7 @@ so a concurrent commit makes it fail with nothing changed. An error leaves the t
 from __future__ import annotations
 
 import datetime
+import time
 
 from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
@@ -316,6 +317,9 @@ def _restore_target(table, version, ref, timestamp_us):
         return _snapshot(table, version, "RESTORE")
     # TIMESTAMP AS OF: the snapshot that was current then (the snapshot log), as time travel reads
     ts_ms = timestamp_us // 1000
+    if ts_ms > time.time() * 1000:  # as Delta: the table's state then is not known yet
+        raise LakeError(f"lakerules: RESTORE: the timestamp {_shown_ms(ts_ms)} is in the future; table {_name(table)} "
+                        "can be restored to a time that has passed. Nothing was changed")
     then = [e for e in metadata.snapshot_log if e.timestamp_ms <= ts_ms]
     if not then or metadata.snapshot_by_id(then[-1].snapshot_id) is None:
         raise LakeError(f"lakerules: RESTORE: table {_name(table)} has no snapshot that was current at "

@@ -100,6 +100,13 @@ def _check_field_ids(table, path: str) -> None:
             "reads Parquet columns by field id, so it adds only files written with the table's field ids (by Spark "
             "through lakerules, by another Iceberg writer of the same schema, or by pyarrow with PARQUET:field_id "
             "metadata). Nothing was added")
+    known = {f.field_id for f in table.schema().fields}
+    extra = [f"{x.name} (field id {int(x.metadata[b'PARQUET:field_id'])})" for x in schema
+             if int(x.metadata[b"PARQUET:field_id"]) not in known]
+    if extra:
+        raise LakeError(f"lakerules: add_files: {path} has columns table {names.table_name(table)} does not have: "
+                        f"{', '.join(extra[:5])}; add them to the table first (ALTER TABLE ... ADD COLUMN), or add "
+                        "files without them. Nothing was added")
 
 
 def add_files(ctx, table, args: dict):

@@ -254,10 +254,12 @@ def bind(spark, procedure: str, catalog: str, args: list[tuple[str | None, str]]
                         f"{values['max_concurrent_deletes']}")
     if values["table"] is None:
         raise LakeError(f"lakerules: {where}: argument 'table' is NULL")
-    if procedure in _STRICT:
-        for p in params:
-            if p.required and values[p.name] is None:
-                raise LakeError(f"lakerules: {where}: argument {p.name!r} is NULL")
+    for p in params:
+        # a NULL given by name is not an argument left out: using the default instead would be a silent
+        # guess (positional NULLs stand for the arguments before one given, as in Iceberg's calls)
+        if p.name in given and values[p.name] is None and (p.required or all(named)):
+            default = "" if p.required else "; leave it out for its default"
+            raise LakeError(f"lakerules: {where}: argument {p.name!r} is NULL{default}")
     return values
 
 

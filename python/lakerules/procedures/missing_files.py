@@ -86,7 +86,7 @@ def clear(error: BaseException, statement: str, table_name: str) -> LakeError | 
         return None
     path, missing, detail = found
     detail = detail.replace(path, "the file").replace(re.sub(r"^file:/*", "/", path), "the file")
-    owner = metadata_files.table_of(path) or table_name
+    owner = metadata_files.table_of(path, table_name) or table_name
     catalog, _, ident = owner.partition(".")
     if missing:
         problem = f"file {path} of table {owner} is missing: it is gone from disk, and the table still lists it"

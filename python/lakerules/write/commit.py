@@ -26,7 +26,7 @@ from lakerules.spark import current
 from lakerules.spark import jvm as J
 from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.write.manifest_merge import Merging
-from lakerules.errors import CatalogUnavailable, CommitOutcomeUnknown, CommitRejected
+from lakerules.errors import CatalogUnavailable, CommitOutcomeUnknown, CommitRejected, MaintenanceRace, UnreadableFile
 
 LAKERULES_SUMMARY = {"engine-name": "lakerules"}
 # Session settings spark.lakerules.snapshot-property.<key>=<value> add <key> to the summary of
@@ -78,10 +78,21 @@ def transaction(table: Table):
         # so main's head is required as well, and such a commit is retried over like any other.
         main = table.metadata.refs.get(MAIN_BRANCH)
         edge.require(tx, _AssertMainHead(ref=MAIN_BRANCH, snapshot_id=main.snapshot_id if main else None))
-    yield tx
+    try:
+        yield tx
+    except UnreadableFile as e:  # a file of the snapshot the statement read, gone while it staged its commit
+        if e.missing and _moved_on(table):
+            raise _maintenance_race(table, tx) from e
+        raise
+    except ValidationException as e:
+        if _STARTING_SNAPSHOT_GONE in str(e):
+            raise _maintenance_race(table, tx) from e
+        raise
     try:
         tx.commit_transaction()
-    except ValidationException:
+    except ValidationException as e:
+        if _STARTING_SNAPSHOT_GONE in str(e):
+            raise _maintenance_race(table, tx) from e
         raise
     except ValueError as e:
         if "sequence number" not in str(e):
@@ -120,6 +131,32 @@ def transaction(table: Table):
         ) from e
     # the next statement loads the metadata just written: keep it parsed
     metadata_cache.remember(table.metadata_location, table.metadata)
+
+
+# pyiceberg's word for a commit whose starting snapshot another commit expired meanwhile
+_STARTING_SNAPSHOT_GONE = "Cannot find starting snapshot"
+
+
+def _moved_on(table: Table) -> bool:
+    """Whether the catalog's table is no longer the metadata ``table`` holds (other commits landed)."""
+    try:
+        return table.catalog.load_table(table.name()).metadata_location != table.metadata_location
+    except Exception:  # noqa: BLE001 - cannot tell: the error stays what it was
+        return False
+
+
+def _maintenance_race(table: Table, tx) -> MaintenanceRace:
+    """The conflict a statement meets when maintenance removed what it read; the manifests its
+    commit had written are deleted (it did not land)."""
+    try:
+        edge.clean_all_uncommitted(tx)
+    except Exception:  # noqa: BLE001 - best effort: remove_orphan_files finds what is left
+        pass
+    return MaintenanceRace(
+        f"lakerules: conflict on {names.table_name(table)}: while this statement ran, other commits landed and "
+        "maintenance (expire_snapshots, or another engine's cleanup) removed files of the snapshot it had read; the "
+        "table is healthy, nothing was committed and the statement's new files were deleted. Run it again."
+    )
 
 
 # lakerules.write.order.identifier_fields_command still calls it by its former name (that function

@@ -448,8 +448,8 @@ def _delete_dir(spark, table: Table, target: str) -> None:
     """Remove the folder a failed write made, through the table's confinement (best effort)."""
     try:
         paths.Confinement.of(table, f"clean-up of a failed write to {names.table_name(table)}").remove_tree(spark, target)
-    except Exception:  # noqa: BLE001 - best effort cleanup after a failed write
-        log.warning("lakerules: could not remove %s after a failed write", target, exc_info=True)
+    except Exception as e:  # noqa: BLE001 - best effort cleanup after a failed write
+        log.warning("lakerules: could not remove %s after a failed write (%s: %s)", target, type(e).__name__, e)
 
 
 # ---- what an overwrite removes --------------------------------------------------------------

@@ -19,14 +19,25 @@ def run(ctx, table, stmt):
     with table.update_spec() as update:
         if stmt.op == "ADD":
             transform, column, alias = _field(stmt.field, schema)
-            update.add_field(column, transform, alias)
+            _add(table, update, stmt.field, transform, column, alias)
         elif stmt.op == "DROP":
             update.remove_field(_existing_field(table, stmt.field))
         else:
             update.remove_field(_existing_field(table, stmt.field))
             transform, column, alias = _field(stmt.new, schema)
-            update.add_field(column, transform, alias)
+            _add(table, update, stmt.new, transform, column, alias)
     return J.empty_result(ctx.spark)
+
+
+def _add(table, update, spec, transform, column, alias) -> None:
+    """Add a partition field; one the spec has already (same source and transform, or name) is an error."""
+    try:
+        update.add_field(column, transform, alias)
+    except ValueError as e:
+        if "already exists" not in str(e) and "Duplicate" not in str(e):
+            raise
+        raise LakeError(f"lakerules: ALTER TABLE {names.table_name(table)} ADD PARTITION FIELD {spec.shown()}: the "
+                        "table's partition spec has that field already. Nothing was changed") from None
 
 
 def _field(spec, schema):
