@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+import faults_util as fu
 import lakerules
 from errors_util import refused
 
@@ -533,3 +534,22 @@ def test_add_files_with_a_column_the_table_lacks_names_it(spark, iceberg_catalog
     refused_unchanged(spark, iceberg_catalog, name,
                       f"CALL lake.system.add_files(table => '{ns}.a', source_table => '`parquet`.`{tmp_path}`')",
                       f"has columns table {name} does not have: v (field id 2)", "Nothing was added")
+
+
+def test_a_stream_checkpointed_at_its_tables_folder_is_refused_in_one_line(spark, iceberg_catalog, ns, tmp_path):
+    name = f"lake.{ns}.k"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT)")
+    spark.sql(f"INSERT INTO {name} VALUES (1)")
+    location = iceberg_catalog.load_table(f"{ns}.k").location()
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "a.json").write_text('{"id": 2}\n')
+    rows = spark.readStream.schema("id BIGINT").json(str(source))
+    before = state(spark, iceberg_catalog, name)
+    message = refused(spark, lambda: rows.writeStream.option("checkpointLocation", location)
+                      .trigger(availableNow=True).toTable(name).awaitTermination(),
+                      "checkpoint location at the table's own folder", "outside the table's folder")
+    assert len(message.strip().splitlines()) == 1, message
+    assert state(spark, iceberg_catalog, name) == before
+    folder = fu.local(location)
+    assert not (folder / "offsets").exists() and not (folder / "commits").exists()

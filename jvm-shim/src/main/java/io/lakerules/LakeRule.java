@@ -30,6 +30,7 @@ final class LakeRule extends Rule<LogicalPlan> {
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
     refuseTruncatePartition(plan);
+    refuseCheckpointAtTable(plan);
     // An UPDATE or MERGE of a lake table resolves with its assignments' values as written: the
     // registry aligns them as Spark does for tables it rewrites (LakeAssignments).
     LogicalPlan given = optimizer ? plan : LakeAssignments.unwrapped(plan);
@@ -59,6 +60,38 @@ final class LakeRule extends Rule<LogicalPlan> {
             + "partitions), or every row with TRUNCATE TABLE " + name));
       }
     }
+  }
+
+  /**
+   * A stream into a lake table whose checkpoint location is the table's own folder: Spark would
+   * read the table's metadata/ folder as the stream's metadata file and fail with a stack trace
+   * when the query starts. Refused while the query is analyzed, before anything is read.
+   */
+  private static void refuseCheckpointAtTable(LogicalPlan plan) {
+    if (!(plan instanceof org.apache.spark.sql.catalyst.streaming.WriteToStream)) {
+      return;
+    }
+    org.apache.spark.sql.catalyst.streaming.WriteToStream write =
+        (org.apache.spark.sql.catalyst.streaming.WriteToStream) plan;
+    if (!(write.sink() instanceof LakeTable)) {
+      return;
+    }
+    String location = write.sink().properties().get("location");
+    String checkpoint = write.resolvedCheckpointLocation();
+    if (location != null && checkpoint != null && folder(location).equals(folder(checkpoint))) {
+      throw Bridge.sneakyThrow(Bridge.analysisError("lakerules: the streaming query into " + write.sink().name()
+          + " has its checkpoint location at the table's own folder " + location + ": Spark would read the "
+          + "table's metadata/ folder as the stream's metadata file. Give the stream a checkpoint location "
+          + "outside the table's folder (option(\"checkpointLocation\", ...))"));
+    }
+  }
+
+  /** A location as one spelling: scheme and authority (file: for a local path) and the path, no trailing slash. */
+  private static String folder(String location) {
+    java.net.URI uri = new org.apache.hadoop.fs.Path(location).toUri();
+    String scheme = uri.getScheme() == null ? "file" : uri.getScheme();
+    String path = uri.getPath() == null ? "" : uri.getPath().replaceAll("/+$", "");
+    return scheme + "://" + (uri.getAuthority() == null ? "" : uri.getAuthority()) + path;
   }
 
   @Override
