@@ -24,27 +24,18 @@ LAKERULES_SOAK_RANDOM is set. Each run prints its counts.
 from __future__ import annotations
 
 import itertools
-import os
 import re
 
 import pytest
-from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import lakerules
+import profiles_util
 import settings_util
 
-PROFILE = os.environ.get("LAKERULES_PROFILE", "small")
-settings.register_profile(
-    "hostile-small", max_examples=1, derandomize=True, deadline=None, database=None,
-    phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck), print_blob=True,
-)
-settings.register_profile(
-    "hostile-soak", max_examples=int(os.environ.get("LAKERULES_SOAK_EXAMPLES", "40")),
-    derandomize=os.environ.get("LAKERULES_SOAK_RANDOM") is None, deadline=None, database=None,
-    suppress_health_check=list(HealthCheck), print_blob=True,
-    phases=[Phase.explicit, Phase.generate] + ([] if os.environ.get("LAKERULES_SOAK_SHRINK") == "0" else [Phase.shrink]),
-)
+PROFILE = profiles_util.PROFILE
+CHOSEN = profiles_util.register("hostile-small", "hostile-soak", small_examples=1, derandomize=True)
 STATS = {"examples": 0, "statements": 0, "refused names": 0, "checks": 0, "rows checked": 0}
 _tables = itertools.count()
 
@@ -319,7 +310,7 @@ def escaped_string_literals(spark, value: bool):
 
 @pytest.mark.parametrize("escaped", [True, False], ids=["escapedStringLiterals", "unescaped"])
 def test_hostile_names_and_values_round_trip(spark, iceberg_catalog, escaped):
-    profile = settings.get_profile("hostile-small" if PROFILE == "small" else "hostile-soak")
+    profile = CHOSEN
     before = dict(STATS)
 
     @settings(profile)

@@ -29,25 +29,17 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis import seed
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
 import faults_util as fu
+import profiles_util
 
 OLD = 1_000_000_000  # 2001: older than any cutoff
 FUTURE = "TIMESTAMP '2999-01-01 00:00:00'"
-PROFILE = os.environ.get("LAKERULES_PROFILE", "small")
-settings.register_profile(
-    "locations-small", max_examples=3, stateful_step_count=15, deadline=None, database=None,
-    phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck), print_blob=True,
-)
-settings.register_profile(
-    "locations-soak", max_examples=int(os.environ.get("LAKERULES_SOAK_EXAMPLES", "40")), stateful_step_count=30,
-    derandomize=os.environ.get("LAKERULES_SOAK_RANDOM") is None, deadline=None, database=None,
-    suppress_health_check=list(HealthCheck), print_blob=True,
-    phases=[Phase.explicit, Phase.generate] + ([] if os.environ.get("LAKERULES_SOAK_SHRINK") == "0" else [Phase.shrink]),
-)
+PROFILE = profiles_util.PROFILE
+CHOSEN = profiles_util.register("locations-small", "locations-soak", small_examples=3, small_steps=15, soak_steps=30)
 STATS = {"sequences": 0, "steps": 0, "refused": 0, "tables made": 0, "cleanups": 0, "files kept": 0, "imports": 0,
          "moves": 0, "bookkeeping edits refused": 0, "tables in lake2": 0}
 CATALOGS = ("lake", "lake2")
@@ -351,7 +343,7 @@ def test_hostile_locations_never_lose_a_file(spark, warehouse, iceberg_catalog, 
     spark.conf.set("spark.lakerules.removeOrphanFiles.minAge", "0")
     try:
         machine = Locations if seed_ is None else seed(seed_)(type(f"LocationsSeed{seed_}", (Locations,), {}))
-        run_state_machine_as_test(machine, settings=settings.get_profile(f"locations-{PROFILE}"))
+        run_state_machine_as_test(machine, settings=CHOSEN)
     finally:
         spark.conf.unset("spark.lakerules.removeOrphanFiles.minAge")
     print(f"\nhostile locations ({PROFILE}, seed {seed_}): {STATS}")

@@ -20,27 +20,19 @@ import itertools
 import os
 
 import pytest
-from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis import seed
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
+import profiles_util
 from conftest import _sorted
 
 # small: fixed seeds, 3 sequences each (hypothesis starts from its simplest sequence, one
 # statement repeated, so one sequence a seed is that); soak: derandomized unless
 # LAKERULES_SOAK_RANDOM is set, shrinking failures
 SMALL_SEEDS = (20261123, 7)
-settings.register_profile(
-    "small", max_examples=3, stateful_step_count=10, derandomize=False, deadline=None, database=None,
-    phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck), print_blob=True,
-)
-settings.register_profile(
-    "soak", max_examples=int(os.environ.get("LAKERULES_SOAK_EXAMPLES", "40")), stateful_step_count=30,
-    derandomize=os.environ.get("LAKERULES_SOAK_RANDOM") is None, deadline=None, database=None,
-    suppress_health_check=list(HealthCheck), print_blob=True,
-    phases=[Phase.explicit, Phase.generate] + ([] if os.environ.get("LAKERULES_SOAK_SHRINK") == "0" else [Phase.shrink]),
-)
-PROFILE = os.environ.get("LAKERULES_PROFILE", "small")
+CHOSEN = profiles_util.register("small", "soak", small_examples=3, small_steps=10, soak_steps=30, derandomize=False)
+PROFILE = profiles_util.PROFILE
 STATS = {"sequences": 0, "steps": 0, "rows checked": 0}
 
 _tables = itertools.count()
@@ -525,5 +517,5 @@ class LakeModel(RuleBasedStateMachine):
 def test_random_sequences_read_the_same_everywhere(spark, ns, engines, seed_):
     LakeModel.spark, LakeModel.engines, LakeModel.ns = spark, engines, ns
     machine = LakeModel if seed_ is None else seed(seed_)(type(f"LakeModelSeed{seed_}", (LakeModel,), {}))
-    run_state_machine_as_test(machine, settings=settings.get_profile(PROFILE))
+    run_state_machine_as_test(machine, settings=CHOSEN)
     print(f"\nmodel test ({PROFILE}, seed {seed_}): {STATS}")

@@ -15,26 +15,18 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis import seed
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
-PROFILE = os.environ.get("LAKERULES_PROFILE", "small")
-settings.register_profile(
-    "streams-small", max_examples=3, stateful_step_count=6, deadline=None, database=None,
-    phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck), print_blob=True,
-)
-settings.register_profile(
-    "streams-soak", max_examples=int(os.environ.get("LAKERULES_SOAK_EXAMPLES", "40")), stateful_step_count=15,
-    derandomize=os.environ.get("LAKERULES_SOAK_RANDOM") is None, deadline=None, database=None,
-    suppress_health_check=list(HealthCheck), print_blob=True,
-    phases=[Phase.explicit, Phase.generate] + ([] if os.environ.get("LAKERULES_SOAK_SHRINK") == "0" else [Phase.shrink]),
-)
+import profiles_util
+
+PROFILE = profiles_util.PROFILE
+CHOSEN = profiles_util.register("streams-small", "streams-soak", small_examples=3, small_steps=6, soak_steps=15)
 STATS = {"sequences": 0, "steps": 0, "batches": 0, "crashes": 0, "restarts": 0, "maintenance": 0}
 OLD_ENOUGH = "TIMESTAMP '2999-01-01 00:00:00'"
 _seq = itertools.count()
@@ -142,5 +134,5 @@ def test_streams_survive_maintenance(spark, iceberg_catalog, ns, tmp_path, seed_
     StreamsAndMaintenance.scratch, StreamsAndMaintenance.ns = tmp_path, ns
     machine = (StreamsAndMaintenance if seed_ is None
                else seed(seed_)(type(f"StreamsSeed{seed_}", (StreamsAndMaintenance,), {})))
-    run_state_machine_as_test(machine, settings=settings.get_profile(f"streams-{PROFILE}"))
+    run_state_machine_as_test(machine, settings=CHOSEN)
     print(f"\nstreams x maintenance ({PROFILE}, seed {seed_}): {STATS}")
