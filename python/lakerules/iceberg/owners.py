@@ -1,22 +1,26 @@
-"""Which folders each table owns, and which files a table borrows from another.
+"""Which folders each table owns, and which files a table borrows from elsewhere.
 
 A folder belongs to one table. A table owns its location, its ``write.data.path`` and
 ``write.metadata.path`` when set, and the folders lakerules moved it away from
 (``paths.table_folders``). Creating, registering, replacing or moving a table (LOCATION, a
 namespace's location, the two path properties, ``register_table``, ALTER TABLE ... SET LOCATION)
-so that one of its folders is, is inside, or contains a folder of another live table is refused
-(:func:`check_folders`); so is a namespace location inside a table's folder. A table created
-without LOCATION whose default folder is taken (by a live table, or on disk by the files of a
-dropped or renamed one) gets a fresh folder beside it (:func:`default_location`).
+so that one of its folders is, is inside, or contains a folder of another live table, or a folder
+another live table holds recorded files in, is refused (:func:`check_folders`); so is a namespace
+location inside a table's folder. A table created without LOCATION whose default folder is taken
+(by a live table, its recorded files, or on disk by the files of a dropped or renamed one) gets a
+fresh folder beside it (:func:`default_location`). "Another live table" is any table of any lake
+catalog of the session (:func:`peers`).
 
 Cleanup (remove_orphan_files, expire_snapshots, VACUUM, DROP TABLE ... PURGE) checks once that
 the table's folders are its own (``paths.Confinement.check_root`` with :func:`holdings`), and
-never deletes a file another table borrows: ``add_files(..., shared => true)`` may add files below
-another table's folders, and records that folder in the borrower's property ``lakerules.borrows``;
-before the owner deletes anything, the files of every table that borrows from its folders are read
-from that table's metadata and kept (:func:`borrowers`). A table that borrows nothing costs one
-property lookup: nothing is read beyond the metadata JSON of each table, which the folder checks
-read anyway (each file once per process: metadata files never change).
+never deletes a file another table borrows: ``add_files`` and ``register_table`` record the
+folders of files a table references outside its own folders in its property ``lakerules.borrows``
+(lakerules.iceberg.bookkeeping; ``add_files(..., shared => true)`` may add files below another
+table's folders, whose folder is recorded too); before a table deletes anything, the files of
+every table that borrows from its folders are read from that table's metadata and kept
+(:func:`borrowers`). A table that borrows nothing costs one property lookup: nothing is read beyond
+the metadata JSON of each table, which the folder checks read anyway (each file once per process:
+metadata files never change).
 """
 
 from __future__ import annotations
@@ -219,18 +223,25 @@ def holdings(catalog, own: tuple | None = None, tables: list[OtherTable] | None 
 def check_folders(catalog, what: str, location: str, properties: dict, own: tuple | None = None,
                   tables: list[OtherTable] | None = None) -> None:
     """Refuse a table at ``location`` with ``properties`` whose folders are not its alone: a folder
-    that is, is inside or contains another live table's folder; the warehouse root or a folder that
-    holds it or the catalog's database; a file system's root. ``what`` names the statement."""
+    that is, is inside or contains another live table's folder or a folder another live table
+    holds recorded files in (lakerules.borrows); a catalog's warehouse root or a folder that holds
+    it or a catalog's database; a file system's root; a folder below a file. Every lake catalog
+    of the session counts (:func:`peers`). ``what`` names the statement."""
     tables = other_tables(catalog, own) if tables is None else tables
     held = holdings(catalog, own, tables)
     lent = _own_folders(catalog, own)
+    # folders other tables hold recorded files in, but those below this table's own folders (its
+    # files, lent to them: its cleanup keeps what they reference)
+    imported = [(t.name, b) for t in tables for b in t.borrows
+                if not any(paths.relation(b, mine) in ("is inside", "is also") for mine in lent)]
     for folder in _resolved(paths.table_folders(location, properties)):
         kind = "location" if paths.key(folder.text) == paths.key(location) else "folder"
         text = paths.shown(folder)
         if not folder.parts:
             _refuse(what, f"its {kind} {text} is the root of a file system or bucket")
-        if folder.local and _file_on_the_way(folder.path):
-            _refuse(what, f"its {kind} {text} is below {_file_on_the_way(folder.path)!r}, which is a file, not a folder")
+        below = _file_on_the_way(folder.path) if folder.local else None
+        if below:
+            _refuse(what, f"its {kind} {text} is below {below!r}, which is a file, not a folder")
         for name, warehouse in held.warehouses:
             if paths.relation(folder, warehouse) in ("is also", "contains"):
                 _refuse(what, f"its {kind} {text} is the warehouse root of catalog {name!r} or contains it, where "
@@ -245,15 +256,11 @@ def check_folders(catalog, what: str, location: str, properties: dict, own: tupl
                     whose = "location" if other is folders[0] else "folder"
                     _refuse(what, f"its {kind} {text} {how} the {whose} of table {name} ({other.text}); a folder "
                                   "belongs to one table, whose cleanup would delete the other's files")
-        for t in tables:
-            for borrowed in t.borrows:
-                if any(paths.relation(borrowed, mine) in ("is inside", "is also") for mine in lent):
-                    continue  # this table's own files, which the other references: its cleanup keeps them
-                how = paths.relation(folder, borrowed)
-                if how is not None:
-                    _refuse(what, f"its {kind} {text} {how} {borrowed.text}, which holds files table {t.name} "
-                                  "references (brought in by add_files or register_table); this table's cleanup "
-                                  "would delete them")
+        for name, borrowed in imported:
+            how = paths.relation(folder, borrowed)
+            if how is not None:
+                _refuse(what, f"its {kind} {text} {how} {borrowed.text}, which holds files table {name} references "
+                              "(brought in by add_files or register_table); this table's cleanup would delete them")
 
 
 def _file_on_the_way(path: str) -> str | None:
