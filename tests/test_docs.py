@@ -130,10 +130,11 @@ def test_every_page_is_in_the_site():
 
 def _module_names(text: str) -> set[str]:
     """Dotted names under lakerules that read as module paths: not a setting (spark.lakerules.x),
-    property or summary key (lakerules.operation, lakerules.previous-folders), nor OPTIMIZE's
+    property or summary key (lakerules.operation, lakerules.previous-folders, lakerules.stream.<query
+    id>), nor OPTIMIZE's
     table properties (lakerules.optimize.targetFileSize)."""
     keys = {"lakerules.operation", "lakerules.borrows", "lakerules.zorder", "lakerules.nestedids",
-            "lakerules.rowGroups", "lakerules.rowgroups", "lakerules.merge"}
+            "lakerules.rowGroups", "lakerules.rowgroups", "lakerules.merge", "lakerules.stream"}
     names = set()
     for m in re.finditer(r"(?<![\w.$/-])lakerules(?:\.[A-Za-z_]\w*)+(?![\w-])", text):
         name = m.group(0)
