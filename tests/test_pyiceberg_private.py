@@ -329,3 +329,47 @@ def test_the_check_for_instance_attributes_can_fail(attribute):
 
     assert _instance_attribute(_SnapshotProducer, attribute)
     assert not _instance_attribute(_SnapshotProducer, attribute + "_gone")
+
+
+def test_manifests_declare_the_specs_equality_ids(tmp_path):
+    """pyiceberg_edge.install_spec_manifest_types: a manifest pyiceberg writes says equality_ids is
+    list<int>, as the spec and Iceberg's Java reader want (list<long> made Java fail on every
+    manifest with an equality delete file); one written with list<long> before still reads."""
+    import pyiceberg.manifest as M
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+    from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import IntegerType, LongType, NestedField
+
+    import lakerules.iceberg.catalogs  # noqa: F401 - installs the patch, as every session does
+
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    io = PyArrowFileIO()
+
+    def write(path) -> M.ManifestFile:
+        with M.write_manifest(2, UNPARTITIONED_PARTITION_SPEC, schema, io.new_output(str(path)), 1, "null") as w:
+            f = M.DataFile.from_args(content=M.DataFileContent.EQUALITY_DELETES, file_path="/x/d.parquet",
+                                     file_format=M.FileFormat.PARQUET, partition=M.Record(), record_count=3,
+                                     file_size_in_bytes=10, equality_ids=[1])
+            w.add_entry(M.ManifestEntry.from_args(status=M.ManifestEntryStatus.ADDED, snapshot_id=1, data_file=f))
+        return w.to_manifest_file()
+
+    def element(path) -> str:
+        raw = path.read_bytes()
+        start = raw.index(b'"equality_ids"')
+        return re.search(rb'"items": "(\w+)"', raw[start:start + 300]).group(1).decode()
+
+    for version in (2, 3):
+        assert isinstance(M.DATA_FILE_TYPE[version].field(135).field_type.element_type, IntegerType)
+    new = write(tmp_path / "new.avro")
+    assert element(tmp_path / "new.avro") == "int"
+    assert [e.data_file.equality_ids for e in new.fetch_manifest_entry(io)] == [[1]]
+    # written as pyiceberg 0.12 did: list<long>, read back all the same
+    patched = M.DATA_FILE_TYPE[2]
+    M.DATA_FILE_TYPE[2] = M.MANIFEST_ENTRY_SCHEMAS[2].find_field(2).field_type
+    try:
+        old = write(tmp_path / "old.avro")
+    finally:
+        M.DATA_FILE_TYPE[2] = patched
+    assert element(tmp_path / "old.avro") == "long"
+    assert [e.data_file.equality_ids for e in old.fetch_manifest_entry(io)] == [[1]]

@@ -17,6 +17,7 @@ from pyiceberg.table import Table
 
 from lakerules.errors import LakeError, NotSupported
 from lakerules.iceberg import far_dates, metadata_cache, metadata_files, refs
+from lakerules.iceberg import pyiceberg_edge as edge
 from lakerules.iceberg.guarded import guarded, qualified, shown_property, sqlite_locks_wait  # noqa: F401 - qualified, shown_property for callers
 from lakerules.spark import jvm as J
 from lakerules.spark import shared
@@ -24,6 +25,7 @@ from lakerules.spark import shared
 metadata_cache.install()
 metadata_files.install()
 far_dates.install()
+edge.install_spec_manifest_types()
 
 
 def namespace_exists(cat: Catalog, ns: tuple) -> bool:

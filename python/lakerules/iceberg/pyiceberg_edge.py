@@ -86,6 +86,14 @@ Validation and metrics:
 - ``pyiceberg.expressions.visitors._StrictMetricsEvaluator(schema, expr, case_sensitive, include_empty_files)``:
   whether every row of a data file matches (a DELETE drops such files unread).
 
+Patched, a public name (:func:`install_spec_manifest_types`): pyiceberg.manifest's
+``DATA_FILE_TYPE`` declares ``equality_ids`` (field 135, element 136) as ``list<long>`` in 0.12,
+the spec and Iceberg's Java library as ``list<int>``: Iceberg's Java reader fails on such a manifest
+(ClassCastException) as soon as it holds an equality delete file (apache/iceberg-python#3840, fixed
+after 0.12.0). The writers' data file types are replaced by ones with ``list<int>``; the read
+schemas pyiceberg built from them at import keep ``list<long>``, to which ``int`` is promoted, so
+manifests written before still read (tests/test_pyiceberg_private.py).
+
 Catalogs (lakerules.iceberg.guarded):
 - ``pyiceberg.catalog.MetastoreCatalog._write_metadata(metadata, io, metadata_path)``: which metadata
   file a failed commit or CREATE TABLE wrote, to delete it when it did not land
@@ -372,6 +380,22 @@ class DeleteManifestWriterV3(ManifestWriterV3):
     @property
     def _meta(self) -> dict[str, str]:
         return {**super()._meta, "content": "deletes"}
+
+
+def install_spec_manifest_types() -> None:
+    """Manifests written with the spec's ``equality_ids: list<int>`` (see the module's list)."""
+    import pyiceberg.manifest as manifests
+    from pyiceberg.types import IntegerType, ListType, NestedField, StructType
+
+    for version, struct in list(manifests.DATA_FILE_TYPE.items()):
+        fields = []
+        for f in struct.fields:
+            if f.field_id == 135 and isinstance(f.field_type, ListType) and not isinstance(f.field_type.element_type, IntegerType):
+                f = NestedField(field_id=f.field_id, name=f.name, required=f.required, doc=f.doc,
+                                field_type=ListType(element_id=f.field_type.element_id, element_type=IntegerType(),
+                                                    element_required=f.field_type.element_required))
+            fields.append(f)
+        manifests.DATA_FILE_TYPE[version] = StructType(*fields)
 
 
 def manifest_header(writer) -> tuple[Schema, dict, object]:
