@@ -1,5 +1,5 @@
 # make setup: a fresh machine to a working install (.venv/, the deps, a JDK, the Java shim jar).
-# make test:  the test suite (installs the PostgreSQL server the concurrency test starts, if missing).
+# make test:  the test suite (installs the PostgreSQL server the concurrency test starts, and the anchor, if missing).
 # make unit:  the rule unit layer alone (tests/unit: each rule applied to small plans; part of make test too).
 # make test-matrix: the wheel built, installed into a fresh venv and run, per pyspark version.
 # make demo: examples/demo.py on the embedded catalog.
@@ -10,7 +10,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 JAR    := python/lakerules/jars/lakerules-shim.jar
 
-.PHONY: setup java postgres venv shim jvm-archive test unit test-matrix soak demo docs bench clean
+.PHONY: setup java postgres venv shim jvm-archive anchor test unit test-matrix soak demo docs bench clean
 
 setup: java venv shim jvm-archive
 
@@ -54,12 +54,33 @@ jvm-archive:
 # tests/jvm_archive.py first: the class-data-sharing archive the suite's JVMs start from (make setup
 # builds it; again after the shim jar, pyspark or java changed; a JVM start 13 s -> 4.5 s).
 TEST_WORKERS ?= 2
-test: postgres
+test: postgres anchor
 	$(PY) tests/jvm_archive.py
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=20 python/lakerules tests
 
 unit:
 	$(PY) -m pytest tests/unit -q
+
+# The anchor (tests/anchor.py): Iceberg's own Spark runtime, run beside lakerules by the interop tests
+# and the benchmarks. Iceberg's newest runtime is for Spark 4.1 (1.12.0 has none for 4.2 or 4.3), so
+# it gets a venv of its own with that pyspark, and its jars come from Maven Central into .anchor/jars.
+# Nothing a user's `make setup` needs depends on it.
+ANCHOR        := .anchor
+ANCHOR_PY     := $(ANCHOR)/venv/bin/python
+ANCHOR_SPARK  ?= 4.1.4
+ICEBERG       ?= 1.12.0
+ANCHOR_JARS   := org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:$(ICEBERG) org.xerial:sqlite-jdbc:3.54.1.0
+anchor:
+	@test -x $(ANCHOR_PY) || $(PYTHON) -m venv $(ANCHOR)/venv
+	@$(ANCHOR_PY) -c "import pyspark, sys; sys.exit(pyspark.__version__ != '$(ANCHOR_SPARK)')" 2>/dev/null \
+	  || $(ANCHOR_PY) -m pip install -q "pyspark==$(ANCHOR_SPARK)" "pyarrow>=18"
+	@mkdir -p $(ANCHOR)/jars
+	@for a in $(ANCHOR_JARS); do \
+	  f=$$(echo $$a | awk -F: '{print $$2"-"$$3".jar"}'); \
+	  test -f $(ANCHOR)/jars/$$f || mvn -q -B dependency:copy -Dartifact=$$a -DoutputDirectory=$(ANCHOR)/jars \
+	    > $(ANCHOR)/mvn.log 2>&1 || { cat $(ANCHOR)/mvn.log; exit 1; }; \
+	done
+	@echo "anchor: pyspark $(ANCHOR_SPARK), $$(ls $(ANCHOR)/jars | tr '\n' ' ')"
 
 # The built wheel in a fresh venv (tests/test_packaging.py), once with the newest dependencies
 # pip resolves and once with the oldest the package declares (pyproject.toml). Minutes, mostly
@@ -90,4 +111,4 @@ bench:
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) $(JAR) warehouse bench/out site build/jvm-archive
+	rm -rf $(VENV) $(JAR) warehouse bench/out site build/jvm-archive $(ANCHOR)

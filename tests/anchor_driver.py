@@ -1,0 +1,82 @@
+"""Iceberg's own Spark runtime on a lakerules catalog, in a process of its own (tests/anchor.py).
+
+    <anchor venv>/bin/python anchor_driver.py JARS_DIR WAREHOUSE CATALOG_DB < statements.json
+
+Runs in the anchor's venv (pyspark of the Spark line Iceberg ships a runtime for; `make anchor`),
+never with lakerules: a local Spark session with IcebergSparkSessionExtensions and the catalog
+``lake`` as Iceberg's SparkCatalog over a JdbcCatalog on the same SQLite database pyiceberg's SQL
+catalog keeps (both use the tables iceberg_tables / iceberg_namespace_properties). Reads a JSON
+list of SQL statements from stdin and prints one JSON line per statement: {"rows": [...]} (values
+as JSON, dates and decimals as strings) or {"error": "<first line>"}; a statement that fails does
+not stop the others.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+
+
+def main() -> None:
+    jars_dir, warehouse, catalog_db = sys.argv[1:4]
+    os.environ["TZ"] = "UTC"
+    from pyspark.sql import SparkSession
+
+    jars = ",".join(sorted(glob.glob(os.path.join(jars_dir, "*.jar"))))
+    spark = (SparkSession.builder.master("local[2]").appName("iceberg-anchor")
+             .config("spark.jars", jars)
+             .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+             .config("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog")
+             .config("spark.sql.catalog.lake.catalog-impl", "org.apache.iceberg.jdbc.JdbcCatalog")
+             .config("spark.sql.catalog.lake.uri", f"jdbc:sqlite:{catalog_db}")
+             .config("spark.sql.catalog.lake.warehouse", f"file://{warehouse}")
+             .config("spark.sql.catalog.lake.jdbc.schema-version", "V0")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("OFF")
+    for statement in json.load(sys.stdin):
+        try:
+            rows = [[_json(v) for v in r] for r in spark.sql(statement).collect()]
+            out = {"rows": rows}
+        except Exception as e:  # noqa: BLE001 - reported to the test, which decides
+            out = {"error": _cause(e)}
+        print(json.dumps(out), flush=True)
+    spark.stop()
+
+
+def _cause(e: Exception) -> str:
+    """The error's first line, and for a JVM error each cause's class and first line down the chain."""
+    text = str(getattr(e, "desc", None) or e).strip()
+    parts = [text.splitlines()[0] if text else type(e).__name__]
+    j = getattr(e, "java_exception", None)
+    while j is not None:
+        message = (j.getMessage() or "").strip()
+        parts.append(f"{j.getClass().getName()}: {message.splitlines()[0] if message else ''}")
+        j = j.getCause()
+    return " <- ".join(parts)
+
+
+def _json(v):
+    import datetime
+    import decimal
+
+    if isinstance(v, (datetime.date, datetime.datetime, decimal.Decimal)):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    if isinstance(v, (list, tuple)):
+        return [_json(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json(x) for k, x in v.items()}
+    if hasattr(v, "asDict"):
+        return {k: _json(x) for k, x in v.asDict().items()}
+    return v
+
+
+if __name__ == "__main__":
+    main()
