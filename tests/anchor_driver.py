@@ -18,6 +18,8 @@ import json
 import os
 import sys
 
+import anchor_values  # beside this file
+
 
 def main() -> None:
     jars_dir, warehouse, catalog_db = sys.argv[1:4]
@@ -41,7 +43,7 @@ def main() -> None:
     spark.sparkContext.setLogLevel("OFF")
     for statement in json.load(sys.stdin):
         try:
-            rows = [[_json(v) for v in r] for r in spark.sql(statement).collect()]
+            rows = [list(anchor_values.row(r)) for r in spark.sql(statement).collect()]
             out = {"rows": rows}
         except Exception as e:  # noqa: BLE001 - reported to the test, which decides
             out = {"error": _cause(e)}
@@ -59,23 +61,6 @@ def _cause(e: Exception) -> str:
         parts.append(f"{j.getClass().getName()}: {message.splitlines()[0] if message else ''}")
         j = j.getCause()
     return " <- ".join(parts)
-
-
-def _json(v):
-    import datetime
-    import decimal
-
-    if isinstance(v, (datetime.date, datetime.datetime, decimal.Decimal)):
-        return str(v)
-    if isinstance(v, (bytes, bytearray)):
-        return v.hex()
-    if isinstance(v, (list, tuple)):
-        return [_json(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _json(x) for k, x in v.items()}
-    if hasattr(v, "asDict"):
-        return {k: _json(x) for k, x in v.asDict().items()}
-    return v
 
 
 if __name__ == "__main__":

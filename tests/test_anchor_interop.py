@@ -10,13 +10,12 @@ lakerules. One anchor process serves the whole module (a JVM with Iceberg's runt
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import itertools
 
 import pytest
 
 import anchor
+import anchor_values
 
 _ids = itertools.count()
 
@@ -77,15 +76,8 @@ STATES: dict[str, tuple[str, list[str]]] = {
 REFS = {"branches_and_tags": ["side", "before"]}
 
 
-def _json(v):
-    """A value as the anchor's driver prints it."""
-    if isinstance(v, (datetime.date, datetime.datetime, decimal.Decimal)):
-        return str(v)
-    return v
-
-
 def _ours(spark, sql: str) -> list[tuple]:
-    return sorted((tuple(_json(v) for v in r) for r in spark.sql(sql).collect()), key=repr)
+    return sorted((anchor_values.row(r) for r in spark.sql(sql).collect()), key=repr)
 
 
 @pytest.fixture(scope="module")
