@@ -4,7 +4,7 @@
 # make test-matrix: the wheel built, installed into a fresh venv and run, per pyspark version.
 # make demo: examples/demo.py on the embedded catalog.
 # make docs: the documentation site (README.md, docs/) into site/, mkdocs build --strict.
-# make soak:  the model, hostile-alphabet, concurrency, wide-read, scale, Connect, stream small-files, hostile-location and streams-x-maintenance tests, long profiles (see RELIABILITY.md).
+# make soak:  the model, hostile-alphabet, concurrency, wide-read, scale, Connect, stream small-files, hostile-location, streams-x-maintenance and differential (against Iceberg's runtime) tests, long profiles (see RELIABILITY.md).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -97,7 +97,7 @@ soak:
 	LAKERULES_PROFILE=soak LAKERULES_SOAK_EXAMPLES=$(SOAK_EXAMPLES) LAKERULES_CONCURRENCY_SECONDS=$(SOAK_SECONDS) \
 	  $(PY) -m pytest tests/test_model.py tests/test_hostile_alphabet.py tests/test_concurrency.py tests/test_wide_read.py \
 	    tests/test_scale.py tests/test_connect.py tests/test_stream_small_files.py tests/test_hostile_locations.py \
-	    tests/test_stream_maintenance.py -s -q
+	    tests/test_stream_maintenance.py tests/test_anchor_differential.py -s -q
 
 demo:
 	$(PY) examples/demo.py

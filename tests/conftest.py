@@ -31,7 +31,8 @@ time.tzset()
 # The test files that take longest (make test on 2 cores, 2026-11-27: 100 s down to 50 s), run
 # first: the two workers take files in collection order, so a long file collected last would keep
 # one worker busy after the other ran out of work (simulated on that run's times: 788 s -> 770 s).
-SLOWEST_FIRST = ("test_v3", "test_optimize", "test_faults", "test_anchor_interop", "test_jvm_drivers", "test_changelog",
+SLOWEST_FIRST = ("test_v3", "test_optimize", "test_faults", "test_anchor_interop", "test_anchor_differential",
+                 "test_jvm_drivers", "test_changelog",
                  "test_scan_planning",
                  "test_connect", "test_sql_text", "test_rowlevel_semantics", "test_streaming", "test_concurrency",
                  "test_history")
