@@ -106,7 +106,7 @@ demo:
 docs:
 	$(PY) -m mkdocs build --strict
 
-bench:
+bench: anchor
 	$(PY) -m pip install -q -e '.[test,bench]'
 	$(PY) bench/run.py
 

@@ -6,6 +6,7 @@
     .venv/bin/python bench/run.py --only metadata --reuse
     .venv/bin/python bench/run.py --only cdc --cdc-rows 200000 --cdc-batches 10 --stream-batches 100 --runs 3
     .venv/bin/python bench/run.py --only v3 --cdc-rows 1000000 --cdc-batches 30 --rows 10000000 --runs 3
+    .venv/bin/python bench/run.py --only iceberg --rows 10000000 --runs 3    # needs `make anchor`
 
 Every result is a ratio (or difference) of two contenders measured side by side in the same
 run, in turns; absolute times are only this machine's at that moment. Each module gets its own
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cdc  # noqa: E402
 import delete  # noqa: E402
 import foundation  # noqa: E402
+import iceberg  # noqa: E402
 import latemat  # noqa: E402
 import latemat_grid  # noqa: E402
 import metadata  # noqa: E402
@@ -55,6 +57,7 @@ MODULES = {
     "procedures": ("Maintenance procedures on the statements' engine", procedures),
     "cdc": ("Streaming: CDC upserts and small files", cdc),
     "v3": ("Iceberg format version 3 next to version 2", v3),
+    "iceberg": ("Next to Iceberg's own Spark runtime", iceberg),
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = "# Benchmark results\n\nRatios are measured side by side in one run; absolute times are this machine's.\n"

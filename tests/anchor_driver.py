@@ -1,6 +1,11 @@
 """Iceberg's own Spark runtime on a lakerules catalog, in a process of its own (tests/anchor.py).
 
     <anchor venv>/bin/python anchor_driver.py JARS_DIR WAREHOUSE CATALOG_DB < statements.json
+    <anchor venv>/bin/python anchor_driver.py JARS_DIR WAREHOUSE CATALOG_DB --serve
+
+``--serve`` (the benchmarks, bench/iceberg.py): a JSON statement per line on stdin, answered as it
+comes with a JSON line that also holds "seconds", the statement's wall time in this process (its
+rows collected), until stdin closes.
 
 Runs in the anchor's venv (pyspark of the Spark line Iceberg ships a runtime for; `make anchor`),
 never with lakerules: a local Spark session with IcebergSparkSessionExtensions and the catalog
@@ -17,12 +22,14 @@ import glob
 import json
 import os
 import sys
+import time
 
 import anchor_values  # beside this file
 
 
 def main() -> None:
     jars_dir, warehouse, catalog_db = sys.argv[1:4]
+    serve = "--serve" in sys.argv[4:]
     os.environ["TZ"] = "UTC"
     from pyspark.sql import SparkSession
 
@@ -38,15 +45,18 @@ def main() -> None:
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.shuffle.partitions", os.environ.get("ANCHOR_SHUFFLE_PARTITIONS", "2"))
              .getOrCreate())
     spark.sparkContext.setLogLevel("OFF")
-    for statement in json.load(sys.stdin):
+    statements = (json.loads(line) for line in sys.stdin if line.strip()) if serve else json.load(sys.stdin)
+    for statement in statements:
+        start = time.perf_counter()
         try:
             rows = [list(anchor_values.row(r)) for r in spark.sql(statement).collect()]
             out = {"rows": rows}
         except Exception as e:  # noqa: BLE001 - reported to the test, which decides
             out = {"error": _cause(e)}
+        out["seconds"] = time.perf_counter() - start
         print(json.dumps(out), flush=True)
     spark.stop()
 
