@@ -2,8 +2,9 @@
 
 Every state in STATES is made by lakerules; Iceberg's runtime, in a process of its own on the same
 SQLite catalog, must read the same rows (row lineage included on v3), the same snapshots, files,
-delete files and refs, then run its own rewrite_data_files and expire_snapshots on lakerules'
-tables, after which lakerules reads them unchanged. The other way round, tables Iceberg's runtime
+delete files, refs and partitions (metadata tables; the partitions table's whole rows), then run
+its own rewrite_data_files and expire_snapshots on lakerules' tables, after which lakerules reads
+them unchanged. The other way round, tables Iceberg's runtime
 made (its merge-on-read deletes, its v3 deletion vectors and row lineage) must read the same in
 lakerules. One anchor process serves the whole module (a JVM with Iceberg's runtime starts in ~10 s).
 """
@@ -71,6 +72,12 @@ STATES: dict[str, tuple[str, list[str]]] = {
                                        "ALTER TABLE {t} CREATE TAG before", "ALTER TABLE {t} CREATE BRANCH side",
                                        "INSERT INTO {t}.branch_side VALUES (77, 'side', DATE'2026-05-01')",
                                        "DELETE FROM {t} WHERE id < 10"]),
+    "write_audit_publish": ("id, v, d", [
+        "CREATE TABLE {t} (id BIGINT, v STRING, d DATE) TBLPROPERTIES ('write.wap.enabled'='true')",
+        "INSERT INTO {t} " + ROWS, "SET spark.wap.id = anchor-staged",
+        "INSERT INTO {t} VALUES (500, 'staged', DATE'2026-06-01')", "SET spark.wap.id = anchor-published",
+        "INSERT INTO {t} VALUES (501, 'published', DATE'2026-06-02')", "RESET spark.wap.id",
+        "CALL lake.system.publish_changes(table => '{ident}', wap_id => 'anchor-published')"]),
 }
 # Iceberg's names for what lakerules reads at a branch or tag (Spark SQL's VERSION AS OF)
 REFS = {"branches_and_tags": ["side", "before"]}
@@ -108,6 +115,7 @@ def _reads(ns: str) -> list[tuple[str, str, str]]:
         out.append((name, "files", f"SELECT content, file_path, record_count FROM {t}.files"))
         out.append((name, "delete_files", f"SELECT content, file_path FROM {t}.delete_files"))
         out.append((name, "refs", f"SELECT name, type, snapshot_id FROM {t}.refs"))
+        out.append((name, "partitions", f"SELECT * FROM {t}.partitions"))
         out += [(name, f"ref {r}", f"SELECT {columns} FROM {t} VERSION AS OF '{r}'") for r in REFS.get(name, [])]
     return out
 
