@@ -23,6 +23,8 @@ writes them in the same commit as the change they record.
 
 from __future__ import annotations
 
+import json
+
 from lakerules.errors import LakeError
 
 BORROWS = "lakerules.borrows"
@@ -51,6 +53,16 @@ def check_user_properties(what: str, keys) -> None:
             raise LakeError(f"lakerules: {what}: table property {key!r} is lakerules' own record of {record}; "
                             "it cannot be set or removed by SQL (changing it could lose or duplicate data). "
                             "Nothing was changed")
+
+
+def folders(properties, key: str) -> list[str]:
+    """The folders record ``key`` (``BORROWS`` or ``PREVIOUS_FOLDERS``, a JSON list) of a table's
+    ``properties`` names; none when it is missing or not a list."""
+    try:
+        value = json.loads(properties.get(key) or "[]")
+    except ValueError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 def stream_key(query_id: str) -> str:

@@ -130,7 +130,7 @@ class _Guarded:
         except UnreadableFile as e:
             raise metadata_files.named(e, qualified(name, ident[:-1], ident[-1])) from e.cause
         metadata_files.remember_table(table.location(), qualified(name, ident[:-1], ident[-1]),
-                                      table.properties.get(bookkeeping.BORROWS))
+                                      bookkeeping.folders(table.properties, bookkeeping.BORROWS))
         return table
 
     def writing_metadata(self, metadata_path: str) -> None:  # MetadataWriteHook's, for a SQL catalog

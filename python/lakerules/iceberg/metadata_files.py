@@ -29,16 +29,12 @@ _TABLES = 4096
 _installed = False
 
 
-def remember_table(location: str | None, name: str, borrows: str | None = None) -> None:
-    """Remember a table loaded: its location, and the folders its lakerules.borrows names (JSON)."""
+def remember_table(location: str | None, name: str, borrows=()) -> None:
+    """Remember a table loaded: its location, and the folders it borrows files from
+    (lakerules.iceberg.bookkeeping.BORROWS)."""
     if not location:
         return
-    import json
-
-    try:
-        folders = tuple(paths.key(str(f)).rstrip("/") for f in json.loads(borrows or "[]"))
-    except (ValueError, TypeError):
-        folders = ()
+    folders = tuple(paths.key(f).rstrip("/") for f in borrows)
     with _lock:
         _tables.pop(paths.key(location).rstrip("/"), None)
         _tables[paths.key(location).rstrip("/")] = name

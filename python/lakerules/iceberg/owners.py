@@ -51,7 +51,7 @@ class OtherTable:
         self.name, self.location, self.properties = name, location, properties
         self.metadata_location = metadata_location
         self.folders = tuple(_resolved(paths.table_folders(location, properties)))
-        self.borrows = tuple(_resolved(_json_list(properties.get(BORROWS))))
+        self.borrows = tuple(_resolved(bookkeeping.folders(properties, BORROWS)))
 
 
 def _resolved(folders) -> list[Loc]:
@@ -62,14 +62,6 @@ def _resolved(folders) -> list[Loc]:
         except LakeError:
             continue
     return out
-
-
-def _json_list(text: str | None) -> list[str]:
-    try:
-        value = json.loads(text or "[]")
-    except ValueError:
-        return []
-    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 # ---- what the catalogs hold ---------------------------------------------------------------------
@@ -368,7 +360,7 @@ def outermost(folders) -> list[str]:
 def borrowing(table, folders: list[str]) -> dict | None:
     """The table's lakerules.borrows with ``folders`` added, as the property to set in the commit
     that brings their files in; None when it knows them all already."""
-    known = _json_list(table.properties.get(BORROWS))
+    known = bookkeeping.folders(table.properties, BORROWS)
     merged = outermost([*known, *folders])
     return {BORROWS: json.dumps(merged)} if merged != sorted(known) else None
 

@@ -268,16 +268,11 @@ def table_folders(location: str, properties) -> list[str]:
     """The folders a table's files live in: its location, its write.data.path and
     write.metadata.path, and the folders it had before lakerules moved it (in that order,
     without repeats)."""
-    import json
-
     out = [location]
     for prop in (DATA_PATH, METADATA_PATH):
         if properties.get(prop):
             out.append(properties[prop])
-    try:
-        out += [str(p) for p in json.loads(properties.get(PREVIOUS_FOLDERS) or "[]")]
-    except ValueError:
-        pass
+    out += bookkeeping.folders(properties, PREVIOUS_FOLDERS)
     seen, unique = set(), []
     for folder in out:
         k = key(folder).rstrip("/")
